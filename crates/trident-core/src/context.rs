@@ -1,0 +1,95 @@
+//! [`CallContext`]: what a binding knows about a call besides its request message.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_util::sync::CancellationToken;
+
+/// Who is calling. Every task is owned by the principal that created it and is invisible to
+/// every other principal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Principal(Option<Arc<str>>);
+
+impl Principal {
+    /// The unauthenticated caller. All anonymous callers share one owner scope.
+    pub fn anonymous() -> Self {
+        Self(None)
+    }
+
+    /// An authenticated caller with a stable identifier.
+    pub fn named(id: impl Into<Arc<str>>) -> Self {
+        Self(Some(id.into()))
+    }
+
+    /// The identifier, `None` when anonymous.
+    pub fn id(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+
+    /// Whether the caller is authenticated.
+    pub fn is_authenticated(&self) -> bool {
+        self.0.is_some()
+    }
+}
+
+/// Request-scoped facts a binding extracts from headers/metadata/path, passed to every
+/// [`A2aService`](crate::A2aService) method.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// Tenant from the transport (HTTP+JSON path prefix). The request's own `tenant` field is
+    /// used when this is empty; if both are set they must agree.
+    pub tenant: String,
+    /// The authenticated caller.
+    pub principal: Principal,
+    /// `A2A-Version` as sent; `None` when absent or empty.
+    pub version: Option<String>,
+    /// Extension URIs activated by `A2A-Extensions`.
+    pub extensions: Vec<String>,
+    /// When the caller stops waiting.
+    pub deadline: Option<Instant>,
+    /// Fired when the caller goes away (connection closed, RPC cancelled).
+    pub cancelled: CancellationToken,
+    /// Resume point of a stream: deliver only events with a sequence number after this
+    /// (SSE `Last-Event-ID`).
+    pub last_event_id: Option<u64>,
+}
+
+impl CallContext {
+    /// An anonymous context speaking A2A 1.0.
+    pub fn new() -> Self {
+        Self {
+            version: Some(crate::PROTOCOL_VERSION.to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the principal.
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = principal;
+        self
+    }
+
+    /// Sets the transport tenant.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = tenant.into();
+        self
+    }
+
+    /// Parses an `A2A-Extensions` value (comma-separated URIs) into `extensions`.
+    pub fn with_extensions_header(mut self, value: &str) -> Self {
+        self.extensions.extend(
+            value
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+        self
+    }
+
+    /// Sets the resume point.
+    pub fn with_last_event_id(mut self, seq: u64) -> Self {
+        self.last_event_id = Some(seq);
+        self
+    }
+}

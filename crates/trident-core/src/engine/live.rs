@@ -1,0 +1,306 @@
+//! The in-process state of a task that has an executor, a subscriber or a webhook worker: its
+//! single writer, a bounded tail of recent events, and a progress signal.
+//!
+//! Readers never block the writer: they follow the task with a cursor (a sequence number),
+//! take events from the tail while they keep up, and read back from the event log when they
+//! fall behind it. Memory per task is the tail plus one batch per reader, however slow.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use trident_proto as pb;
+
+use super::Inner;
+use crate::store::{LoggedEvent, Scope, TaskRecord, lock_std};
+use crate::{A2aError, EventStream, StreamEvent};
+
+/// Events a reader takes per step.
+const BATCH: usize = 64;
+
+/// The latest committed position of a task.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Progress {
+    pub(crate) seq: u64,
+    pub(crate) state: pb::TaskState,
+}
+
+/// The single writer's state. Held (through the async mutex) across the store writes of a
+/// commit, so a task's events are ordered and its snapshot never races.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    pub(crate) record: TaskRecord,
+    /// An executor is running a turn.
+    pub(crate) running: bool,
+    /// Increments per turn; a sink of an ended turn is refused.
+    pub(crate) turn: u64,
+    /// Cancels the running turn.
+    pub(crate) cancel: CancellationToken,
+    /// Whether the task has push configurations (`None`: not looked up yet).
+    pub(crate) has_push: Option<bool>,
+    /// A webhook worker is delivering this task's events.
+    pub(crate) pushing: bool,
+    /// A store write failed midway: reload before the next write.
+    pub(crate) stale: bool,
+}
+
+#[derive(Debug)]
+struct Tail {
+    events: VecDeque<LoggedEvent>,
+    /// Sequence number the next published event gets.
+    next: u64,
+}
+
+/// One live task.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub(crate) scope: Scope,
+    pub(crate) task_id: Arc<str>,
+    pub(crate) writer: tokio::sync::Mutex<Writer>,
+    tail: Mutex<Tail>,
+    progress: watch::Sender<Progress>,
+    capacity: usize,
+}
+
+impl Live {
+    pub(crate) fn new(
+        scope: Scope,
+        record: TaskRecord,
+        capacity: usize,
+        recent: Vec<LoggedEvent>,
+    ) -> Self {
+        let progress = Progress {
+            seq: record.last_seq,
+            state: record.task.state(),
+        };
+        let next = record.last_seq + 1;
+        Self {
+            scope,
+            task_id: record.task.id.as_str().into(),
+            writer: tokio::sync::Mutex::new(Writer {
+                record,
+                running: false,
+                turn: 0,
+                cancel: CancellationToken::new(),
+                has_push: None,
+                pushing: false,
+                stale: false,
+            }),
+            tail: Mutex::new(Tail {
+                events: recent.into(),
+                next,
+            }),
+            progress: watch::Sender::new(progress),
+            capacity: capacity.max(1),
+        }
+    }
+
+    pub(crate) fn progress(&self) -> watch::Receiver<Progress> {
+        self.progress.subscribe()
+    }
+
+    /// Persists `events` (log first, then the snapshot in `w`, which the caller already
+    /// updated), then publishes them. Nobody sees an event before it is durable.
+    pub(crate) async fn commit(
+        &self,
+        inner: &Inner,
+        w: &mut Writer,
+        events: Vec<pb::StreamResponse>,
+    ) -> Result<u64, A2aError> {
+        let prev = w.record.last_seq;
+        let logged: Vec<LoggedEvent> = events
+            .into_iter()
+            .zip(prev + 1..)
+            .map(|(event, seq)| LoggedEvent {
+                seq,
+                event: Arc::new(event),
+            })
+            .collect();
+        let last = prev + logged.len() as u64;
+        w.record.last_seq = last;
+        let stores = &inner.stores;
+        if let Err(e) = stores
+            .events
+            .append(&self.scope, &self.task_id, &logged)
+            .await
+        {
+            w.stale = true;
+            return Err(super::store_error(e));
+        }
+        if let Err(e) = stores.tasks.update(&self.scope, &w.record, prev).await {
+            w.stale = true;
+            return Err(super::store_error(e));
+        }
+        self.publish(logged, w.record.task.state());
+        Ok(last)
+    }
+
+    /// Reloads the snapshot after a failed write.
+    pub(crate) async fn refresh(&self, inner: &Inner, w: &mut Writer) -> Result<(), A2aError> {
+        if w.stale {
+            let record = inner
+                .stores
+                .tasks
+                .get(&self.scope, &self.task_id)
+                .await
+                .map_err(super::store_error)?
+                .ok_or_else(|| A2aError::task_not_found(&self.task_id))?;
+            w.record = record;
+            w.stale = false;
+        }
+        Ok(())
+    }
+
+    fn publish(&self, events: Vec<LoggedEvent>, state: pb::TaskState) {
+        let Some(last) = events.last().map(|e| e.seq) else {
+            return;
+        };
+        {
+            let mut tail = lock_std(&self.tail);
+            for e in events {
+                if tail.events.len() == self.capacity {
+                    tail.events.pop_front();
+                }
+                tail.events.push_back(e);
+            }
+            tail.next = last + 1;
+        }
+        self.progress.send_replace(Progress { seq: last, state });
+    }
+
+    /// Events after `cursor` from the tail, or `None` when the tail no longer reaches back
+    /// that far (the reader must read the log).
+    fn from_tail(&self, cursor: u64, out: &mut VecDeque<LoggedEvent>) -> bool {
+        let tail = lock_std(&self.tail);
+        let first = tail.next - tail.events.len() as u64;
+        if cursor + 1 < first {
+            return false;
+        }
+        let skip = usize::try_from(cursor + 1 - first).unwrap_or(usize::MAX);
+        out.extend(tail.events.iter().skip(skip).take(BATCH).cloned());
+        true
+    }
+
+    /// The next events after `cursor`, from the tail or the log; empty when caught up.
+    pub(crate) async fn read_after(
+        &self,
+        inner: &Inner,
+        cursor: u64,
+        out: &mut VecDeque<LoggedEvent>,
+    ) -> Result<(), A2aError> {
+        if !self.from_tail(cursor, out) {
+            let events = inner
+                .stores
+                .events
+                .read(&self.scope, &self.task_id, cursor, BATCH)
+                .await
+                .map_err(super::store_error)?;
+            out.extend(events);
+        }
+        Ok(())
+    }
+}
+
+/// Keeps a [`Live`] registered while held; the last holder's drop unregisters it.
+pub(crate) struct LiveGuard {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) live: Arc<Live>,
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        self.inner.release(&self.live);
+    }
+}
+
+/// Whether a stream ends after this event: a direct message, or a task reaching a terminal
+/// state or `INPUT_REQUIRED` (streams stay open through `AUTH_REQUIRED`).
+pub(crate) fn closes_stream(event: &pb::StreamResponse) -> bool {
+    use pb::stream_response::Payload;
+    let ends = |s: pb::TaskState| s.is_terminal() || s == pb::TaskState::InputRequired;
+    match &event.payload {
+        Some(Payload::Message(_)) | None => true,
+        Some(Payload::Task(t)) => ends(t.state()),
+        Some(Payload::StatusUpdate(u)) => u
+            .status
+            .as_ref()
+            .is_some_and(|s| ends(pb::TaskState::try_from(s.state).unwrap_or_default())),
+        Some(Payload::ArtifactUpdate(_)) => false,
+    }
+}
+
+struct Reader {
+    guard: LiveGuard,
+    cursor: u64,
+    lead: Option<StreamEvent>,
+    pending: VecDeque<LoggedEvent>,
+    progress: watch::Receiver<Progress>,
+    done: bool,
+}
+
+impl Reader {
+    async fn next(&mut self) -> Option<Result<StreamEvent, A2aError>> {
+        if let Some(lead) = self.lead.take() {
+            self.done = closes_stream(&lead.response);
+            return Some(Ok(lead));
+        }
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                self.cursor = e.seq;
+                if closes_stream(&e.event) {
+                    self.done = true;
+                    self.pending.clear();
+                }
+                return Some(Ok(StreamEvent {
+                    seq: Some(e.seq),
+                    response: e.event,
+                }));
+            }
+            if self.done {
+                return None;
+            }
+            let progress = *self.progress.borrow_and_update();
+            let live = &self.guard.live;
+            if let Err(e) = live
+                .read_after(&self.guard.inner, self.cursor, &mut self.pending)
+                .await
+            {
+                self.done = true;
+                return Some(Err(e));
+            }
+            if !self.pending.is_empty() {
+                continue;
+            }
+            if progress.state.is_terminal() && self.cursor >= progress.seq {
+                return None;
+            }
+            if self.progress.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+}
+
+/// A stream of a live task's events after `cursor`, optionally led by a snapshot.
+pub(crate) fn follow(
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    cursor: u64,
+    lead: Option<StreamEvent>,
+) -> EventStream {
+    let progress = live.progress();
+    let reader = Reader {
+        guard: LiveGuard { inner, live },
+        cursor,
+        lead,
+        pending: VecDeque::new(),
+        progress,
+        done: false,
+    };
+    futures::stream::unfold(reader, |mut r| async move {
+        r.next().await.map(|item| (item, r))
+    })
+    .boxed()
+}

@@ -1,0 +1,945 @@
+//! The default [`A2aService`]: every operation implemented once, on an [`AgentExecutor`] and
+//! the [`Stores`].
+//!
+//! Documented choices where the spec leaves room (see ARCHITECTURE.md):
+//! - A missing `A2A-Version` is read as 1.0 unless [`EngineConfig::strict_version`] is set.
+//! - A message to a task whose executor is still running is refused with
+//!   `UnsupportedOperation` (no queueing): send follow-ups once the task is interrupted.
+//! - Canceling an already `CANCELED` task returns the task again; other terminal states give
+//!   `TaskNotCancelable`.
+//! - Streams end after a terminal state or `INPUT_REQUIRED`, and stay open through
+//!   `AUTH_REQUIRED`.
+//! - Deleting a push configuration that does not exist succeeds.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+use trident_proto as pb;
+
+pub(crate) mod live;
+pub(crate) mod push;
+pub(crate) mod run;
+mod validate;
+
+use live::{Live, LiveGuard, follow};
+use run::{Creation, First, Run};
+
+use crate::store::{ListCursor, Scope, Sharded, StoreError, Stores, TaskQuery};
+use crate::{
+    A2aError, A2aService, AgentExecutor, CallContext, ErrorKind, EventStream, RequestContext,
+    StreamEvent,
+};
+
+pub use push::{RetryPolicy, WebhookError, WebhookRequest, WebhookTransport, webhook_request};
+
+/// Limits on what a request may carry. Each violation is an `InvalidParams` error.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Parts per message.
+    pub max_parts: usize,
+    /// Nesting depth of any `metadata` or data value.
+    pub max_metadata_depth: usize,
+    /// Length of client-supplied ids (messageId, contextId, taskId, config ids).
+    pub max_id_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_parts: 256,
+            max_metadata_depth: 32,
+            max_id_len: 256,
+        }
+    }
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Refuse requests without `A2A-Version` (the spec reads them as 0.3). Default: accept them
+    /// as 1.0, since several clients omit the header.
+    pub strict_version: bool,
+    /// Request limits.
+    pub limits: Limits,
+    /// Recent events kept in memory per live task; slower readers read the log.
+    pub tail_capacity: usize,
+    /// Webhook retries.
+    pub push_retry: RetryPolicy,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            strict_version: false,
+            limits: Limits::default(),
+            tail_capacity: 128,
+            push_retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    executor: Arc<dyn AgentExecutor>,
+    card: pb::AgentCard,
+    extended_card: Option<pb::AgentCard>,
+    stores: Option<Stores>,
+    webhooks: Option<Arc<dyn WebhookTransport>>,
+    config: EngineConfig,
+}
+
+impl EngineBuilder {
+    /// Uses these stores (default: in memory).
+    pub fn stores(mut self, stores: Stores) -> Self {
+        self.stores = Some(stores);
+        self
+    }
+
+    /// The card served publicly; its capabilities switch streaming, push and the extended card.
+    pub fn card(mut self, card: pb::AgentCard) -> Self {
+        self.card = card;
+        self
+    }
+
+    /// The card returned to authenticated callers by GetExtendedAgentCard.
+    pub fn extended_card(mut self, card: pb::AgentCard) -> Self {
+        self.extended_card = Some(card);
+        self
+    }
+
+    /// Delivers push notifications through this transport (without one, configurations are
+    /// stored but nothing is sent).
+    pub fn webhooks(mut self, transport: Arc<dyn WebhookTransport>) -> Self {
+        self.webhooks = Some(transport);
+        self
+    }
+
+    /// Engine settings.
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The engine.
+    pub fn build(self) -> Engine {
+        Engine {
+            inner: Arc::new(Inner {
+                executor: self.executor,
+                card: self.card,
+                extended_card: self.extended_card,
+                stores: self.stores.unwrap_or_else(Stores::memory),
+                webhooks: self.webhooks,
+                config: self.config,
+                live: Sharded::new(),
+            }),
+        }
+    }
+}
+
+/// The A2A engine: implements [`A2aService`] for one agent.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("agent", &self.inner.card.name)
+            .finish()
+    }
+}
+
+pub(crate) struct Inner {
+    executor: Arc<dyn AgentExecutor>,
+    card: pb::AgentCard,
+    extended_card: Option<pb::AgentCard>,
+    pub(crate) stores: Stores,
+    pub(crate) webhooks: Option<Arc<dyn WebhookTransport>>,
+    pub(crate) config: EngineConfig,
+    live: Sharded<(Scope, Arc<str>), Arc<Live>>,
+}
+
+pub(crate) fn store_error(e: StoreError) -> A2aError {
+    match e {
+        StoreError::Conflict => A2aError::new(
+            ErrorKind::Unavailable,
+            "the task was changed concurrently; retry",
+        ),
+        other => A2aError::internal(format!("store: {other}")),
+    }
+}
+
+impl Inner {
+    fn live_key(live: &Live) -> (Scope, Arc<str>) {
+        (live.scope.clone(), live.task_id.clone())
+    }
+
+    /// Registers a new live task.
+    pub(crate) fn register(&self, live: &Arc<Live>) {
+        let key = Self::live_key(live);
+        self.live.shard(&key).insert(key, live.clone());
+    }
+
+    /// Unregisters a live task when the caller holds the last reference besides the map.
+    pub(crate) fn release(&self, live: &Arc<Live>) {
+        let key = Self::live_key(live);
+        let mut shard = self.live.shard(&key);
+        if Arc::strong_count(live) <= 2 && shard.get(&key).is_some_and(|l| Arc::ptr_eq(l, live)) {
+            shard.remove(&key);
+        }
+    }
+
+    /// The live task `id`, loading it from the store; `TaskNotFound` when not visible.
+    async fn live(self: &Arc<Self>, scope: &Scope, id: &str) -> Result<LiveGuard, A2aError> {
+        let key = (scope.clone(), Arc::<str>::from(id));
+        if let Some(live) = self.live.shard(&key).get(&key).cloned() {
+            return Ok(LiveGuard {
+                inner: self.clone(),
+                live,
+            });
+        }
+        let record = self
+            .stores
+            .tasks
+            .get(scope, id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| A2aError::task_not_found(id))?;
+        let live = self
+            .live
+            .shard(&key)
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(Live::new(
+                    scope.clone(),
+                    record,
+                    self.config.tail_capacity,
+                    Vec::new(),
+                ))
+            })
+            .clone();
+        Ok(LiveGuard {
+            inner: self.clone(),
+            live,
+        })
+    }
+
+    async fn record(&self, scope: &Scope, id: &str) -> Result<crate::store::TaskRecord, A2aError> {
+        let key = (scope.clone(), Arc::<str>::from(id));
+        let live = self.live.shard(&key).get(&key).cloned();
+        match live {
+            Some(live) => Ok(live.writer.lock().await.record.clone()),
+            None => self
+                .stores
+                .tasks
+                .get(scope, id)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| A2aError::task_not_found(id)),
+        }
+    }
+
+    /// Version, required extensions, scope: the checks every operation starts with.
+    fn admit(&self, cx: &CallContext, tenant: &str) -> Result<Scope, A2aError> {
+        match cx
+            .version
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+        {
+            None if self.config.strict_version => {
+                return Err(A2aError::new(
+                    ErrorKind::VersionNotSupported,
+                    "A2A-Version is missing, which means 0.3; this server speaks 1.0",
+                )
+                .with_meta("supportedVersions", crate::PROTOCOL_VERSION));
+            }
+            None => {}
+            Some(v) if validate::is_v1(v) => {}
+            Some(v) => {
+                return Err(A2aError::new(
+                    ErrorKind::VersionNotSupported,
+                    format!("A2A-Version {v} is not supported; this server speaks 1.0"),
+                )
+                .with_meta("requestedVersion", v)
+                .with_meta("supportedVersions", crate::PROTOCOL_VERSION));
+            }
+        }
+        if let Some(caps) = &self.card.capabilities {
+            for ext in caps.extensions.iter().filter(|e| e.required) {
+                if !cx.extensions.iter().any(|u| u == &ext.uri) {
+                    return Err(A2aError::new(
+                        ErrorKind::ExtensionSupportRequired,
+                        format!("extension {} is required", ext.uri),
+                    )
+                    .with_meta("extension", ext.uri.clone()));
+                }
+            }
+        }
+        let tenant = match (cx.tenant.as_str(), tenant) {
+            (t, "") | ("", t) => t,
+            (a, b) if a == b => a,
+            (a, b) => {
+                return Err(A2aError::invalid_field(
+                    "tenant",
+                    format!("{b:?} does not match the path tenant {a:?}"),
+                ));
+            }
+        };
+        Ok(Scope::new(tenant, cx.principal.id().unwrap_or("")))
+    }
+
+    fn capability(&self, f: impl Fn(&pb::AgentCapabilities) -> Option<bool>) -> bool {
+        self.card.capabilities.as_ref().and_then(f).unwrap_or(false)
+    }
+
+    fn require_streaming(&self) -> Result<(), A2aError> {
+        if self.capability(|c| c.streaming) {
+            Ok(())
+        } else {
+            Err(A2aError::unsupported(
+                "this agent does not support streaming",
+            ))
+        }
+    }
+
+    fn require_push(&self) -> Result<(), A2aError> {
+        if self.capability(|c| c.push_notifications) {
+            Ok(())
+        } else {
+            Err(A2aError::of(ErrorKind::PushNotificationNotSupported))
+        }
+    }
+
+    /// Starts a turn for `req` and returns what the caller waits for first.
+    async fn start(
+        self: &Arc<Self>,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+        streaming: bool,
+    ) -> Result<Started, A2aError> {
+        let scope = self.admit(cx, &req.tenant)?;
+        if streaming {
+            self.require_streaming()?;
+        }
+        validate::send_request(&req, &self.config.limits)?;
+        let pb::SendMessageRequest {
+            message,
+            configuration,
+            metadata,
+            ..
+        } = req;
+        let mut message =
+            message.ok_or_else(|| A2aError::invalid_field("message", "is required"))?;
+        let mut push = configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone());
+        if push.is_some() {
+            self.require_push()?;
+        }
+        let cancel = CancellationToken::new();
+        let mut ctx = RequestContext {
+            task_id: String::new(),
+            context_id: String::new(),
+            message: pb::Message::default(),
+            task: None,
+            configuration,
+            metadata,
+            principal: cx.principal.clone(),
+            tenant: scope.tenant.to_string(),
+            extensions: cx.extensions.clone(),
+            cancel: cancel.clone(),
+        };
+
+        if message.task_id.is_empty() {
+            let task_id = uuid::Uuid::new_v4().to_string();
+            if message.context_id.is_empty() {
+                message.context_id = uuid::Uuid::new_v4().to_string();
+            }
+            message.task_id = task_id.clone();
+            if let Some(p) = push.as_mut() {
+                validate::bind_push(p, &task_id, &scope)?;
+            }
+            ctx.task_id = task_id.clone();
+            ctx.context_id = message.context_id.clone();
+            ctx.message = message.clone();
+            let creation = Creation { message, push };
+            let (run, first) = Run::new_task(
+                self.clone(),
+                scope,
+                task_id.into(),
+                ctx.context_id.as_str().into(),
+                creation,
+                cancel,
+            );
+            tokio::spawn(run.drive(self.executor.clone(), ctx));
+            return match first.await {
+                Ok(First::Message(m)) => Ok(Started::Message(m)),
+                Ok(First::Task(live)) => Ok(Started::Task {
+                    guard: LiveGuard {
+                        inner: self.clone(),
+                        live,
+                    },
+                    after: 0,
+                    snapshot: None,
+                }),
+                Ok(First::Failed(e)) => Err(e),
+                Err(_) => Err(A2aError::internal(
+                    "the agent's turn ended without an outcome",
+                )),
+            };
+        }
+
+        // A follow-up to an existing task.
+        let guard = self.live(&scope, &message.task_id).await?;
+        let live = guard.live.clone();
+        let mut w = live.writer.lock().await;
+        live.refresh(self, &mut w).await?;
+        let task = &w.record.task;
+        let state = task.state();
+        if state.is_terminal() {
+            return Err(A2aError::unsupported(format!(
+                "task {} is {} and accepts no more messages",
+                task.id,
+                state.as_str_name()
+            ))
+            .with_meta("taskId", task.id.clone()));
+        }
+        if !message.context_id.is_empty() && message.context_id != task.context_id {
+            return Err(A2aError::invalid_field(
+                "message.contextId",
+                format!("does not match task {}'s context", task.id),
+            ));
+        }
+        if w.running {
+            return Err(A2aError::unsupported(format!(
+                "task {} is still {}; send follow-up messages once it asks for input",
+                task.id,
+                state.as_str_name()
+            ))
+            .with_meta("taskId", task.id.clone()));
+        }
+        message.context_id = task.context_id.clone();
+        if let Some(p) = push.as_mut() {
+            validate::bind_push(p, &task.id, &scope)?;
+        }
+        ctx.task_id = task.id.clone();
+        ctx.context_id = task.context_id.clone();
+        ctx.task = Some(task.clone());
+        ctx.message = message.clone();
+
+        let t = &mut w.record.task;
+        let status = pb::TaskStatus::now(pb::TaskState::Working, None);
+        if let Some(previous) = t.status.replace(status.clone()).and_then(|s| s.message) {
+            t.history.push(previous);
+        }
+        t.history.push(message);
+        let event = pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
+            task_id: t.id.clone(),
+            context_id: t.context_id.clone(),
+            status: Some(status),
+            metadata: None,
+        });
+        if let Some(p) = push {
+            self.stores
+                .push
+                .put(&live.scope, &p)
+                .await
+                .map_err(store_error)?;
+            w.has_push = Some(true);
+        }
+        let after = live
+            .commit(self, &mut w, vec![pb::StreamResponse::new(event)])
+            .await?;
+        w.running = true;
+        w.turn += 1;
+        w.cancel = cancel;
+        let snapshot = w.record.task.clone();
+        push::kick(self, &live, &mut w).await;
+        let run = Run::existing(
+            self.clone(),
+            live.clone(),
+            ctx.context_id.as_str().into(),
+            w.turn,
+        );
+        drop(w);
+        tokio::spawn(run.drive(self.executor.clone(), ctx));
+        Ok(Started::Task {
+            guard,
+            after,
+            snapshot: Some(snapshot),
+        })
+    }
+
+    /// Waits until the task is terminal or interrupted (after `after`), the caller leaves, or
+    /// its deadline passes; returns the task as it is then.
+    async fn settle(&self, live: &Live, after: u64, cx: &CallContext) -> pb::Task {
+        let mut progress = live.progress();
+        let deadline = cx.deadline.map(tokio::time::Instant::from_std);
+        loop {
+            let p = *progress.borrow_and_update();
+            if p.seq > after && (p.state.is_terminal() || p.state.is_interrupted()) {
+                break;
+            }
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = progress.changed() => if changed.is_err() { break },
+                () = cx.cancelled.cancelled() => break,
+                () = sleep => break,
+            }
+        }
+        live.writer.lock().await.record.task.clone()
+    }
+}
+
+enum Started {
+    Message(pb::Message),
+    Task {
+        guard: LiveGuard,
+        after: u64,
+        snapshot: Option<pb::Task>,
+    },
+}
+
+impl Engine {
+    /// Starts building an engine for `executor`, with a minimal card (streaming and push
+    /// notifications on).
+    pub fn builder(executor: Arc<dyn AgentExecutor>) -> EngineBuilder {
+        EngineBuilder {
+            executor,
+            card: crate::default_card("Trident agent", "An A2A agent served by Trident"),
+            extended_card: None,
+            stores: None,
+            webhooks: None,
+            config: EngineConfig::default(),
+        }
+    }
+
+    /// The public agent card.
+    pub fn card(&self) -> &pb::AgentCard {
+        &self.inner.card
+    }
+
+    /// Number of tasks currently held in memory (executing, streamed or delivering). For
+    /// tests and metrics.
+    pub fn live_tasks(&self) -> usize {
+        self.inner.live.shards().map(|s| s.len()).sum()
+    }
+}
+
+/// Applies `historyLength`: unset keeps all, 0 drops all, n keeps the n most recent.
+fn trim_history(task: &mut pb::Task, history_length: Option<i32>) {
+    if let Some(n) = history_length {
+        let n = usize::try_from(n).unwrap_or(0);
+        let len = task.history.len();
+        if n < len {
+            task.history.drain(..len - n);
+        }
+    }
+}
+
+const TOKEN_PREFIX: &str = "v1:";
+
+fn encode_cursor(c: &ListCursor) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(format!("{TOKEN_PREFIX}{}:{}", c.timestamp, c.id))
+}
+
+fn decode_cursor(token: &str) -> Result<ListCursor, A2aError> {
+    let invalid = || A2aError::invalid_field("pageToken", "is not a token this server issued");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid())?;
+    let raw = String::from_utf8(raw).map_err(|_| invalid())?;
+    let rest = raw.strip_prefix(TOKEN_PREFIX).ok_or_else(invalid)?;
+    let (ts, id) = rest.split_once(':').ok_or_else(invalid)?;
+    Ok(ListCursor {
+        timestamp: ts.parse().map_err(|_| invalid())?,
+        id: id.to_owned(),
+    })
+}
+
+#[async_trait::async_trait]
+impl A2aService for Engine {
+    async fn send_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<pb::SendMessageResponse, A2aError> {
+        let config = req.configuration.clone().unwrap_or_default();
+        let payload = match self.inner.start(cx, req, false).await? {
+            Started::Message(m) => pb::send_message_response::Payload::Message(m),
+            Started::Task {
+                guard,
+                after,
+                snapshot,
+            } => {
+                let mut task = if config.return_immediately {
+                    match snapshot {
+                        Some(t) => t,
+                        None => guard.live.writer.lock().await.record.task.clone(),
+                    }
+                } else {
+                    self.inner.settle(&guard.live, after, cx).await
+                };
+                trim_history(&mut task, config.history_length);
+                pb::send_message_response::Payload::Task(task)
+            }
+        };
+        Ok(pb::SendMessageResponse {
+            payload: Some(payload),
+        })
+    }
+
+    async fn send_streaming_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        match self.inner.start(cx, req, true).await? {
+            Started::Message(m) => {
+                let event = StreamEvent {
+                    seq: None,
+                    response: Arc::new(pb::StreamResponse::new(
+                        pb::stream_response::Payload::Message(m),
+                    )),
+                };
+                Ok(futures::stream::once(async move { Ok(event) }).boxed())
+            }
+            Started::Task {
+                guard,
+                after,
+                snapshot,
+            } => {
+                let LiveGuard { inner, live } = &guard;
+                let lead = snapshot.map(|t| StreamEvent {
+                    seq: Some(after),
+                    response: Arc::new(pb::StreamResponse::new(
+                        pb::stream_response::Payload::Task(t),
+                    )),
+                });
+                Ok(follow(inner.clone(), live.clone(), after, lead))
+            }
+        }
+    }
+
+    async fn get_task(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        validate::history_length(req.history_length)?;
+        let mut task = self.inner.record(&scope, &req.id).await?.task;
+        trim_history(&mut task, req.history_length);
+        Ok(task)
+    }
+
+    async fn list_tasks(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse, A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        validate::history_length(req.history_length)?;
+        let page_size = req.page_size.unwrap_or(50);
+        if !(1..=100).contains(&page_size) {
+            return Err(A2aError::invalid_field(
+                "pageSize",
+                format!("must be between 1 and 100, got {page_size}"),
+            ));
+        }
+        let state = match pb::TaskState::try_from(req.status) {
+            Ok(pb::TaskState::Unspecified) => None,
+            Ok(s) => Some(s),
+            Err(_) => {
+                return Err(A2aError::invalid_field(
+                    "status",
+                    format!("unknown state {}", req.status),
+                ));
+            }
+        };
+        let after = match req.page_token.as_str() {
+            "" => None,
+            token => Some(decode_cursor(token)?),
+        };
+        let query = TaskQuery {
+            context_id: Some(req.context_id.clone()).filter(|c| !c.is_empty()),
+            state,
+            updated_since: req.status_timestamp_after.as_ref().map(|t| t.unix_nanos()),
+            after,
+            limit: page_size as usize,
+        };
+        let page = self
+            .inner
+            .stores
+            .tasks
+            .list(&scope, &query)
+            .await
+            .map_err(store_error)?;
+        let include_artifacts = req.include_artifacts.unwrap_or(false);
+        let tasks = page
+            .tasks
+            .into_iter()
+            .map(|mut t| {
+                trim_history(&mut t, req.history_length);
+                if !include_artifacts {
+                    t.artifacts.clear();
+                }
+                t
+            })
+            .collect();
+        Ok(pb::ListTasksResponse {
+            tasks,
+            next_page_token: page.next.as_ref().map(encode_cursor).unwrap_or_default(),
+            page_size,
+            total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+        })
+    }
+
+    async fn cancel_task(
+        &self,
+        cx: &CallContext,
+        req: pb::CancelTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        let guard = self.inner.live(&scope, &req.id).await?;
+        let live = &guard.live;
+        let snapshot = live.writer.lock().await.record.task.clone();
+        let check = |task: &pb::Task| -> Result<bool, A2aError> {
+            match task.state() {
+                pb::TaskState::Canceled => Ok(true),
+                s if s.is_terminal() => Err(A2aError::new(
+                    ErrorKind::TaskNotCancelable,
+                    format!("task {} is {}", task.id, s.as_str_name()),
+                )
+                .with_meta("taskId", task.id.clone())),
+                _ => Ok(false),
+            }
+        };
+        if check(&snapshot)? {
+            return Ok(snapshot);
+        }
+        self.inner.executor.cancel(&snapshot).await?;
+        let mut w = live.writer.lock().await;
+        live.refresh(&self.inner, &mut w).await?;
+        if check(&w.record.task)? {
+            return Ok(w.record.task.clone());
+        }
+        w.cancel.cancel();
+        let t = &mut w.record.task;
+        let status = pb::TaskStatus::now(pb::TaskState::Canceled, None);
+        if let Some(previous) = t.status.replace(status.clone()).and_then(|s| s.message) {
+            t.history.push(previous);
+        }
+        let event = pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
+            task_id: t.id.clone(),
+            context_id: t.context_id.clone(),
+            status: Some(status),
+            metadata: req.metadata,
+        });
+        live.commit(&self.inner, &mut w, vec![pb::StreamResponse::new(event)])
+            .await?;
+        push::kick(&self.inner, live, &mut w).await;
+        Ok(w.record.task.clone())
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        cx: &CallContext,
+        req: pb::SubscribeToTaskRequest,
+    ) -> Result<EventStream, A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        self.inner.require_streaming()?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        let guard = self.inner.live(&scope, &req.id).await?;
+        let (task, last_seq) = {
+            let w = guard.live.writer.lock().await;
+            (w.record.task.clone(), w.record.last_seq)
+        };
+        let LiveGuard { inner, live } = &guard;
+        match cx.last_event_id {
+            Some(resume) if resume > last_seq => Err(A2aError::invalid_field(
+                "Last-Event-ID",
+                format!("task {} has no event {resume}", task.id),
+            )),
+            Some(resume) => Ok(follow(inner.clone(), live.clone(), resume, None)),
+            None if task.state().is_terminal() => Err(A2aError::unsupported(format!(
+                "task {} is {}; subscribe to tasks that are still running",
+                task.id,
+                task.state().as_str_name()
+            ))
+            .with_meta("taskId", task.id.clone())),
+            None => {
+                let lead = StreamEvent {
+                    seq: Some(last_seq),
+                    response: Arc::new(pb::StreamResponse::new(
+                        pb::stream_response::Payload::Task(task),
+                    )),
+                };
+                Ok(follow(inner.clone(), live.clone(), last_seq, Some(lead)))
+            }
+        }
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        mut req: pb::TaskPushNotificationConfig,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        let task_id = req.task_id.clone();
+        validate::bind_push(&mut req, &task_id, &scope)?;
+        let guard = self.inner.live(&scope, &task_id).await?;
+        let live = &guard.live;
+        let mut w = live.writer.lock().await;
+        self.inner
+            .stores
+            .push
+            .put(&scope, &req)
+            .await
+            .map_err(store_error)?;
+        w.has_push = Some(true);
+        let from = w.record.last_seq;
+        if !w.record.task.state().is_terminal() {
+            push::kick_from(&self.inner, live, &mut w, from).await;
+        }
+        Ok(req)
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskPushNotificationConfigRequest,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        self.inner.record(&scope, &req.task_id).await?;
+        self.inner
+            .stores
+            .push
+            .get(&scope, &req.task_id, &req.id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| {
+                A2aError::new(
+                    ErrorKind::TaskNotFound,
+                    format!(
+                        "task {} has no push notification config {}",
+                        req.task_id, req.id
+                    ),
+                )
+                .with_meta("taskId", req.task_id.clone())
+                .with_meta("configId", req.id.clone())
+            })
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTaskPushNotificationConfigsRequest,
+    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        let limit = match req.page_size {
+            0 => 100,
+            n if (1..=100).contains(&n) => n as usize,
+            n => {
+                return Err(A2aError::invalid_field(
+                    "pageSize",
+                    format!("must be between 1 and 100, got {n}"),
+                ));
+            }
+        };
+        let after = match req.page_token.as_str() {
+            "" => None,
+            token => Some(
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(token)
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .ok_or_else(|| {
+                        A2aError::invalid_field("pageToken", "is not a token this server issued")
+                    })?,
+            ),
+        };
+        self.inner.record(&scope, &req.task_id).await?;
+        let (configs, more) = self
+            .inner
+            .stores
+            .push
+            .list(&scope, &req.task_id, after.as_deref(), limit)
+            .await
+            .map_err(store_error)?;
+        let next_page_token = match configs.last() {
+            Some(last) if more => base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&last.id),
+            _ => String::new(),
+        };
+        Ok(pb::ListTaskPushNotificationConfigsResponse {
+            configs,
+            next_page_token,
+        })
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        cx: &CallContext,
+        req: pb::GetExtendedAgentCardRequest,
+    ) -> Result<pb::AgentCard, A2aError> {
+        self.inner.admit(cx, &req.tenant)?;
+        if !self.inner.capability(|c| c.extended_agent_card) {
+            return Err(A2aError::unsupported(
+                "this agent has no extended agent card",
+            ));
+        }
+        if !cx.principal.is_authenticated() {
+            return Err(A2aError::new(
+                ErrorKind::Unauthenticated,
+                "the extended agent card requires authentication",
+            ));
+        }
+        self.inner
+            .extended_card
+            .clone()
+            .ok_or_else(|| A2aError::of(ErrorKind::ExtendedAgentCardNotConfigured))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        let scope = self.inner.admit(cx, &req.tenant)?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        self.inner.record(&scope, &req.task_id).await?;
+        self.inner
+            .stores
+            .push
+            .delete(&scope, &req.task_id, &req.id)
+            .await
+            .map_err(store_error)?;
+        let key = (scope, Arc::<str>::from(req.task_id.as_str()));
+        let live = self.inner.live.shard(&key).get(&key).cloned();
+        if let Some(live) = live {
+            live.writer.lock().await.has_push = None;
+        }
+        Ok(())
+    }
+}

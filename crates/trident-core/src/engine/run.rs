@@ -1,0 +1,391 @@
+//! One turn of an executor: the task it creates lazily on its first event, the first outcome
+//! the waiting caller needs, and the end-of-turn rules.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use futures::FutureExt;
+use tokio::sync::oneshot;
+use trident_proto as pb;
+use trident_proto::wkt::Timestamp;
+
+use super::live::{Live, LiveGuard, Writer};
+use super::{Inner, store_error};
+use crate::store::{LoggedEvent, Scope, TaskRecord, lock_std};
+use crate::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
+
+/// What the caller of SendMessage waits for.
+pub(crate) enum First {
+    /// The agent answered with a direct message.
+    Message(pb::Message),
+    /// The task exists.
+    Task(Arc<Live>),
+    /// The turn failed before producing anything.
+    Failed(A2aError),
+}
+
+/// A task to create on the first task event of a new turn.
+pub(crate) struct Creation {
+    pub(crate) message: pb::Message,
+    pub(crate) push: Option<pb::TaskPushNotificationConfig>,
+}
+
+/// An event an agent publishes.
+pub(crate) enum Update {
+    Status {
+        state: pb::TaskState,
+        message: Option<pb::Message>,
+    },
+    Artifact {
+        artifact: pb::Artifact,
+        append: bool,
+        last_chunk: bool,
+    },
+}
+
+pub(crate) struct Run {
+    inner: Arc<Inner>,
+    scope: Scope,
+    task_id: Arc<str>,
+    context_id: Arc<str>,
+    turn: u64,
+    cancel: tokio_util::sync::CancellationToken,
+    creation: tokio::sync::Mutex<Option<Creation>>,
+    live: OnceLock<LiveGuard>,
+    first: Mutex<Option<oneshot::Sender<First>>>,
+}
+
+impl Run {
+    /// A turn that creates a new task on its first task event.
+    pub(crate) fn new_task(
+        inner: Arc<Inner>,
+        scope: Scope,
+        task_id: Arc<str>,
+        context_id: Arc<str>,
+        creation: Creation,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> (Arc<Self>, oneshot::Receiver<First>) {
+        let (tx, rx) = oneshot::channel();
+        let run = Self {
+            inner,
+            scope,
+            task_id,
+            context_id,
+            turn: 1,
+            cancel,
+            creation: tokio::sync::Mutex::new(Some(creation)),
+            live: OnceLock::new(),
+            first: Mutex::new(Some(tx)),
+        };
+        (Arc::new(run), rx)
+    }
+
+    /// A turn on an existing task (a follow-up message).
+    pub(crate) fn existing(
+        inner: Arc<Inner>,
+        live: Arc<Live>,
+        context_id: Arc<str>,
+        turn: u64,
+    ) -> Arc<Self> {
+        let guard = LiveGuard {
+            inner: inner.clone(),
+            live: live.clone(),
+        };
+        let run = Self {
+            inner,
+            scope: live.scope.clone(),
+            task_id: live.task_id.clone(),
+            context_id,
+            turn,
+            cancel: tokio_util::sync::CancellationToken::new(),
+            creation: tokio::sync::Mutex::new(None),
+            live: OnceLock::from(guard),
+            first: Mutex::new(None),
+        };
+        Arc::new(run)
+    }
+
+    pub(crate) fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    pub(crate) fn context_id(&self) -> &str {
+        &self.context_id
+    }
+
+    fn send_first(&self, first: First) -> bool {
+        match lock_std(&self.first).take() {
+            Some(tx) => {
+                let _ = tx.send(first);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Runs the executor to the end of the turn and applies the end-of-turn rules.
+    pub(crate) async fn drive(
+        self: Arc<Self>,
+        executor: Arc<dyn AgentExecutor>,
+        ctx: RequestContext,
+    ) {
+        let sink = EventSink { run: self.clone() };
+        let result = match AssertUnwindSafe(executor.execute(ctx, sink))
+            .catch_unwind()
+            .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(A2aError::internal("the agent panicked")),
+        };
+        self.finish(result).await;
+    }
+
+    async fn finish(&self, result: Result<(), A2aError>) {
+        let Some(guard) = self.live.get() else {
+            let err = match result {
+                Err(e) => e,
+                Ok(()) => A2aError::new(
+                    ErrorKind::InvalidAgentResponse,
+                    "the agent finished without replying",
+                ),
+            };
+            if !self.send_first(First::Failed(err.clone())) {
+                tracing::debug!(error = %err, "turn ended after a direct reply");
+            }
+            return;
+        };
+        let live = &guard.live;
+        let mut w = live.writer.lock().await;
+        if w.turn == self.turn {
+            let state = w.record.task.state();
+            let failure = match result {
+                Err(e) if !state.is_terminal() => Some(e.message().to_owned()),
+                Ok(()) if state.is_in_progress() => {
+                    Some("the agent finished without a final state".to_owned())
+                }
+                _ => None,
+            };
+            if let Some(text) = failure {
+                let message = self.agent_message(text);
+                if let Err(e) = self
+                    .apply(
+                        &mut w,
+                        Update::Status {
+                            state: pb::TaskState::Failed,
+                            message: Some(message),
+                        },
+                    )
+                    .await
+                {
+                    tracing::warn!(task = %self.task_id, error = %e, "could not record the failed turn");
+                }
+            }
+            w.running = false;
+        }
+    }
+
+    fn agent_message(&self, text: String) -> pb::Message {
+        let mut m =
+            pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
+        m.context_id = self.context_id.to_string();
+        m.task_id = self.task_id.to_string();
+        m
+    }
+
+    pub(crate) async fn reply(&self, mut message: pb::Message) -> Result<(), A2aError> {
+        if self.live.get().is_some() {
+            return Err(A2aError::new(
+                ErrorKind::InvalidAgentResponse,
+                "a direct reply is only allowed before any task event",
+            ));
+        }
+        let creation = self.creation.lock().await.take();
+        if creation.is_none() {
+            return Err(A2aError::new(
+                ErrorKind::InvalidAgentResponse,
+                "this turn already replied",
+            ));
+        }
+        message.role = pb::Role::Agent as i32;
+        message.context_id = self.context_id.to_string();
+        message.task_id.clear();
+        if message.message_id.is_empty() {
+            message.message_id = uuid::Uuid::new_v4().to_string();
+        }
+        self.send_first(First::Message(message));
+        Ok(())
+    }
+
+    pub(crate) async fn update(&self, update: Update) -> Result<(), A2aError> {
+        let live = self.ensure_task().await?;
+        let mut w = live.writer.lock().await;
+        if w.turn != self.turn || !w.running {
+            return Err(A2aError::unsupported("this turn has ended"));
+        }
+        self.apply(&mut w, update).await
+    }
+
+    /// Applies an agent event to the snapshot and commits it.
+    async fn apply(&self, w: &mut Writer, update: Update) -> Result<(), A2aError> {
+        let guard = self
+            .live
+            .get()
+            .ok_or_else(|| A2aError::internal("no task"))?;
+        let live = &guard.live;
+        live.refresh(&self.inner, w).await?;
+        let current = w.record.task.state();
+        if current.is_terminal() {
+            return Err(A2aError::unsupported(format!(
+                "task {} is already {}",
+                self.task_id,
+                current.as_str_name()
+            )));
+        }
+        let task = &mut w.record.task;
+        let event = match update {
+            Update::Status { state, message } => {
+                if state == pb::TaskState::Unspecified {
+                    return Err(A2aError::new(
+                        ErrorKind::InvalidAgentResponse,
+                        "a status needs a state",
+                    ));
+                }
+                let message = message.map(|mut m| {
+                    m.role = pb::Role::Agent as i32;
+                    m.context_id = self.context_id.to_string();
+                    m.task_id = self.task_id.to_string();
+                    m
+                });
+                let status = pb::TaskStatus {
+                    state: state as i32,
+                    message,
+                    timestamp: Some(Timestamp::now()),
+                };
+                if let Some(previous) = task.status.replace(status.clone()).and_then(|s| s.message)
+                {
+                    task.history.push(previous);
+                }
+                pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
+                    task_id: self.task_id.to_string(),
+                    context_id: self.context_id.to_string(),
+                    status: Some(status),
+                    metadata: None,
+                })
+            }
+            Update::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            } => {
+                if artifact.artifact_id.is_empty() {
+                    return Err(A2aError::new(
+                        ErrorKind::InvalidAgentResponse,
+                        "an artifact needs an artifactId",
+                    ));
+                }
+                match task
+                    .artifacts
+                    .iter_mut()
+                    .find(|a| a.artifact_id == artifact.artifact_id)
+                {
+                    Some(existing) if append => {
+                        existing.parts.extend(artifact.parts.iter().cloned())
+                    }
+                    Some(existing) => *existing = artifact.clone(),
+                    None => task.artifacts.push(artifact.clone()),
+                }
+                pb::stream_response::Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
+                    task_id: self.task_id.to_string(),
+                    context_id: self.context_id.to_string(),
+                    artifact: Some(artifact),
+                    append,
+                    last_chunk,
+                    metadata: None,
+                })
+            }
+        };
+        live.commit(&self.inner, w, vec![pb::StreamResponse::new(event)])
+            .await?;
+        super::push::kick(&self.inner, live, w).await;
+        Ok(())
+    }
+
+    /// The live task of this turn, creating the task on the first task event.
+    async fn ensure_task(&self) -> Result<Arc<Live>, A2aError> {
+        if let Some(g) = self.live.get() {
+            return Ok(g.live.clone());
+        }
+        let mut creation = self.creation.lock().await;
+        if let Some(g) = self.live.get() {
+            return Ok(g.live.clone());
+        }
+        let Some(Creation { message, push }) = creation.take() else {
+            return Err(A2aError::new(
+                ErrorKind::InvalidAgentResponse,
+                "this turn already replied with a message",
+            ));
+        };
+        let task = pb::Task {
+            id: self.task_id.to_string(),
+            context_id: self.context_id.to_string(),
+            status: Some(pb::TaskStatus::now(pb::TaskState::Submitted, None)),
+            history: vec![message],
+            ..Default::default()
+        };
+        let first = LoggedEvent {
+            seq: 1,
+            event: Arc::new(pb::StreamResponse::new(pb::stream_response::Payload::Task(
+                task.clone(),
+            ))),
+        };
+        let record = TaskRecord { task, last_seq: 1 };
+        let stores = &self.inner.stores;
+        let has_push = push.is_some();
+        if let Some(config) = push {
+            stores
+                .push
+                .put(&self.scope, &config)
+                .await
+                .map_err(store_error)?;
+        }
+        stores
+            .events
+            .append(&self.scope, &self.task_id, std::slice::from_ref(&first))
+            .await
+            .map_err(store_error)?;
+        stores
+            .tasks
+            .create(&self.scope, &record)
+            .await
+            .map_err(store_error)?;
+
+        let live = Arc::new(Live::new(
+            self.scope.clone(),
+            record,
+            self.inner.config.tail_capacity,
+            vec![first],
+        ));
+        {
+            let mut w = live
+                .writer
+                .try_lock()
+                .map_err(|_| A2aError::internal("new task locked"))?;
+            w.running = true;
+            w.turn = self.turn;
+            w.cancel = self.cancel.clone();
+            w.has_push = Some(has_push);
+        }
+        self.inner.register(&live);
+        let guard = LiveGuard {
+            inner: self.inner.clone(),
+            live: live.clone(),
+        };
+        let _ = self.live.set(guard);
+        {
+            let mut w = live.writer.lock().await;
+            super::push::kick_from(&self.inner, &live, &mut w, 0).await;
+        }
+        self.send_first(First::Task(live.clone()));
+        Ok(live)
+    }
+}

@@ -1,0 +1,375 @@
+//! [`A2aError`], its [`ErrorKind`]s, and the one table that gives every kind its wire codes.
+//!
+//! **Invariant:** [`ErrorKind::wire`] is the only place in the workspace where a JSON-RPC code,
+//! HTTP status, gRPC code or ErrorInfo reason is written down. Bindings read it to encode and
+//! search it (through [`ErrorKind::from_reason`] and friends) to decode.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The ErrorInfo `domain` of every A2A error.
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+
+/// Every error an A2A operation can end with, on any binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The task (or push configuration) does not exist or is not visible to the caller.
+    TaskNotFound,
+    /// The task is in a state that cannot be canceled.
+    TaskNotCancelable,
+    /// The agent does not support push notifications.
+    PushNotificationNotSupported,
+    /// The operation is not supported (terminal task, capability off, busy task, ...).
+    UnsupportedOperation,
+    /// A part's media type is not supported.
+    ContentTypeNotSupported,
+    /// The agent produced a response that violates the protocol.
+    InvalidAgentResponse,
+    /// The card declares an extended card but none is configured.
+    ExtendedAgentCardNotConfigured,
+    /// The card marks an extension required and the request did not activate it.
+    ExtensionSupportRequired,
+    /// The requested `A2A-Version` is not supported.
+    VersionNotSupported,
+    /// The body is not valid JSON.
+    ParseError,
+    /// The request is not a valid request object.
+    InvalidRequest,
+    /// Unknown method or route.
+    MethodNotFound,
+    /// The parameters fail validation.
+    InvalidParams,
+    /// An unexpected server failure.
+    Internal,
+    /// The caller is not authenticated.
+    Unauthenticated,
+    /// The caller is authenticated but not allowed.
+    PermissionDenied,
+    /// The server is temporarily unable to serve the request.
+    Unavailable,
+}
+
+/// The wire representation of an [`ErrorKind`] on each binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wire {
+    /// JSON-RPC `error.code`.
+    pub jsonrpc: i32,
+    /// HTTP status of an HTTP+JSON error response.
+    pub http: u16,
+    /// gRPC status code (numeric, as in `google.rpc.Code`).
+    pub grpc: i32,
+    /// Canonical gRPC status name, used as `error.status` in HTTP+JSON bodies.
+    pub status: &'static str,
+    /// `google.rpc.ErrorInfo.reason`.
+    pub reason: &'static str,
+    /// Default human-readable message.
+    pub message: &'static str,
+}
+
+impl ErrorKind {
+    /// Every kind, in table order.
+    pub const ALL: [ErrorKind; 17] = [
+        ErrorKind::TaskNotFound,
+        ErrorKind::TaskNotCancelable,
+        ErrorKind::PushNotificationNotSupported,
+        ErrorKind::UnsupportedOperation,
+        ErrorKind::ContentTypeNotSupported,
+        ErrorKind::InvalidAgentResponse,
+        ErrorKind::ExtendedAgentCardNotConfigured,
+        ErrorKind::ExtensionSupportRequired,
+        ErrorKind::VersionNotSupported,
+        ErrorKind::ParseError,
+        ErrorKind::InvalidRequest,
+        ErrorKind::MethodNotFound,
+        ErrorKind::InvalidParams,
+        ErrorKind::Internal,
+        ErrorKind::Unauthenticated,
+        ErrorKind::PermissionDenied,
+        ErrorKind::Unavailable,
+    ];
+
+    /// THE wire table (spec Appendix A). Unauthenticated/permission-denied JSON-RPC codes are
+    /// not in the spec; we use the Go SDK's -31401/-31403. `Unavailable` shares -32603 with
+    /// `Internal` on JSON-RPC and is told apart by its reason.
+    pub const fn wire(self) -> Wire {
+        use ErrorKind::*;
+        let (jsonrpc, http, grpc, status, reason, message) = match self {
+            TaskNotFound => (
+                -32001,
+                404,
+                5,
+                "NOT_FOUND",
+                "TASK_NOT_FOUND",
+                "Task not found",
+            ),
+            TaskNotCancelable => (
+                -32002,
+                400,
+                9,
+                "FAILED_PRECONDITION",
+                "TASK_NOT_CANCELABLE",
+                "Task cannot be canceled",
+            ),
+            PushNotificationNotSupported => (
+                -32003,
+                400,
+                9,
+                "FAILED_PRECONDITION",
+                "PUSH_NOTIFICATION_NOT_SUPPORTED",
+                "Push notifications are not supported",
+            ),
+            UnsupportedOperation => (
+                -32004,
+                400,
+                9,
+                "FAILED_PRECONDITION",
+                "UNSUPPORTED_OPERATION",
+                "This operation is not supported",
+            ),
+            ContentTypeNotSupported => (
+                -32005,
+                400,
+                3,
+                "INVALID_ARGUMENT",
+                "CONTENT_TYPE_NOT_SUPPORTED",
+                "Incompatible content types",
+            ),
+            InvalidAgentResponse => (
+                -32006,
+                500,
+                13,
+                "INTERNAL",
+                "INVALID_AGENT_RESPONSE",
+                "Invalid agent response",
+            ),
+            ExtendedAgentCardNotConfigured => (
+                -32007,
+                400,
+                9,
+                "FAILED_PRECONDITION",
+                "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+                "Extended agent card is not configured",
+            ),
+            ExtensionSupportRequired => (
+                -32008,
+                400,
+                9,
+                "FAILED_PRECONDITION",
+                "EXTENSION_SUPPORT_REQUIRED",
+                "A required extension was not requested",
+            ),
+            VersionNotSupported => (
+                -32009,
+                400,
+                9,
+                "FAILED_PRECONDITION",
+                "VERSION_NOT_SUPPORTED",
+                "This A2A version is not supported",
+            ),
+            ParseError => (
+                -32700,
+                400,
+                3,
+                "INVALID_ARGUMENT",
+                "PARSE_ERROR",
+                "Invalid JSON payload",
+            ),
+            InvalidRequest => (
+                -32600,
+                400,
+                3,
+                "INVALID_ARGUMENT",
+                "INVALID_REQUEST",
+                "Request payload validation error",
+            ),
+            MethodNotFound => (
+                -32601,
+                404,
+                12,
+                "UNIMPLEMENTED",
+                "METHOD_NOT_FOUND",
+                "Method not found",
+            ),
+            InvalidParams => (
+                -32602,
+                400,
+                3,
+                "INVALID_ARGUMENT",
+                "INVALID_PARAMS",
+                "Invalid parameters",
+            ),
+            Internal => (
+                -32603,
+                500,
+                13,
+                "INTERNAL",
+                "INTERNAL_ERROR",
+                "Internal error",
+            ),
+            Unauthenticated => (
+                -31401,
+                401,
+                16,
+                "UNAUTHENTICATED",
+                "UNAUTHENTICATED",
+                "Authentication required",
+            ),
+            PermissionDenied => (
+                -31403,
+                403,
+                7,
+                "PERMISSION_DENIED",
+                "UNAUTHORIZED",
+                "Permission denied",
+            ),
+            Unavailable => (
+                -32603,
+                503,
+                14,
+                "UNAVAILABLE",
+                "UNAVAILABLE",
+                "Service unavailable",
+            ),
+        };
+        Wire {
+            jsonrpc,
+            http,
+            grpc,
+            status,
+            reason,
+            message,
+        }
+    }
+
+    /// The kind whose ErrorInfo reason is `reason`.
+    pub fn from_reason(reason: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.wire().reason == reason)
+    }
+
+    /// The kind of a JSON-RPC error code (the first in table order when codes are shared).
+    pub fn from_jsonrpc(code: i32) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.wire().jsonrpc == code)
+    }
+
+    /// The most likely kind of a gRPC status code without ErrorInfo.
+    pub fn from_grpc(code: i32) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.wire().grpc == code)
+    }
+
+    /// The most likely kind of an HTTP status without ErrorInfo.
+    pub fn from_http(status: u16) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.wire().http == status)
+    }
+}
+
+/// One invalid field, as in `google.rpc.BadRequest.FieldViolation`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldViolation {
+    /// Path of the field, e.g. `message.parts`.
+    pub field: String,
+    /// What is wrong with it.
+    pub description: String,
+}
+
+/// An error of an A2A operation: a kind, a message, and the optional details every binding
+/// carries (ErrorInfo metadata, BadRequest field violations).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct A2aError {
+    kind: ErrorKind,
+    message: String,
+    metadata: BTreeMap<String, String>,
+    violations: Vec<FieldViolation>,
+}
+
+impl fmt::Display for A2aError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl A2aError {
+    /// An error of `kind` with its own message.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            metadata: BTreeMap::new(),
+            violations: Vec::new(),
+        }
+    }
+
+    /// An error of `kind` with the table's default message.
+    pub fn of(kind: ErrorKind) -> Self {
+        Self::new(kind, kind.wire().message)
+    }
+
+    /// Adds an ErrorInfo metadata entry.
+    pub fn with_meta(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds a field violation (sent as `google.rpc.BadRequest`).
+    pub fn with_violation(
+        mut self,
+        field: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        self.violations.push(FieldViolation {
+            field: field.into(),
+            description: description.into(),
+        });
+        self
+    }
+
+    /// The error's kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The human-readable message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// ErrorInfo metadata.
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    /// Field violations.
+    pub fn violations(&self) -> &[FieldViolation] {
+        &self.violations
+    }
+
+    /// The wire codes of this error's kind.
+    pub fn wire(&self) -> Wire {
+        self.kind.wire()
+    }
+
+    /// `TaskNotFound` for `task_id`.
+    pub fn task_not_found(task_id: &str) -> Self {
+        Self::new(ErrorKind::TaskNotFound, format!("task {task_id} not found"))
+            .with_meta("taskId", task_id)
+    }
+
+    /// `InvalidParams` with one field violation.
+    pub fn invalid_field(field: &str, description: impl Into<String>) -> Self {
+        let description = description.into();
+        Self::new(ErrorKind::InvalidParams, format!("{field}: {description}"))
+            .with_violation(field, description)
+    }
+
+    /// `UnsupportedOperation` with a message.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::UnsupportedOperation, message)
+    }
+
+    /// `Internal` with a message.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+use super::*;
+
+/// The spec's Appendix A, rows 1-9 and the standard codes, restated as data.
+#[test]
+fn wire_table_matches_spec_appendix_a() {
+    let expected: [(ErrorKind, i32, u16, i32, &str); 14] = [
+        (ErrorKind::TaskNotFound, -32001, 404, 5, "TASK_NOT_FOUND"),
+        (
+            ErrorKind::TaskNotCancelable,
+            -32002,
+            400,
+            9,
+            "TASK_NOT_CANCELABLE",
+        ),
+        (
+            ErrorKind::PushNotificationNotSupported,
+            -32003,
+            400,
+            9,
+            "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        ),
+        (
+            ErrorKind::UnsupportedOperation,
+            -32004,
+            400,
+            9,
+            "UNSUPPORTED_OPERATION",
+        ),
+        (
+            ErrorKind::ContentTypeNotSupported,
+            -32005,
+            400,
+            3,
+            "CONTENT_TYPE_NOT_SUPPORTED",
+        ),
+        (
+            ErrorKind::InvalidAgentResponse,
+            -32006,
+            500,
+            13,
+            "INVALID_AGENT_RESPONSE",
+        ),
+        (
+            ErrorKind::ExtendedAgentCardNotConfigured,
+            -32007,
+            400,
+            9,
+            "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+        ),
+        (
+            ErrorKind::ExtensionSupportRequired,
+            -32008,
+            400,
+            9,
+            "EXTENSION_SUPPORT_REQUIRED",
+        ),
+        (
+            ErrorKind::VersionNotSupported,
+            -32009,
+            400,
+            9,
+            "VERSION_NOT_SUPPORTED",
+        ),
+        (ErrorKind::ParseError, -32700, 400, 3, "PARSE_ERROR"),
+        (ErrorKind::InvalidRequest, -32600, 400, 3, "INVALID_REQUEST"),
+        (
+            ErrorKind::MethodNotFound,
+            -32601,
+            404,
+            12,
+            "METHOD_NOT_FOUND",
+        ),
+        (ErrorKind::InvalidParams, -32602, 400, 3, "INVALID_PARAMS"),
+        (ErrorKind::Internal, -32603, 500, 13, "INTERNAL_ERROR"),
+    ];
+    for (kind, jsonrpc, http, grpc, reason) in expected {
+        let w = kind.wire();
+        assert_eq!(
+            (w.jsonrpc, w.http, w.grpc, w.reason),
+            (jsonrpc, http, grpc, reason),
+            "{kind:?}"
+        );
+    }
+}
+
+#[test]
+fn every_kind_decodes_back_from_its_reason() {
+    for kind in ErrorKind::ALL {
+        assert_eq!(ErrorKind::from_reason(kind.wire().reason), Some(kind));
+    }
+    let reasons: std::collections::HashSet<_> =
+        ErrorKind::ALL.iter().map(|k| k.wire().reason).collect();
+    assert_eq!(reasons.len(), ErrorKind::ALL.len(), "reasons are unique");
+}
+
+#[test]
+fn a2a_codes_decode_from_jsonrpc() {
+    for kind in &ErrorKind::ALL[..9] {
+        assert_eq!(ErrorKind::from_jsonrpc(kind.wire().jsonrpc), Some(*kind));
+    }
+}

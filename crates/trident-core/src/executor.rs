@@ -1,0 +1,196 @@
+//! The API agent authors write against: [`AgentExecutor`], [`RequestContext`], [`EventSink`].
+//!
+//! ```
+//! use trident_core::{A2aError, AgentExecutor, EventSink, RequestContext};
+//! use trident_proto::{Artifact, Part};
+//!
+//! /// Completes every task with one artifact holding the user's text.
+//! struct Echo;
+//!
+//! #[async_trait::async_trait]
+//! impl AgentExecutor for Echo {
+//!     async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+//!         sink.artifact(Artifact::new("echo", vec![Part::text(ctx.text())])).await?;
+//!         sink.complete().await
+//!     }
+//! }
+//! ```
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use trident_proto as pb;
+
+use crate::engine::run::{Run, Update};
+use crate::{A2aError, Principal};
+
+/// An agent. The engine calls `execute` once per turn: for the message that creates a task, and
+/// again for each follow-up message to an interrupted task. At most one `execute` runs per task
+/// at a time.
+///
+/// Contract:
+/// - Reply with [`EventSink::reply`] (a direct message, no task is created), or publish task
+///   events. The task is created by the first task event.
+/// - Before `execute` returns, bring the task to a terminal or interrupted state. A task left
+///   `SUBMITTED`/`WORKING` is marked `FAILED`; an `Err` marks it `FAILED` with the error text, or
+///   (before any event) is returned to the caller as is.
+/// - Stop promptly once [`RequestContext::cancelled`] fires: the task is already `CANCELED` and
+///   further events are refused.
+#[async_trait::async_trait]
+pub trait AgentExecutor: Send + Sync + 'static {
+    /// Handles one turn.
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError>;
+
+    /// Called when a client cancels `task`, before the engine marks it `CANCELED`. Return an
+    /// error (usually `TaskNotCancelable`) to refuse. The default accepts.
+    async fn cancel(&self, task: &pb::Task) -> Result<(), A2aError> {
+        let _ = task;
+        Ok(())
+    }
+}
+
+/// What an agent knows about one turn.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// The task's id (assigned before the task exists, so replies can refer to it).
+    pub task_id: String,
+    /// The context id (the client's, or generated).
+    pub context_id: String,
+    /// The user's message, with `taskId` and `contextId` filled in.
+    pub message: pb::Message,
+    /// The task as it was before this turn, for follow-up messages.
+    pub task: Option<pb::Task>,
+    /// The request's configuration.
+    pub configuration: Option<pb::SendMessageConfiguration>,
+    /// The request's metadata.
+    pub metadata: Option<trident_proto::wkt::Struct>,
+    /// The caller.
+    pub principal: Principal,
+    /// The tenant.
+    pub tenant: String,
+    /// Extensions the caller activated.
+    pub extensions: Vec<String>,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl RequestContext {
+    /// The text of the user's message (text parts joined by newlines).
+    pub fn text(&self) -> String {
+        self.message.text()
+    }
+
+    /// Whether the task was canceled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Completes when the task is canceled.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+}
+
+/// Where an agent publishes what it does. Every call returns once the event is durable in the
+/// task's log (and so visible to every subscriber and webhook), or with an error when the event
+/// is not allowed (task already terminal, run ended).
+#[derive(Clone)]
+pub struct EventSink {
+    pub(crate) run: Arc<Run>,
+}
+
+impl std::fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventSink")
+            .field("task_id", &self.run.task_id())
+            .finish()
+    }
+}
+
+impl EventSink {
+    /// A `ROLE_AGENT` message with one text part, carrying this task's ids.
+    pub fn message(&self, text: impl Into<String>) -> pb::Message {
+        let mut m =
+            pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
+        m.context_id = self.run.context_id().to_owned();
+        m.task_id = self.run.task_id().to_owned();
+        m
+    }
+
+    /// Answers with a direct message instead of a task. Only valid as the first and only
+    /// event of a new turn.
+    pub async fn reply(&self, message: pb::Message) -> Result<(), A2aError> {
+        self.run.reply(message).await
+    }
+
+    /// Answers with a direct text message.
+    pub async fn reply_text(&self, text: impl Into<String>) -> Result<(), A2aError> {
+        let mut m = self.message(text);
+        m.task_id.clear();
+        self.reply(m).await
+    }
+
+    /// Publishes a status change, with an optional agent message.
+    pub async fn status(
+        &self,
+        state: pb::TaskState,
+        message: Option<pb::Message>,
+    ) -> Result<(), A2aError> {
+        self.run.update(Update::Status { state, message }).await
+    }
+
+    /// `WORKING`.
+    pub async fn working(&self) -> Result<(), A2aError> {
+        self.status(pb::TaskState::Working, None).await
+    }
+
+    /// `COMPLETED`.
+    pub async fn complete(&self) -> Result<(), A2aError> {
+        self.status(pb::TaskState::Completed, None).await
+    }
+
+    /// `FAILED` with an explanation.
+    pub async fn fail(&self, text: impl Into<String>) -> Result<(), A2aError> {
+        self.status(pb::TaskState::Failed, Some(self.message(text)))
+            .await
+    }
+
+    /// `REJECTED` with an explanation.
+    pub async fn reject(&self, text: impl Into<String>) -> Result<(), A2aError> {
+        self.status(pb::TaskState::Rejected, Some(self.message(text)))
+            .await
+    }
+
+    /// `INPUT_REQUIRED` with the question for the client.
+    pub async fn input_required(&self, text: impl Into<String>) -> Result<(), A2aError> {
+        self.status(pb::TaskState::InputRequired, Some(self.message(text)))
+            .await
+    }
+
+    /// `AUTH_REQUIRED` with what is needed.
+    pub async fn auth_required(&self, text: impl Into<String>) -> Result<(), A2aError> {
+        self.status(pb::TaskState::AuthRequired, Some(self.message(text)))
+            .await
+    }
+
+    /// Publishes a whole artifact (new, or replacing one with the same id).
+    pub async fn artifact(&self, artifact: pb::Artifact) -> Result<(), A2aError> {
+        self.artifact_chunk(artifact, false, true).await
+    }
+
+    /// Publishes an artifact chunk: `append` adds the parts to the artifact with the same id,
+    /// `last_chunk` marks it complete.
+    pub async fn artifact_chunk(
+        &self,
+        artifact: pb::Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<(), A2aError> {
+        self.run
+            .update(Update::Artifact {
+                artifact,
+                append,
+                last_chunk,
+            })
+            .await
+    }
+}

@@ -1,0 +1,59 @@
+//! The binding-agnostic core of Trident.
+//!
+//! - [`A2aService`]: one async method per A2A RPC, implemented by [`Engine`] and by every
+//!   binding's client, used as `Arc<dyn A2aService>`.
+//! - [`A2aError`] and [`ErrorKind::wire`], the one table of wire codes.
+//! - [`AgentExecutor`]: what agent authors implement; [`EventSink`] is how they publish.
+//! - [`Engine`]: the task engine (lifecycle, per-task ordered event log, streams that resume,
+//!   push delivery), over the [`store`] traits.
+//!
+//! This crate knows no transport and no database.
+
+mod context;
+mod error;
+mod executor;
+mod service;
+
+pub mod agents;
+pub mod engine;
+pub mod store;
+
+pub use context::{CallContext, Principal};
+pub use engine::{
+    Engine, EngineBuilder, EngineConfig, Limits, RetryPolicy, WebhookError, WebhookRequest,
+    WebhookTransport,
+};
+pub use error::{A2aError, ERROR_DOMAIN, ErrorKind, FieldViolation, Wire};
+pub use executor::{AgentExecutor, EventSink, RequestContext};
+pub use service::{A2aService, EventStream, StreamEvent};
+
+use trident_proto as pb;
+
+/// The A2A protocol version this crate implements.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// A minimal valid agent card: streaming and push notifications on, text in and out, one skill.
+/// Bindings fill `supportedInterfaces` with their URLs.
+pub fn default_card(name: &str, description: &str) -> pb::AgentCard {
+    pb::AgentCard {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        capabilities: Some(pb::AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(true),
+            extended_agent_card: Some(false),
+            extensions: Vec::new(),
+        }),
+        default_input_modes: vec!["text/plain".to_owned()],
+        default_output_modes: vec!["text/plain".to_owned()],
+        skills: vec![pb::AgentSkill {
+            id: "default".to_owned(),
+            name: name.to_owned(),
+            description: description.to_owned(),
+            tags: vec!["a2a".to_owned()],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}

@@ -1,0 +1,234 @@
+//! Persistence traits ([`TaskStore`], [`EventLog`], [`PushConfigStore`]) and the in-memory
+//! implementation. Durable implementations live in `trident-store` and must pass
+//! [`contract`], the same suite the in-memory store passes.
+//!
+//! Every access is scoped by a [`Scope`] (tenant, owner): a store never returns a record of
+//! another scope, so a caller cannot see, list, cancel or subscribe to another principal's task.
+
+use std::sync::Arc;
+
+use trident_proto as pb;
+
+pub mod contract;
+mod memory;
+
+pub use memory::MemoryStore;
+pub(crate) use memory::{Sharded, lock as lock_std};
+
+/// Whose data a call may touch: a tenant and an owning principal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Scope {
+    /// The tenant ("" when none).
+    pub tenant: Arc<str>,
+    /// The owning principal ("" for anonymous callers).
+    pub owner: Arc<str>,
+}
+
+impl Scope {
+    /// A scope.
+    pub fn new(tenant: impl Into<Arc<str>>, owner: impl Into<Arc<str>>) -> Self {
+        Self {
+            tenant: tenant.into(),
+            owner: owner.into(),
+        }
+    }
+}
+
+/// A stored task: its snapshot and the sequence number of the last event applied to it (which
+/// is also its version for optimistic concurrency).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// The task as of `last_seq`.
+    pub task: pb::Task,
+    /// Sequence number of the last event included in `task`.
+    pub last_seq: u64,
+}
+
+/// One event of a task's ordered log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoggedEvent {
+    /// Per-task sequence number, starting at 1, without gaps.
+    pub seq: u64,
+    /// The event.
+    pub event: Arc<pb::StreamResponse>,
+}
+
+/// Position in the ListTasks order (status timestamp descending, then task id ascending).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    /// Status timestamp in nanoseconds since the epoch (0 when the task has none).
+    pub timestamp: i128,
+    /// Task id.
+    pub id: String,
+}
+
+impl ListCursor {
+    /// The cursor of a task.
+    pub fn of(task: &pb::Task) -> Self {
+        Self {
+            timestamp: status_nanos(task),
+            id: task.id.clone(),
+        }
+    }
+
+    /// Whether `task` comes strictly after this cursor in list order.
+    pub fn precedes(&self, task: &pb::Task) -> bool {
+        let ts = status_nanos(task);
+        ts < self.timestamp || (ts == self.timestamp && task.id.as_str() > self.id.as_str())
+    }
+}
+
+/// Status timestamp of a task in nanoseconds (0 when unset).
+pub fn status_nanos(task: &pb::Task) -> i128 {
+    task.status
+        .as_ref()
+        .and_then(|s| s.timestamp.as_ref())
+        .map_or(0, |t| t.unix_nanos())
+}
+
+/// Filters and page of a task listing.
+#[derive(Debug, Clone, Default)]
+pub struct TaskQuery {
+    /// Only tasks of this context.
+    pub context_id: Option<String>,
+    /// Only tasks in this state.
+    pub state: Option<pb::TaskState>,
+    /// Only tasks whose status timestamp is at or after this instant (nanoseconds).
+    pub updated_since: Option<i128>,
+    /// Start after this position.
+    pub after: Option<ListCursor>,
+    /// Page size (at least 1).
+    pub limit: usize,
+}
+
+impl TaskQuery {
+    /// Whether `task` passes the filters (not the cursor).
+    pub fn matches(&self, task: &pb::Task) -> bool {
+        self.context_id
+            .as_ref()
+            .is_none_or(|c| &task.context_id == c)
+            && self.state.is_none_or(|s| task.state() == s)
+            && self.updated_since.is_none_or(|t| status_nanos(task) >= t)
+    }
+}
+
+/// One page of tasks.
+#[derive(Debug, Clone, Default)]
+pub struct TaskPage {
+    /// Tasks in list order.
+    pub tasks: Vec<pb::Task>,
+    /// Number of tasks matching the filters, over all pages.
+    pub total: usize,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<ListCursor>,
+}
+
+/// Store failures. The engine maps them to `Internal`/`Unavailable`, except `Conflict`, which
+/// means another writer got there first.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// A record with this key already exists.
+    #[error("already exists")]
+    AlreadyExists,
+    /// The record is not there.
+    #[error("not found")]
+    NotFound,
+    /// The record's version is not the expected one.
+    #[error("version conflict")]
+    Conflict,
+    /// The backend failed.
+    #[error("store backend: {0}")]
+    Backend(String),
+}
+
+/// Task snapshots.
+#[async_trait::async_trait]
+pub trait TaskStore: Send + Sync + 'static {
+    /// Stores a new task. `AlreadyExists` if the id is taken in this scope.
+    async fn create(&self, scope: &Scope, record: &TaskRecord) -> Result<(), StoreError>;
+    /// Replaces a task if its stored `last_seq` is `expected_seq`; `Conflict` otherwise,
+    /// `NotFound` if absent.
+    async fn update(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: u64,
+    ) -> Result<(), StoreError>;
+    /// Reads a task.
+    async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    /// Lists tasks of a scope: filters, order (status timestamp desc, id asc), keyset page.
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError>;
+}
+
+/// Per-task ordered event logs. Events are appended before anyone sees them.
+#[async_trait::async_trait]
+pub trait EventLog: Send + Sync + 'static {
+    /// Appends events whose sequence numbers continue the task's log without a gap.
+    /// `Conflict` if a sequence number is taken or would leave a gap.
+    async fn append(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError>;
+    /// Reads up to `limit` events with a sequence number greater than `after`, in order.
+    async fn read(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError>;
+}
+
+/// Push-notification configurations, keyed by (scope, task id, config id).
+#[async_trait::async_trait]
+pub trait PushConfigStore: Send + Sync + 'static {
+    /// Creates or replaces a configuration (`task_id` and `id` must be set).
+    async fn put(
+        &self,
+        scope: &Scope,
+        config: &pb::TaskPushNotificationConfig,
+    ) -> Result<(), StoreError>;
+    /// Reads one configuration.
+    async fn get(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError>;
+    /// Lists a task's configurations ordered by id, starting after `after`; returns at most
+    /// `limit` and whether more follow.
+    async fn list(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<pb::TaskPushNotificationConfig>, bool), StoreError>;
+    /// Deletes a configuration; `true` if it existed.
+    async fn delete(&self, scope: &Scope, task_id: &str, id: &str) -> Result<bool, StoreError>;
+}
+
+/// The three stores an engine needs.
+#[derive(Clone)]
+pub struct Stores {
+    /// Task snapshots.
+    pub tasks: Arc<dyn TaskStore>,
+    /// Event logs.
+    pub events: Arc<dyn EventLog>,
+    /// Push configurations.
+    pub push: Arc<dyn PushConfigStore>,
+}
+
+impl Stores {
+    /// All three backed by one in-memory store.
+    pub fn memory() -> Self {
+        let store = Arc::new(MemoryStore::new());
+        Self {
+            tasks: store.clone(),
+            events: store.clone(),
+            push: store,
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The A2A v1.0 types, generated from `proto/lf/a2a/v1/a2a.proto` and nothing else.
+//!
+//! - prost messages and enums (`lf::a2a::v1`, re-exported at the root),
+//! - ProtoJSON serde impls from pbjson (camelCase out, camelCase or snake_case in, enums as
+//!   names, oneofs flattened, unknown fields ignored),
+//! - tonic client and server stubs behind the `grpc` feature,
+//! - [`FILE_DESCRIPTOR_SET`], the encoded descriptors of the proto and its imports.
+//!
+//! Helpers that only read or build generated types live in `ext`; there is no hand-written
+//! struct that mirrors a proto message.
+
+mod ext;
+pub mod wkt;
+
+/// The generated code, laid out like the proto packages.
+pub mod lf {
+    /// `lf.a2a`
+    pub mod a2a {
+        /// `lf.a2a.v1`: every message, enum and the `A2AService` stubs.
+        #[allow(missing_docs, clippy::all, unreachable_pub)]
+        pub mod v1 {
+            include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.rs"));
+            include!(concat!(env!("OUT_DIR"), "/lf.a2a.v1.serde.rs"));
+        }
+    }
+}
+
+pub use lf::a2a::v1::*;
+
+/// The encoded `google.protobuf.FileDescriptorSet` of `a2a.proto` and everything it imports.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/a2a_descriptor.bin"));
+
+/// Fully-qualified name of the gRPC service.
+pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";
+
+#[cfg(test)]
+mod tests;
