@@ -112,3 +112,48 @@ impl AgentExecutor for Slow {
         }
     }
 }
+
+/// One agent with every demo behaviour, chosen by the first word of the user's text:
+/// `reply …` (direct message), `input` (asks, then greets), `auth` (AUTH_REQUIRED, then
+/// completes), `slow` (works until canceled), `stream N` (N chunks), `fail`, `reject`,
+/// anything else echoes. Used by the behaviour suite so one server covers every case.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Demo;
+
+#[async_trait::async_trait]
+impl AgentExecutor for Demo {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        let first_turn = ctx.task.as_ref().map_or_else(
+            || ctx.text(),
+            |t| t.history.first().map(|m| m.text()).unwrap_or_default(),
+        );
+        let mut words = first_turn.split_whitespace();
+        match words.next().unwrap_or("") {
+            "reply" => Reply.execute(ctx, sink).await,
+            "input" => Input.execute(ctx, sink).await,
+            "auth" if ctx.task.is_none() => {
+                sink.auth_required("Sign in at the link I sent you").await
+            }
+            "slow" => Slow::default().execute(ctx, sink).await,
+            "stream" => {
+                let chunks = words.next().and_then(|n| n.parse().ok()).unwrap_or(3);
+                Stream {
+                    chunks,
+                    pause: Duration::from_millis(2),
+                }
+                .execute(ctx, sink)
+                .await
+            }
+            "fail" => {
+                sink.working().await?;
+                Err(A2aError::internal("the demo agent was asked to fail"))
+            }
+            "refuse" => Err(A2aError::new(
+                crate::ErrorKind::ContentTypeNotSupported,
+                "the demo agent refuses this content",
+            )),
+            "reject" => sink.reject("I do not do that").await,
+            _ => Echo.execute(ctx, sink).await,
+        }
+    }
+}

@@ -172,7 +172,7 @@ impl Live {
 
     /// Events after `cursor` from the tail, or `None` when the tail no longer reaches back
     /// that far (the reader must read the log).
-    fn from_tail(&self, cursor: u64, out: &mut VecDeque<LoggedEvent>) -> bool {
+    fn take_from_tail(&self, cursor: u64, out: &mut VecDeque<LoggedEvent>) -> bool {
         let tail = lock_std(&self.tail);
         let first = tail.next - tail.events.len() as u64;
         if cursor + 1 < first {
@@ -190,7 +190,7 @@ impl Live {
         cursor: u64,
         out: &mut VecDeque<LoggedEvent>,
     ) -> Result<(), A2aError> {
-        if !self.from_tail(cursor, out) {
+        if !self.take_from_tail(cursor, out) {
             let events = inner
                 .stores
                 .events

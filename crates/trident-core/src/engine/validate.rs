@@ -131,13 +131,13 @@ pub(super) fn send_request(req: &pb::SendMessageRequest, limits: &Limits) -> Res
     metadata("message.metadata", m.metadata.as_ref(), limits)?;
     metadata("metadata", req.metadata.as_ref(), limits)?;
     if let Some(c) = &req.configuration {
-        if let Some(n) = c.history_length {
-            if n < 0 {
-                return Err(A2aError::invalid_field(
-                    "configuration.historyLength",
-                    format!("must not be negative, got {n}"),
-                ));
-            }
+        if let Some(n) = c.history_length
+            && n < 0
+        {
+            return Err(A2aError::invalid_field(
+                "configuration.historyLength",
+                format!("must not be negative, got {n}"),
+            ));
         }
         if let Some(p) = &c.task_push_notification_config {
             url("configuration.taskPushNotificationConfig.url", &p.url)?;

@@ -158,12 +158,13 @@ impl EventLog for MemoryStore {
         let k = key(scope, task_id);
         let mut shard = self.events.shard(&k);
         let log = shard.entry(k).or_default();
-        let mut next = log.last().map_or(1, |e| e.seq + 1);
-        for e in events {
-            if e.seq != next {
-                return Err(StoreError::Conflict);
-            }
-            next += 1;
+        let first = log.last().map_or(1, |e| e.seq + 1);
+        if events
+            .iter()
+            .zip(first..)
+            .any(|(e, expected)| e.seq != expected)
+        {
+            return Err(StoreError::Conflict);
         }
         log.extend_from_slice(events);
         Ok(())

@@ -1,0 +1,188 @@
+//! What the behaviour suite runs against: a transport (in-process today; each binding's client
+//! to a real server once the bindings exist) and a server variant (capabilities, card, version
+//! policy). Every case builds what it needs through [`Fixture::new`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use trident_core::agents::Demo;
+use trident_core::{
+    A2aError, A2aService, CallContext, Engine, EngineConfig, ErrorKind, EventStream, Principal,
+    StreamEvent,
+};
+use trident_proto as pb;
+
+/// How the suite reaches the engine.
+#[derive(Debug, Clone, Copy)]
+pub enum Transport {
+    /// Direct calls on `Arc<dyn A2aService>`.
+    InProcess,
+}
+
+/// Server-side switches a case may need.
+#[derive(Debug, Clone, Default)]
+pub struct Variant {
+    pub no_push: bool,
+    pub no_streaming: bool,
+    pub extended_card: Option<Option<pb::AgentCard>>,
+    pub required_extension: Option<&'static str>,
+    pub strict_version: bool,
+}
+
+pub struct Fixture {
+    pub svc: Arc<dyn A2aService>,
+}
+
+pub const REQUIRED_EXT: &str = "https://example.com/ext/required/v1";
+
+impl Fixture {
+    pub async fn new(transport: Transport, variant: Variant) -> Self {
+        let mut card = trident_core::default_card("Demo", "Every demo behaviour");
+        let caps = card.capabilities.get_or_insert_with(Default::default);
+        caps.push_notifications = Some(!variant.no_push);
+        caps.streaming = Some(!variant.no_streaming);
+        if let Some(uri) = variant.required_extension {
+            caps.extensions.push(pb::AgentExtension {
+                uri: uri.into(),
+                required: true,
+                ..Default::default()
+            });
+        }
+        let mut builder = Engine::builder(Arc::new(Demo)).config(EngineConfig {
+            strict_version: variant.strict_version,
+            ..Default::default()
+        });
+        if let Some(extended) = variant.extended_card {
+            card.capabilities
+                .get_or_insert_with(Default::default)
+                .extended_agent_card = Some(true);
+            if let Some(ext) = extended {
+                builder = builder.extended_card(ext);
+            }
+        }
+        let engine = builder.card(card).build();
+        match transport {
+            Transport::InProcess => Self {
+                svc: Arc::new(engine),
+            },
+        }
+    }
+
+    pub async fn default(transport: Transport) -> Self {
+        Self::new(transport, Variant::default()).await
+    }
+}
+
+pub fn cx() -> CallContext {
+    CallContext::new()
+}
+
+pub fn cx_as(principal: &str) -> CallContext {
+    CallContext::new().with_principal(Principal::named(principal))
+}
+
+pub fn msg(text: &str) -> pb::Message {
+    pb::Message::user(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)])
+}
+
+pub fn req(message: pb::Message) -> pb::SendMessageRequest {
+    pb::SendMessageRequest {
+        message: Some(message),
+        ..Default::default()
+    }
+}
+
+pub fn req_with(
+    message: pb::Message,
+    configuration: pb::SendMessageConfiguration,
+) -> pb::SendMessageRequest {
+    pb::SendMessageRequest {
+        message: Some(message),
+        configuration: Some(configuration),
+        ..Default::default()
+    }
+}
+
+/// Sends `text` blocking and returns the task.
+pub async fn send_task(svc: &dyn A2aService, cx: &CallContext, text: &str) -> pb::Task {
+    task_of(svc.send_message(cx, req(msg(text))).await.expect("send"))
+}
+
+/// Continues `task` with `text`.
+pub async fn follow_up(
+    svc: &dyn A2aService,
+    cx: &CallContext,
+    task: &pb::Task,
+    text: &str,
+) -> Result<pb::Task, A2aError> {
+    let mut m = msg(text);
+    m.task_id = task.id.clone();
+    svc.send_message(cx, req(m)).await.map(task_of)
+}
+
+pub fn task_of(resp: pb::SendMessageResponse) -> pb::Task {
+    match resp.payload {
+        Some(pb::send_message_response::Payload::Task(t)) => t,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+pub fn assert_kind<T>(result: Result<T, A2aError>, kind: ErrorKind) -> A2aError {
+    match result {
+        Err(e) if e.kind() == kind => e,
+        Err(e) => panic!("expected {kind:?}, got {:?}: {e}", e.kind()),
+        Ok(_) => panic!("expected {kind:?}, got a success"),
+    }
+}
+
+/// Reads a stream to its end (bounded in time).
+pub async fn collect(stream: EventStream) -> Vec<StreamEvent> {
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        stream.map(|e| e.expect("stream event")).collect(),
+    )
+    .await
+    .expect("stream ended in time")
+}
+
+pub fn payload(e: &StreamEvent) -> &pb::stream_response::Payload {
+    e.response.payload.as_ref().expect("payload")
+}
+
+pub fn state_of(e: &StreamEvent) -> Option<pb::TaskState> {
+    match payload(e) {
+        pb::stream_response::Payload::Task(t) => Some(t.state()),
+        pb::stream_response::Payload::StatusUpdate(u) => u
+            .status
+            .as_ref()
+            .and_then(|s| pb::TaskState::try_from(s.state).ok()),
+        _ => None,
+    }
+}
+
+/// Polls GetTask until `pred` holds (bounded in time).
+pub async fn wait_for(
+    svc: &dyn A2aService,
+    cx: &CallContext,
+    id: &str,
+    pred: impl Fn(&pb::Task) -> bool,
+) -> pb::Task {
+    for _ in 0..400 {
+        let t = svc
+            .get_task(
+                cx,
+                pb::GetTaskRequest {
+                    id: id.into(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("get");
+        if pred(&t) {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("task {id} never reached the expected state");
+}
