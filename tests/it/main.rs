@@ -1,5 +1,10 @@
 //! The one integration test binary.
 #![allow(unreachable_pub, missing_docs)]
 
+mod concurrency;
 mod harness;
+mod list_property;
+mod push;
+mod store_contract;
 mod suite;
+mod tidy;

@@ -73,6 +73,17 @@ pub async fn follow_up_to_interrupted_task_continues_it_in_order(t: Transport) {
     assert_eq!(done.artifacts[0].parts[0].as_text(), Some("Hello, Ada!"));
 }
 
+pub async fn follow_up_right_after_blocking_return_is_accepted(t: Transport) {
+    let f = Fixture::default(t).await;
+    for _ in 0..50 {
+        let asked = send_task(&*f.svc, &cx(), "input").await;
+        let done = follow_up(&*f.svc, &cx(), &asked, "Ada")
+            .await
+            .expect("the previous turn has ended or is waited for");
+        assert_eq!(done.state(), pb::TaskState::Completed);
+    }
+}
+
 pub async fn auth_required_task_accepts_messages_and_resumes(t: Transport) {
     let f = Fixture::default(t).await;
     let waiting = send_task(&*f.svc, &cx(), "auth").await;
@@ -1405,6 +1416,7 @@ suite!(
     task_ids_are_generated_by_the_server_and_unique,
     message_to_terminal_task_is_unsupported_operation,
     follow_up_to_interrupted_task_continues_it_in_order,
+    follow_up_right_after_blocking_return_is_accepted,
     auth_required_task_accepts_messages_and_resumes,
     direct_message_reply_creates_no_task,
     agent_failure_ends_task_failed_with_message,

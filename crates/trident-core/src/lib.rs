@@ -20,8 +20,8 @@ pub mod store;
 
 pub use context::{CallContext, Principal};
 pub use engine::{
-    Engine, EngineBuilder, EngineConfig, Limits, RetryPolicy, WebhookError, WebhookRequest,
-    WebhookTransport,
+    Engine, EngineBuilder, EngineConfig, EngineStats, Limits, RetryPolicy, WebhookError,
+    WebhookRequest, WebhookTransport,
 };
 pub use error::{A2aError, ERROR_DOMAIN, ErrorKind, FieldViolation, Wire};
 pub use executor::{AgentExecutor, EventSink, RequestContext};

@@ -59,6 +59,8 @@ pub(crate) struct Live {
     pub(crate) scope: Scope,
     pub(crate) task_id: Arc<str>,
     pub(crate) writer: tokio::sync::Mutex<Writer>,
+    /// Signalled when a turn's executor has returned.
+    pub(crate) turn_ended: tokio::sync::Notify,
     tail: Mutex<Tail>,
     progress: watch::Sender<Progress>,
     capacity: usize,
@@ -88,6 +90,7 @@ impl Live {
                 pushing: false,
                 stale: false,
             }),
+            turn_ended: tokio::sync::Notify::new(),
             tail: Mutex::new(Tail {
                 events: recent.into(),
                 next,
@@ -95,6 +98,11 @@ impl Live {
             progress: watch::Sender::new(progress),
             capacity: capacity.max(1),
         }
+    }
+
+    /// Events held in the tail.
+    pub(crate) fn buffered(&self) -> usize {
+        lock_std(&self.tail).events.len()
     }
 
     pub(crate) fn progress(&self) -> watch::Receiver<Progress> {

@@ -67,6 +67,9 @@ pub struct EngineConfig {
     pub tail_capacity: usize,
     /// Webhook retries.
     pub push_retry: RetryPolicy,
+    /// How long a follow-up to an interrupted task waits for the previous turn's executor to
+    /// return before it is refused as busy.
+    pub turn_end_wait: std::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -76,6 +79,7 @@ impl Default for EngineConfig {
             limits: Limits::default(),
             tail_capacity: 128,
             push_retry: RetryPolicy::default(),
+            turn_end_wait: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -396,32 +400,46 @@ impl Inner {
         // A follow-up to an existing task.
         let guard = self.live(&scope, &message.task_id).await?;
         let live = guard.live.clone();
-        let mut w = live.writer.lock().await;
-        live.refresh(self, &mut w).await?;
+        let wait_until = tokio::time::Instant::now() + self.config.turn_end_wait;
+        let mut w = loop {
+            let mut w = live.writer.lock().await;
+            live.refresh(self, &mut w).await?;
+            let task = &w.record.task;
+            let state = task.state();
+            if state.is_terminal() {
+                return Err(A2aError::unsupported(format!(
+                    "task {} is {} and accepts no more messages",
+                    task.id,
+                    state.as_str_name()
+                ))
+                .with_meta("taskId", task.id.clone()));
+            }
+            if !message.context_id.is_empty() && message.context_id != task.context_id {
+                return Err(A2aError::invalid_field(
+                    "message.contextId",
+                    format!("does not match task {}'s context", task.id),
+                ));
+            }
+            if !w.running {
+                break w;
+            }
+            // An interrupted task whose executor is still returning: wait for its turn to end
+            // (at most one executor per task). A task still working is busy.
+            if !state.is_interrupted() || tokio::time::Instant::now() >= wait_until {
+                return Err(A2aError::unsupported(format!(
+                    "task {} is still {}; send follow-up messages once it asks for input",
+                    task.id,
+                    state.as_str_name()
+                ))
+                .with_meta("taskId", task.id.clone()));
+            }
+            let ended = live.turn_ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            drop(w);
+            let _ = tokio::time::timeout_at(wait_until, ended).await;
+        };
         let task = &w.record.task;
-        let state = task.state();
-        if state.is_terminal() {
-            return Err(A2aError::unsupported(format!(
-                "task {} is {} and accepts no more messages",
-                task.id,
-                state.as_str_name()
-            ))
-            .with_meta("taskId", task.id.clone()));
-        }
-        if !message.context_id.is_empty() && message.context_id != task.context_id {
-            return Err(A2aError::invalid_field(
-                "message.contextId",
-                format!("does not match task {}'s context", task.id),
-            ));
-        }
-        if w.running {
-            return Err(A2aError::unsupported(format!(
-                "task {} is still {}; send follow-up messages once it asks for input",
-                task.id,
-                state.as_str_name()
-            ))
-            .with_meta("taskId", task.id.clone()));
-        }
         message.context_id = task.context_id.clone();
         if let Some(p) = push.as_mut() {
             validate::bind_push(p, &task.id, &scope)?;
@@ -528,11 +546,24 @@ impl Engine {
         &self.inner.card
     }
 
-    /// Number of tasks currently held in memory (executing, streamed or delivering). For
-    /// tests and metrics.
-    pub fn live_tasks(&self) -> usize {
-        self.inner.live.shards().map(|s| s.len()).sum()
+    /// What the engine holds in memory right now.
+    pub fn stats(&self) -> EngineStats {
+        let mut stats = EngineStats::default();
+        for shard in self.inner.live.shards() {
+            stats.live_tasks += shard.len();
+            stats.buffered_events += shard.values().map(|l| l.buffered()).sum::<usize>();
+        }
+        stats
     }
+}
+
+/// Memory held by the engine (for metrics and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Tasks held in memory because an executor, a stream or a webhook worker uses them.
+    pub live_tasks: usize,
+    /// Events held in those tasks' tails (at most `tail_capacity` each).
+    pub buffered_events: usize,
 }
 
 /// Applies `historyLength`: unset keeps all, 0 drops all, n keeps the n most recent.

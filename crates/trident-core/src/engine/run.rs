@@ -181,6 +181,7 @@ impl Run {
                 }
             }
             w.running = false;
+            live.turn_ended.notify_waiters();
         }
     }
 

@@ -1,0 +1,232 @@
+//! Push delivery against a real HTTP receiver on loopback: every event, in order, with the
+//! configured Authorization and both token headers; retried after failures; nothing after the
+//! configuration is deleted.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use tokio::sync::mpsc;
+use trident_core::agents::Demo;
+use trident_core::{A2aService, Engine, EngineConfig, RetryPolicy};
+use trident_proto as pb;
+use trident_rest::HttpWebhooks;
+
+use crate::harness::{cx, follow_up, msg, req_with, task_of};
+
+struct Received {
+    headers: HeaderMap,
+    body: pb::StreamResponse,
+}
+
+#[derive(Clone)]
+struct Receiver {
+    tx: mpsc::UnboundedSender<Received>,
+    /// Requests to refuse with 503 before accepting.
+    refuse: Arc<AtomicUsize>,
+}
+
+async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: String) -> StatusCode {
+    if r.refuse.load(Ordering::SeqCst) > 0 {
+        r.refuse.fetch_sub(1, Ordering::SeqCst);
+        return StatusCode::SERVICE_UNAVAILABLE;
+    }
+    let body: pb::StreamResponse = serde_json::from_str(&body).expect("body is a StreamResponse");
+    let _ = r.tx.send(Received { headers, body });
+    StatusCode::OK
+}
+
+async fn receiver(refuse: usize) -> (String, mpsc::UnboundedReceiver<Received>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let state = Receiver {
+        tx,
+        refuse: Arc::new(AtomicUsize::new(refuse)),
+    };
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/hook"), rx)
+}
+
+fn engine() -> Arc<dyn A2aService> {
+    let retry = RetryPolicy {
+        attempts: 4,
+        initial_backoff: Duration::from_millis(20),
+        max_backoff: Duration::from_millis(100),
+    };
+    let webhooks = HttpWebhooks::new(Duration::from_secs(5)).expect("client");
+    Arc::new(
+        Engine::builder(Arc::new(Demo))
+            .webhooks(Arc::new(webhooks))
+            .config(EngineConfig {
+                push_retry: retry,
+                ..Default::default()
+            })
+            .build(),
+    )
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
+    tokio::time::timeout(Duration::from_secs(10), rx.recv())
+        .await
+        .expect("notification in time")
+        .expect("open")
+}
+
+fn kind(r: &Received) -> (&'static str, Option<pb::TaskState>) {
+    use pb::stream_response::Payload;
+    match r.body.payload.as_ref().expect("payload") {
+        Payload::Task(t) => ("task", Some(t.state())),
+        Payload::StatusUpdate(u) => (
+            "status",
+            u.status
+                .as_ref()
+                .and_then(|s| pb::TaskState::try_from(s.state).ok()),
+        ),
+        Payload::ArtifactUpdate(_) => ("artifact", None),
+        Payload::Message(_) => ("message", None),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_is_posted_in_order_with_credentials_and_tokens() {
+    let (url, mut rx) = receiver(1).await;
+    let svc = engine();
+    let cfg = pb::SendMessageConfiguration {
+        task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+            url,
+            token: "tok-123".into(),
+            authentication: Some(pb::AuthenticationInfo {
+                scheme: "Bearer".into(),
+                credentials: "hook-secret".into(),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let asked = task_of(
+        svc.send_message(&cx(), req_with(msg("input"), cfg))
+            .await
+            .expect("send"),
+    );
+    let first = next(&mut rx).await;
+    assert_eq!(
+        kind(&first),
+        ("task", Some(pb::TaskState::Submitted)),
+        "the first (retried) notification is the task"
+    );
+    assert_eq!(first.headers["authorization"], "Bearer hook-secret");
+    assert_eq!(first.headers["x-a2a-notification-token"], "tok-123");
+    assert_eq!(first.headers["a2a-notification-token"], "tok-123");
+    assert_eq!(first.headers["content-type"], "application/a2a+json");
+    assert_eq!(
+        kind(&next(&mut rx).await),
+        ("status", Some(pb::TaskState::InputRequired))
+    );
+
+    follow_up(&*svc, &cx(), &asked, "Ada")
+        .await
+        .expect("follow-up");
+    let rest: Vec<_> = [
+        next(&mut rx).await,
+        next(&mut rx).await,
+        next(&mut rx).await,
+    ]
+    .iter()
+    .map(kind)
+    .collect();
+    assert_eq!(
+        rest,
+        [
+            ("status", Some(pb::TaskState::Working)),
+            ("artifact", None),
+            ("status", Some(pb::TaskState::Completed))
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configs_added_later_get_later_events_and_deleted_ones_get_nothing() {
+    let (url, mut rx) = receiver(0).await;
+    let svc = engine();
+    let asked = task_of(
+        svc.send_message(&cx(), req_with(msg("input"), Default::default()))
+            .await
+            .expect("send"),
+    );
+    let created = svc
+        .create_task_push_notification_config(
+            &cx(),
+            pb::TaskPushNotificationConfig {
+                task_id: asked.id.clone(),
+                url,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("create");
+    follow_up(&*svc, &cx(), &asked, "Ada")
+        .await
+        .expect("follow-up");
+    let got: Vec<_> = [
+        next(&mut rx).await,
+        next(&mut rx).await,
+        next(&mut rx).await,
+    ]
+    .iter()
+    .map(kind)
+    .collect();
+    assert_eq!(
+        got,
+        [
+            ("status", Some(pb::TaskState::Working)),
+            ("artifact", None),
+            ("status", Some(pb::TaskState::Completed))
+        ],
+        "only events after creation"
+    );
+    assert!(got.iter().all(|(k, _)| *k != "task"));
+
+    let second = task_of(
+        svc.send_message(&cx(), req_with(msg("input"), Default::default()))
+            .await
+            .expect("send"),
+    );
+    let cfg = svc
+        .create_task_push_notification_config(
+            &cx(),
+            pb::TaskPushNotificationConfig {
+                task_id: second.id.clone(),
+                url: created.url.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("create");
+    svc.delete_task_push_notification_config(
+        &cx(),
+        pb::DeleteTaskPushNotificationConfigRequest {
+            task_id: second.id.clone(),
+            id: cfg.id,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("delete");
+    follow_up(&*svc, &cx(), &second, "Bob")
+        .await
+        .expect("follow-up");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), rx.recv())
+            .await
+            .is_err(),
+        "no notification after delete"
+    );
+}
