@@ -87,6 +87,27 @@ impl CallContext {
         self
     }
 
+    /// Builds a context from service parameters (HTTP headers or gRPC metadata, looked up
+    /// case-insensitively by `get`): `A2A-Version`, `A2A-Extensions` (and the v0.3
+    /// `X-A2A-Extensions`), and `Last-Event-ID`. A `Last-Event-ID` that is not a sequence number
+    /// is ignored.
+    pub fn from_service_params<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Self {
+        let mut cx = Self {
+            version: get("a2a-version")
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned),
+            ..Self::default()
+        };
+        for name in ["a2a-extensions", "x-a2a-extensions"] {
+            if let Some(v) = get(name) {
+                cx = cx.with_extensions_header(v);
+            }
+        }
+        cx.last_event_id = get("last-event-id").and_then(|v| v.trim().parse().ok());
+        cx
+    }
+
     /// Sets the resume point.
     pub fn with_last_event_id(mut self, seq: u64) -> Self {
         self.last_event_id = Some(seq);

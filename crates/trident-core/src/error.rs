@@ -371,5 +371,85 @@ impl A2aError {
     }
 }
 
+/// `@type` of `google.rpc.ErrorInfo` in JSON details.
+pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+/// `@type` of `google.rpc.BadRequest` in JSON details.
+pub const BAD_REQUEST_TYPE: &str = "type.googleapis.com/google.rpc.BadRequest";
+
+impl A2aError {
+    /// The JSON `details` array both JSON bindings send (JSON-RPC `error.data`, HTTP+JSON
+    /// `error.details`): a `google.rpc.ErrorInfo` and, for field violations, a
+    /// `google.rpc.BadRequest`.
+    pub fn details_json(&self) -> serde_json::Value {
+        let mut details = vec![serde_json::json!({
+            "@type": ERROR_INFO_TYPE,
+            "reason": self.kind.wire().reason,
+            "domain": ERROR_DOMAIN,
+            "metadata": self.metadata,
+        })];
+        if !self.violations.is_empty() {
+            let violations: Vec<_> = self
+                .violations
+                .iter()
+                .map(|v| serde_json::json!({"field": v.field, "description": v.description}))
+                .collect();
+            details.push(
+                serde_json::json!({"@type": BAD_REQUEST_TYPE, "fieldViolations": violations}),
+            );
+        }
+        serde_json::Value::Array(details)
+    }
+
+    /// Rebuilds an error from its wire form: the kind from the ErrorInfo reason when there is
+    /// one (else `fallback`), metadata and field violations from the details.
+    pub fn from_wire(
+        fallback: ErrorKind,
+        message: impl Into<String>,
+        details: &[serde_json::Value],
+    ) -> Self {
+        let mut err = Self::new(fallback, message);
+        for d in details {
+            match d.get("@type").and_then(|t| t.as_str()) {
+                Some(ERROR_INFO_TYPE) => {
+                    if let Some(kind) = d
+                        .get("reason")
+                        .and_then(|r| r.as_str())
+                        .and_then(ErrorKind::from_reason)
+                    {
+                        err.kind = kind;
+                    }
+                    if let Some(meta) = d.get("metadata").and_then(|m| m.as_object()) {
+                        for (k, v) in meta {
+                            if let Some(v) = v.as_str() {
+                                err.metadata.insert(k.clone(), v.to_owned());
+                            }
+                        }
+                    }
+                }
+                Some(BAD_REQUEST_TYPE) => {
+                    for v in d
+                        .get("fieldViolations")
+                        .and_then(|v| v.as_array())
+                        .into_iter()
+                        .flatten()
+                    {
+                        let field = v.get("field").and_then(|f| f.as_str()).unwrap_or_default();
+                        let description = v
+                            .get("description")
+                            .and_then(|f| f.as_str())
+                            .unwrap_or_default();
+                        err.violations.push(FieldViolation {
+                            field: field.to_owned(),
+                            description: description.to_owned(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        err
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@
 mod context;
 mod error;
 mod executor;
+mod operation;
 mod service;
 
 pub mod agents;
@@ -23,8 +24,11 @@ pub use engine::{
     Engine, EngineBuilder, EngineConfig, EngineStats, Limits, RetryPolicy, WebhookError,
     WebhookRequest, WebhookTransport,
 };
-pub use error::{A2aError, ERROR_DOMAIN, ErrorKind, FieldViolation, Wire};
+pub use error::{
+    A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation, Wire,
+};
 pub use executor::{AgentExecutor, EventSink, RequestContext};
+pub use operation::{JsonReply, Operation, PathVars, dispatch_json, parse_request, to_json};
 pub use service::{A2aService, EventStream, StreamEvent};
 
 use trident_proto as pb;
