@@ -18,6 +18,12 @@ use trident_proto as pb;
 pub enum Transport {
     /// Direct calls on `Arc<dyn A2aService>`.
     InProcess,
+    /// Our gRPC client to a real server on an ephemeral port.
+    Grpc,
+    /// Our JSON-RPC client to a real server.
+    JsonRpc,
+    /// Our HTTP+JSON client to a real server.
+    Rest,
 }
 
 /// Server-side switches a case may need.
@@ -32,6 +38,37 @@ pub struct Variant {
 
 pub struct Fixture {
     pub svc: Arc<dyn A2aService>,
+    /// The server's interfaces, when there is a server.
+    pub interfaces: Option<trident_server::Interfaces>,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.abort();
+        }
+    }
+}
+
+/// Serves `engine` with its card on 127.0.0.1:0 through the one combined listener.
+pub async fn spawn_server(
+    engine: Engine,
+) -> (trident_server::Interfaces, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let interfaces = trident_server::Interfaces::local(listener.local_addr().expect("addr"));
+    let card = trident_server::card_with_interfaces(engine.card().clone(), &interfaces);
+    let options = trident_server::ServerOptions {
+        authenticator: Some(Arc::new(test_tokens())),
+        ..Default::default()
+    };
+    let app = trident_server::app(Arc::new(engine), &card, &options).expect("app");
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (interfaces, server)
 }
 
 pub const REQUIRED_EXT: &str = "https://example.com/ext/required/v1";
@@ -62,10 +99,34 @@ impl Fixture {
             }
         }
         let engine = builder.card(card).build();
-        match transport {
-            Transport::InProcess => Self {
-                svc: Arc::new(engine),
-            },
+        let (interfaces, server) = match transport {
+            Transport::InProcess => {
+                return Self {
+                    svc: Arc::new(engine),
+                    interfaces: None,
+                    server: None,
+                };
+            }
+            _ => spawn_server(engine).await,
+        };
+        let svc: Arc<dyn A2aService> = match transport {
+            Transport::InProcess => unreachable!("handled above"),
+            Transport::Grpc => Arc::new(
+                trident_grpc::GrpcClient::connect(&interfaces.grpc)
+                    .await
+                    .expect("grpc connect"),
+            ),
+            Transport::JsonRpc => Arc::new(
+                trident_jsonrpc::JsonRpcClient::new(&interfaces.jsonrpc).expect("jsonrpc client"),
+            ),
+            Transport::Rest => {
+                Arc::new(trident_rest::RestClient::new(&interfaces.rest).expect("rest client"))
+            }
+        };
+        Self {
+            svc,
+            interfaces: Some(interfaces),
+            server: Some(server),
         }
     }
 
@@ -78,8 +139,21 @@ pub fn cx() -> CallContext {
     CallContext::new()
 }
 
+/// A caller named `principal`: in process it is the principal itself; over the wire it is the
+/// bearer token `token-<principal>`, which the test servers' authenticator maps back.
 pub fn cx_as(principal: &str) -> CallContext {
-    CallContext::new().with_principal(Principal::named(principal))
+    CallContext::new()
+        .with_principal(Principal::named(principal))
+        .with_credentials(format!("Bearer token-{principal}"))
+}
+
+/// Maps `Bearer token-<name>` to `<name>` for the names the suite uses.
+fn test_tokens() -> trident_core::StaticTokens {
+    ["alice", "bob", "mallory", "a"]
+        .into_iter()
+        .fold(trident_core::StaticTokens::new(), |t, n| {
+            t.with(format!("token-{n}"), n)
+        })
 }
 
 pub fn msg(text: &str) -> pb::Message {

@@ -1,6 +1,7 @@
 //! The one integration test binary.
 #![allow(unreachable_pub, missing_docs)]
 
+mod card;
 mod concurrency;
 mod harness;
 mod list_property;

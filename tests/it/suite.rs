@@ -1401,11 +1401,17 @@ pub async fn push_config_create_get_list_delete(t: Transport) {
 /// Expands each case into one `#[tokio::test]` per transport.
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
-        mod in_process {
+        suite!(@transport in_process, InProcess; $($case),*);
+        suite!(@transport grpc, Grpc; $($case),*);
+        suite!(@transport jsonrpc, JsonRpc; $($case),*);
+        suite!(@transport rest, Rest; $($case),*);
+    };
+    (@transport $module:ident, $transport:ident; $($case:ident),*) => {
+        mod $module {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $case() {
-                    super::$case(crate::harness::Transport::InProcess).await
+                    super::$case(crate::harness::Transport::$transport).await
                 }
             )*
         }

@@ -52,6 +52,10 @@ pub struct CallContext {
     /// Resume point of a stream: deliver only events with a sequence number after this
     /// (SSE `Last-Event-ID`).
     pub last_event_id: Option<u64>,
+    /// Client side: the `Authorization` value a client sends with this call (for example
+    /// `Bearer …`), so one client can act for several callers, as a gateway does. Servers
+    /// never fill it; they resolve credentials into [`principal`](Self::principal).
+    pub credentials: Option<String>,
 }
 
 impl CallContext {
@@ -106,6 +110,33 @@ impl CallContext {
         }
         cx.last_event_id = get("last-event-id").and_then(|v| v.trim().parse().ok());
         cx
+    }
+
+    /// Sets the credentials a client sends.
+    pub fn with_credentials(mut self, authorization: impl Into<String>) -> Self {
+        self.credentials = Some(authorization.into());
+        self
+    }
+
+    /// Client side: the tenant to address, from the request's own field, this context, or the
+    /// interface's default, in that order. A request tenant that contradicts this context's is
+    /// `InvalidParams`, as the server would say.
+    pub fn resolve_tenant<'a>(
+        &'a self,
+        request: &'a str,
+        interface: &'a str,
+    ) -> Result<&'a str, crate::A2aError> {
+        match (request, self.tenant.as_str()) {
+            (r, c) if !r.is_empty() && !c.is_empty() && r != c => {
+                Err(crate::A2aError::invalid_field(
+                    "tenant",
+                    format!("{r:?} does not match the call's tenant {c:?}"),
+                ))
+            }
+            (r, _) if !r.is_empty() => Ok(r),
+            (_, c) if !c.is_empty() => Ok(c),
+            _ => Ok(interface),
+        }
     }
 
     /// Sets the resume point.

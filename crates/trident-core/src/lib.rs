@@ -9,6 +9,7 @@
 //!
 //! This crate knows no transport and no database.
 
+mod auth;
 mod context;
 mod error;
 mod executor;
@@ -19,6 +20,7 @@ pub mod agents;
 pub mod engine;
 pub mod store;
 
+pub use auth::{Authenticator, StaticTokens};
 pub use context::{CallContext, Principal};
 pub use engine::{
     Engine, EngineBuilder, EngineConfig, EngineStats, Limits, RetryPolicy, WebhookError,

@@ -1,8 +1,20 @@
 //! The A2A HTTP+JSON binding.
 //!
-//! So far: [`HttpWebhooks`], the outbound half every A2A server needs whatever binding it
-//! speaks (push notifications are plain HTTP POSTs of HTTP+JSON bodies). The REST server
-//! adapter and client come with the bindings issue.
+//! - [`router`]: the server adapter, with routes derived from the `google.api.http` rules of
+//!   our proto ([`Routes`]), AIP-193 errors and SSE streams.
+//! - [`RestClient`]: `A2aService` over HTTP+JSON.
+//! - [`HttpWebhooks`]: push-notification delivery, the outbound half every A2A server needs
+//!   whatever binding it speaks (webhooks are plain HTTP POSTs of HTTP+JSON bodies).
+
+mod client;
+mod error;
+pub mod routes;
+mod server;
+
+pub use client::RestClient;
+pub use error::{decode_error, error_body};
+pub use routes::Routes;
+pub use server::{RestOptions, error_response, router, sse};
 
 use std::time::Duration;
 

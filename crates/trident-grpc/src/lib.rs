@@ -1,0 +1,44 @@
+//! The A2A gRPC binding (`lf.a2a.v1.A2AService` over HTTP/2).
+//!
+//! - [`routes`] / [`routes_with`]: the server side as an [`axum::Router`] to merge into the one
+//!   listener the other bindings share: the A2A service ([`GrpcServer`], a thin adapter over
+//!   `Arc<dyn A2aService>`), the standard `grpc.health.v1.Health` service and server reflection
+//!   (v1 and v1alpha).
+//! - [`GrpcClient`]: an [`A2aService`](trident_core::A2aService) that calls a remote agent over
+//!   gRPC, so every binding's server can sit in front of it.
+//! - [`status`] and [`error`]: the one encoding of [`A2aError`](trident_core::A2aError) as a
+//!   `google.rpc.Status` (code from [`ErrorKind::wire`](trident_core::ErrorKind::wire),
+//!   `ErrorInfo` and `BadRequest` details) and its inverse.
+//!
+//! Service parameters travel as lowercase metadata: `a2a-version`, `a2a-extensions`, and our
+//! `last-event-id` for resuming `SubscribeToTask`. gRPC has no per-message id, so stream events
+//! read by [`GrpcClient`] carry no sequence number.
+
+mod client;
+mod options;
+mod server;
+mod status;
+
+pub use client::GrpcClient;
+pub use options::GrpcOptions;
+pub use server::{GrpcServer, routes, routes_with};
+pub use status::{error, status};
+
+/// Metadata keys of the A2A service parameters (lowercase, as gRPC requires).
+pub mod metadata {
+    /// `A2A-Version`.
+    pub const VERSION: &str = "a2a-version";
+    /// `A2A-Extensions` (comma-separated URIs).
+    pub const EXTENSIONS: &str = "a2a-extensions";
+    /// Resume point of `SubscribeToTask` (our extension; SSE's `Last-Event-ID`).
+    pub const LAST_EVENT_ID: &str = "last-event-id";
+    /// The gRPC deadline header, read into `CallContext::deadline`.
+    pub const GRPC_TIMEOUT: &str = "grpc-timeout";
+    /// Response header of a stream: the sequence number of its first event (ours).
+    pub const FIRST_SEQ: &str = "trident-first-seq";
+    /// Credentials.
+    pub const AUTHORIZATION: &str = "authorization";
+}
+
+#[cfg(test)]
+mod tests;

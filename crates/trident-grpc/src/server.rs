@@ -1,0 +1,298 @@
+//! The server side: [`GrpcServer`] adapts `Arc<dyn A2aService>` to the generated tonic trait,
+//! and [`routes`] mounts it with health and reflection as an [`axum::Router`].
+//!
+//! Each method is decode → one [`A2aService`] call → encode; there are no business rules here.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::response::IntoResponse;
+use futures::{FutureExt, StreamExt, stream::BoxStream};
+use tonic::metadata::MetadataMap;
+use tonic::server::NamedService;
+use tonic::{Request, Response, Status};
+use tonic_health::ServingStatus;
+use tonic_health::server::HealthReporter;
+use trident_core::{A2aError, A2aService, CallContext, EventStream};
+use trident_proto as pb;
+use trident_proto::a2a_service_server::{A2aService as GrpcService, A2aServiceServer};
+
+use crate::{GrpcOptions, metadata, status};
+
+/// The A2A service as a tonic service: every RPC is forwarded to the wrapped [`A2aService`].
+///
+/// [`routes`] is the usual way to serve it; `GrpcServer::new(svc).into_service(&opts)` gives the
+/// bare tonic service for `tonic::transport::Server` or a custom router.
+#[derive(Clone)]
+pub struct GrpcServer {
+    svc: Arc<dyn A2aService>,
+}
+
+impl std::fmt::Debug for GrpcServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcServer").finish_non_exhaustive()
+    }
+}
+
+impl GrpcServer {
+    /// An adapter over `svc`.
+    pub fn new(svc: Arc<dyn A2aService>) -> Self {
+        Self { svc }
+    }
+
+    /// The tonic service, with the message-size limits of `opts`.
+    pub fn into_service(self, opts: &GrpcOptions) -> A2aServiceServer<Self> {
+        A2aServiceServer::new(self)
+            .max_decoding_message_size(opts.max_request_size)
+            .max_encoding_message_size(opts.max_response_size)
+    }
+}
+
+/// The gRPC routes with default [`GrpcOptions`]: `lf.a2a.v1.A2AService` over `svc`,
+/// `grpc.health.v1.Health` (SERVING for `""` and the A2A service) and server reflection.
+///
+/// The router has no fallback, so it merges into any other axum router (with or without one).
+/// Serve it with `axum::serve` (axum's `http2` feature gives h2c with prior knowledge).
+pub fn routes(svc: Arc<dyn A2aService>) -> axum::Router {
+    routes_with(svc, &GrpcOptions::default()).0
+}
+
+/// [`routes`] with explicit options; also returns the health reporter, e.g. to report
+/// NOT_SERVING while shutting down.
+pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Router, HealthReporter) {
+    let (reporter, health) = tonic_health::server::health_reporter();
+    // The reporter's lock is fresh and uncontended, so this completes on its first poll;
+    // `unconstrained` keeps tokio's cooperative budget from making it wait.
+    let set = tokio::task::unconstrained(
+        reporter.set_service_status(pb::SERVICE_NAME, ServingStatus::Serving),
+    );
+    if set.now_or_never().is_none() {
+        tracing::warn!("could not mark {} as SERVING", pb::SERVICE_NAME);
+    }
+
+    let mut router = axum::Router::new();
+    router = mount(router, GrpcServer::new(svc).into_service(opts));
+    router = mount(router, health);
+    if opts.reflection {
+        let builder = || {
+            tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        };
+        match builder().build_v1() {
+            Ok(v1) => router = mount(router, v1),
+            Err(e) => tracing::warn!("gRPC reflection v1 disabled: {e}"),
+        }
+        match builder().build_v1alpha() {
+            Ok(v1alpha) => router = mount(router, v1alpha),
+            Err(e) => tracing::warn!("gRPC reflection v1alpha disabled: {e}"),
+        }
+    }
+    (router, reporter)
+}
+
+/// Routes `/{S::NAME}/*` to `svc`, like `tonic::service::Routes::add_service` but without
+/// the catch-all fallback `Routes` installs (axum cannot merge two routers with fallbacks, and a
+/// gRPC UNIMPLEMENTED answer would be wrong for the HTTP+JSON routes sharing the listener).
+/// Unknown methods of a mounted service still get UNIMPLEMENTED from the service itself.
+fn mount<S>(router: axum::Router, svc: S) -> axum::Router
+where
+    S: tonic::codegen::Service<
+            axum::http::Request<axum::body::Body>,
+            Error = Infallible,
+            Response: IntoResponse,
+            Future: Send + 'static,
+        > + NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
+    router.route_service(&format!("/{}/{{*rest}}", S::NAME), svc)
+}
+
+/// The call context of a request: service parameters from the metadata, deadline from
+/// `grpc-timeout`.
+fn context(md: &MetadataMap) -> CallContext {
+    let mut cx =
+        CallContext::from_service_params(|name| md.get(name).and_then(|v| v.to_str().ok()));
+    cx.deadline = md
+        .get(metadata::GRPC_TIMEOUT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_timeout)
+        .and_then(|d| Instant::now().checked_add(d));
+    cx
+}
+
+/// Splits a request into its call context and message. The principal is the one the server's
+/// authentication layer put into the request extensions.
+fn split<T>(req: Request<T>) -> (CallContext, T) {
+    let mut cx = context(req.metadata());
+    if let Some(p) = req.extensions().get::<trident_core::Principal>() {
+        cx.principal = p.clone();
+    }
+    (cx, req.into_inner())
+}
+
+/// Parses a `grpc-timeout` value: at most 8 digits and a unit (`H M S m u n`).
+pub(crate) fn parse_timeout(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    let split = v.len().checked_sub(1)?;
+    if !v.is_char_boundary(split) {
+        return None;
+    }
+    let (digits, unit) = v.split_at(split);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+fn unary<T>(r: Result<T, A2aError>) -> Result<Response<T>, Status> {
+    r.map(Response::new).map_err(|e| status(&e))
+}
+
+/// A stream of A2A events as gRPC messages; an `Err` item becomes the RPC's final status.
+type GrpcStream = BoxStream<'static, Result<pb::StreamResponse, Status>>;
+
+/// gRPC messages carry no id, so the sequence number of a stream's first event travels in the
+/// response header `trident-first-seq`; the following events are numbered consecutively. (A
+/// stream holding a direct message has no sequence numbers and no header.) Waiting for the first
+/// event before answering also turns an error known by then into the RPC status.
+async fn streaming(r: Result<EventStream, A2aError>) -> Result<Response<GrpcStream>, Status> {
+    let mut events = r.map_err(|e| status(&e))?;
+    let first = match events.next().await {
+        Some(Ok(ev)) => Some(ev),
+        Some(Err(e)) => return Err(status(&e)),
+        None => None,
+    };
+    let first_seq = first.as_ref().and_then(|ev| ev.seq);
+    let messages = futures::stream::iter(first.map(Ok))
+        .chain(events)
+        .map(|item| {
+            item.map(|ev| Arc::unwrap_or_clone(ev.response))
+                .map_err(|e| status(&e))
+        })
+        .boxed();
+    let mut response = Response::new(messages);
+    if let Some(seq) = first_seq {
+        response
+            .metadata_mut()
+            .insert(metadata::FIRST_SEQ, seq.into());
+    }
+    Ok(response)
+}
+
+#[async_trait::async_trait]
+impl GrpcService for GrpcServer {
+    async fn send_message(
+        &self,
+        req: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, Status> {
+        let (cx, req) = split(req);
+        unary(self.svc.send_message(&cx, req).await)
+    }
+
+    type SendStreamingMessageStream = GrpcStream;
+
+    async fn send_streaming_message(
+        &self,
+        req: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<GrpcStream>, Status> {
+        let (cx, req) = split(req);
+        streaming(self.svc.send_streaming_message(&cx, req).await).await
+    }
+
+    async fn get_task(
+        &self,
+        req: Request<pb::GetTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let (cx, req) = split(req);
+        unary(self.svc.get_task(&cx, req).await)
+    }
+
+    async fn list_tasks(
+        &self,
+        req: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        let (cx, req) = split(req);
+        unary(self.svc.list_tasks(&cx, req).await)
+    }
+
+    async fn cancel_task(
+        &self,
+        req: Request<pb::CancelTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let (cx, req) = split(req);
+        unary(self.svc.cancel_task(&cx, req).await)
+    }
+
+    type SubscribeToTaskStream = GrpcStream;
+
+    async fn subscribe_to_task(
+        &self,
+        req: Request<pb::SubscribeToTaskRequest>,
+    ) -> Result<Response<GrpcStream>, Status> {
+        let (cx, req) = split(req);
+        streaming(self.svc.subscribe_to_task(&cx, req).await).await
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        req: Request<pb::TaskPushNotificationConfig>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        let (cx, req) = split(req);
+        unary(
+            self.svc
+                .create_task_push_notification_config(&cx, req)
+                .await,
+        )
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        req: Request<pb::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
+        let (cx, req) = split(req);
+        unary(self.svc.get_task_push_notification_config(&cx, req).await)
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        req: Request<pb::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
+        let (cx, req) = split(req);
+        unary(self.svc.list_task_push_notification_configs(&cx, req).await)
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        req: Request<pb::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<pb::AgentCard>, Status> {
+        let (cx, req) = split(req);
+        unary(self.svc.get_extended_agent_card(&cx, req).await)
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        let (cx, req) = split(req);
+        unary(
+            self.svc
+                .delete_task_push_notification_config(&cx, req)
+                .await
+                .map(|()| pbjson_types::Empty {}),
+        )
+    }
+}

@@ -1,0 +1,64 @@
+//! The one mapping between [`A2aError`] and `tonic::Status` (spec §5.3): the code from
+//! [`ErrorKind::wire`], a `google.rpc.ErrorInfo` (reason, domain [`ERROR_DOMAIN`], metadata) and,
+//! for field violations, a `google.rpc.BadRequest`, all in `grpc-status-details-bin`.
+
+use std::collections::HashMap;
+
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+use trident_core::{A2aError, ERROR_DOMAIN, ErrorKind};
+
+/// Encodes an error as the gRPC status of an RPC.
+pub fn status(e: &A2aError) -> Status {
+    let wire = e.wire();
+    let metadata: HashMap<String, String> = e
+        .metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut details = ErrorDetails::with_error_info(wire.reason, ERROR_DOMAIN, metadata);
+    for v in e.violations() {
+        details.add_bad_request_violation(v.field.clone(), v.description.clone());
+    }
+    Status::with_error_details(Code::from_i32(wire.grpc), e.message(), details)
+}
+
+/// Decodes a gRPC status into an error: the kind from the A2A `ErrorInfo` reason, else from the
+/// status code; the message, `ErrorInfo` metadata and `BadRequest` violations are kept.
+///
+/// Statuses without an A2A kind (`UNKNOWN`, `DEADLINE_EXCEEDED`, `CANCELLED`, ...) become
+/// `Unavailable` when they come from the local transport (connection refused or reset, timeout)
+/// and `Internal` otherwise.
+pub fn error(s: &Status) -> A2aError {
+    let details = s.get_error_details();
+    let info = details.error_info();
+    let kind = info
+        .filter(|i| i.domain == ERROR_DOMAIN)
+        .and_then(|i| ErrorKind::from_reason(&i.reason))
+        .or_else(|| ErrorKind::from_grpc(s.code() as i32))
+        .unwrap_or(match s.code() {
+            Code::DeadlineExceeded | Code::Cancelled | Code::Aborted | Code::ResourceExhausted => {
+                ErrorKind::Unavailable
+            }
+            _ if std::error::Error::source(s).is_some() => ErrorKind::Unavailable,
+            _ => ErrorKind::Internal,
+        });
+    let message = if s.message().is_empty() {
+        kind.wire().message
+    } else {
+        s.message()
+    };
+    let mut err = A2aError::new(kind, message);
+    if let Some(info) = info {
+        // HashMap order is arbitrary; A2aError keeps a sorted map anyway.
+        for (k, v) in &info.metadata {
+            err = err.with_meta(k.clone(), v.clone());
+        }
+    }
+    if let Some(bad) = details.bad_request() {
+        for v in &bad.field_violations {
+            err = err.with_violation(v.field.clone(), v.description.clone());
+        }
+    }
+    err
+}

@@ -1,0 +1,301 @@
+//! [`JsonRpcClient`]: `A2aService` over JSON-RPC 2.0 (HTTP POST, SSE for streams).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use trident_core::{
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+};
+use trident_proto as pb;
+
+/// A JSON-RPC client of one agent interface.
+#[derive(Debug)]
+pub struct JsonRpcClient {
+    http: reqwest::Client,
+    url: String,
+    tenant: String,
+    next_id: AtomicU64,
+}
+
+fn unavailable(e: reqwest::Error) -> A2aError {
+    A2aError::new(ErrorKind::Unavailable, format!("JSON-RPC transport: {e}"))
+}
+
+fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
+    A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
+}
+
+/// Decodes a JSON-RPC error object through the wire table: the ErrorInfo reason in `data`
+/// when present, else the code.
+fn decode_error(error: &serde_json::Value) -> A2aError {
+    let code = error
+        .get("code")
+        .and_then(|c| c.as_i64())
+        .and_then(|c| i32::try_from(c).ok())
+        .unwrap_or(-32603);
+    let fallback = ErrorKind::from_jsonrpc(code).unwrap_or(ErrorKind::Internal);
+    let message = error
+        .get("message")
+        .and_then(|m| m.as_str())
+        .unwrap_or(fallback.wire().message);
+    let details = error
+        .get("data")
+        .and_then(|d| d.as_array())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    A2aError::from_wire(fallback, message, details)
+}
+
+/// The `result` of a response envelope, or its error.
+fn result_of(envelope: serde_json::Value) -> Result<serde_json::Value, A2aError> {
+    let serde_json::Value::Object(mut fields) = envelope else {
+        return Err(invalid("JSON-RPC response", "not an object"));
+    };
+    if let Some(error) = fields.get("error") {
+        return Err(decode_error(error));
+    }
+    // A missing result (some servers answer DeleteTaskPushNotificationConfig so) reads as `{}`.
+    Ok(fields
+        .remove("result")
+        .unwrap_or_else(|| serde_json::json!({})))
+}
+
+impl JsonRpcClient {
+    /// A client of the endpoint at `url` (the card's JSONRPC `url`).
+    pub fn new(url: &str) -> Result<Self, A2aError> {
+        let http = reqwest::Client::builder().build().map_err(unavailable)?;
+        Ok(Self::with_client(http, url))
+    }
+
+    /// A client sharing an existing reqwest client.
+    pub fn with_client(http: reqwest::Client, url: &str) -> Self {
+        Self {
+            http,
+            url: url.to_owned(),
+            tenant: String::new(),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    /// Sends `tenant` (the interface's) in every request that names none.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = tenant.into();
+        self
+    }
+
+    fn post<T: Serialize>(
+        &self,
+        cx: &CallContext,
+        op: Operation,
+        params: &T,
+        stream: bool,
+    ) -> Result<reqwest::RequestBuilder, A2aError> {
+        let mut params =
+            serde_json::to_value(params).map_err(|e| A2aError::internal(e.to_string()))?;
+        if let serde_json::Value::Object(p) = &mut params {
+            let given = p.get("tenant").and_then(|t| t.as_str()).unwrap_or_default();
+            let tenant = cx.resolve_tenant(given, &self.tenant)?.to_owned();
+            if !tenant.is_empty() {
+                p.insert("tenant".to_owned(), serde_json::Value::String(tenant));
+            }
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": op.name(), "params": params});
+        let mut builder = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header(
+                "accept",
+                if stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .body(body.to_string());
+        if let Some(version) = &cx.version {
+            builder = builder.header("a2a-version", version);
+        }
+        if let Some(credentials) = &cx.credentials {
+            builder = builder.header("authorization", credentials);
+        }
+        if !cx.extensions.is_empty() {
+            builder = builder.header("a2a-extensions", cx.extensions.join(", "));
+        }
+        if let Some(id) = cx.last_event_id {
+            builder = builder.header("last-event-id", id.to_string());
+        }
+        Ok(builder)
+    }
+
+    async fn call<T: Serialize, R: DeserializeOwned>(
+        &self,
+        cx: &CallContext,
+        op: Operation,
+        params: &T,
+    ) -> Result<R, A2aError> {
+        let response = self
+            .post(cx, op, params, false)?
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(unavailable)?;
+        let envelope: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+            if status.is_success() {
+                invalid(op.name(), e)
+            } else {
+                A2aError::new(
+                    ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
+                    format!("HTTP {status}"),
+                )
+            }
+        })?;
+        serde_json::from_value(result_of(envelope)?).map_err(|e| invalid(op.name(), e))
+    }
+
+    async fn stream<T: Serialize>(
+        &self,
+        cx: &CallContext,
+        op: Operation,
+        params: &T,
+    ) -> Result<EventStream, A2aError> {
+        let response = self
+            .post(cx, op, params, true)?
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if !is_sse {
+            // An error known before the first event comes as a plain JSON-RPC response.
+            let body = response.bytes().await.map_err(unavailable)?;
+            let envelope: serde_json::Value =
+                serde_json::from_slice(&body).map_err(|e| invalid(op.name(), e))?;
+            result_of(envelope)?;
+            return Err(invalid(
+                op.name(),
+                "a streaming method answered without a stream",
+            ));
+        }
+        let events = response.bytes_stream().eventsource().map(|item| {
+            let event =
+                item.map_err(|e| A2aError::new(ErrorKind::Unavailable, format!("SSE: {e}")))?;
+            let envelope: serde_json::Value =
+                serde_json::from_str(&event.data).map_err(|e| invalid("SSE data", e))?;
+            let response: pb::StreamResponse =
+                serde_json::from_value(result_of(envelope)?).map_err(|e| invalid("SSE data", e))?;
+            Ok(StreamEvent {
+                seq: event.id.parse().ok(),
+                response: Arc::new(response),
+            })
+        });
+        Ok(events.boxed())
+    }
+}
+
+#[async_trait::async_trait]
+impl A2aService for JsonRpcClient {
+    async fn send_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<pb::SendMessageResponse, A2aError> {
+        self.call(cx, Operation::SendMessage, &req).await
+    }
+
+    async fn send_streaming_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        self.stream(cx, Operation::SendStreamingMessage, &req).await
+    }
+
+    async fn get_task(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        self.call(cx, Operation::GetTask, &req).await
+    }
+
+    async fn list_tasks(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse, A2aError> {
+        self.call(cx, Operation::ListTasks, &req).await
+    }
+
+    async fn cancel_task(
+        &self,
+        cx: &CallContext,
+        req: pb::CancelTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        self.call(cx, Operation::CancelTask, &req).await
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        cx: &CallContext,
+        req: pb::SubscribeToTaskRequest,
+    ) -> Result<EventStream, A2aError> {
+        self.stream(cx, Operation::SubscribeToTask, &req).await
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::TaskPushNotificationConfig,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        self.call(cx, Operation::CreateTaskPushNotificationConfig, &req)
+            .await
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskPushNotificationConfigRequest,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        self.call(cx, Operation::GetTaskPushNotificationConfig, &req)
+            .await
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTaskPushNotificationConfigsRequest,
+    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
+        self.call(cx, Operation::ListTaskPushNotificationConfigs, &req)
+            .await
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        cx: &CallContext,
+        req: pb::GetExtendedAgentCardRequest,
+    ) -> Result<pb::AgentCard, A2aError> {
+        self.call(cx, Operation::GetExtendedAgentCard, &req).await
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        let _: serde_json::Value = self
+            .call(cx, Operation::DeleteTaskPushNotificationConfig, &req)
+            .await?;
+        Ok(())
+    }
+}

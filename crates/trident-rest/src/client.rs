@@ -1,0 +1,351 @@
+//! [`RestClient`]: `A2aService` over HTTP+JSON, with routes from the same descriptor-derived
+//! table the server uses.
+
+use std::sync::Arc;
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use trident_core::{
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+};
+use trident_proto as pb;
+
+use crate::error::decode_error;
+use crate::routes::{Bound, Routes, path_of};
+
+/// An HTTP+JSON client of one agent interface.
+#[derive(Debug, Clone)]
+pub struct RestClient {
+    http: reqwest::Client,
+    base: String,
+    routes: Arc<Routes>,
+    tenant: String,
+}
+
+fn unavailable(e: reqwest::Error) -> A2aError {
+    A2aError::new(ErrorKind::Unavailable, format!("HTTP+JSON transport: {e}"))
+}
+
+impl RestClient {
+    /// A client of the interface at `base_url` (the card's HTTP+JSON `url`).
+    pub fn new(base_url: &str) -> Result<Self, A2aError> {
+        let http = reqwest::Client::builder().build().map_err(unavailable)?;
+        Self::with_client(http, base_url)
+    }
+
+    /// A client sharing an existing reqwest client.
+    pub fn with_client(http: reqwest::Client, base_url: &str) -> Result<Self, A2aError> {
+        let routes = Routes::from_descriptor().map_err(|e| A2aError::internal(e.to_string()))?;
+        Ok(Self {
+            http,
+            base: base_url.trim_end_matches('/').to_owned(),
+            routes: Arc::new(routes),
+            tenant: String::new(),
+        })
+    }
+
+    /// Sends `tenant` (the interface's) on every request that names none.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = tenant.into();
+        self
+    }
+
+    fn request<T: Serialize>(
+        &self,
+        cx: &CallContext,
+        op: Operation,
+        req_tenant: &str,
+        mut bound: Bound,
+        req: &T,
+        stream: bool,
+    ) -> Result<reqwest::RequestBuilder, A2aError> {
+        let tenant = cx.resolve_tenant(req_tenant, &self.tenant)?;
+        bound.tenant = (!tenant.is_empty()).then(|| tenant.to_owned());
+        let route = self
+            .routes
+            .for_op(op, bound.tenant.is_some())
+            .ok_or_else(|| A2aError::internal(format!("no HTTP route for {}", op.name())))?;
+        let url = format!("{}{}", self.base, path_of(route, &bound));
+        let method = reqwest::Method::from_bytes(route.method.as_bytes())
+            .map_err(|e| A2aError::internal(e.to_string()))?;
+        let mut builder = self.http.request(method, url);
+        if let Some(version) = &cx.version {
+            builder = builder.header("a2a-version", version);
+        }
+        if let Some(credentials) = &cx.credentials {
+            builder = builder.header("authorization", credentials);
+        }
+        if !cx.extensions.is_empty() {
+            builder = builder.header("a2a-extensions", cx.extensions.join(", "));
+        }
+        if let Some(id) = cx.last_event_id {
+            builder = builder.header("last-event-id", id.to_string());
+        }
+        builder = builder.header(
+            "accept",
+            if stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            },
+        );
+        let json = serde_json::to_value(req).map_err(|e| A2aError::internal(e.to_string()))?;
+        if route.body {
+            builder = builder
+                .header("content-type", "application/json")
+                .body(json.to_string());
+        } else if let serde_json::Value::Object(fields) = json {
+            let skip = ["tenant", "id", "taskId"];
+            let query: Vec<(String, String)> = fields
+                .into_iter()
+                .filter(|(k, _)| !skip.contains(&k.as_str()))
+                .filter_map(|(k, v)| match v {
+                    serde_json::Value::String(s) => Some((k, s)),
+                    serde_json::Value::Null => None,
+                    other => Some((k, other.to_string())),
+                })
+                .collect();
+            builder = builder.query(&query);
+        }
+        Ok(builder)
+    }
+
+    async fn unary<T: Serialize, R: DeserializeOwned>(
+        &self,
+        cx: &CallContext,
+        op: Operation,
+        tenant: &str,
+        bound: Bound,
+        req: &T,
+    ) -> Result<R, A2aError> {
+        let response = self
+            .request(cx, op, tenant, bound, req, false)?
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let status = response.status().as_u16();
+        let body = response.bytes().await.map_err(unavailable)?;
+        if status != 200 {
+            return Err(decode_error(status, &body));
+        }
+        serde_json::from_slice(&body).map_err(|e| {
+            A2aError::new(
+                ErrorKind::InvalidAgentResponse,
+                format!("{}: {e}", op.name()),
+            )
+        })
+    }
+
+    async fn stream<T: Serialize>(
+        &self,
+        cx: &CallContext,
+        op: Operation,
+        tenant: &str,
+        bound: Bound,
+        req: &T,
+    ) -> Result<EventStream, A2aError> {
+        let response = self
+            .request(cx, op, tenant, bound, req, true)?
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            let body = response.bytes().await.map_err(unavailable)?;
+            return Err(decode_error(status, &body));
+        }
+        let events = response.bytes_stream().eventsource().map(|item| {
+            let event =
+                item.map_err(|e| A2aError::new(ErrorKind::Unavailable, format!("SSE: {e}")))?;
+            let value: serde_json::Value = serde_json::from_str(&event.data).map_err(|e| {
+                A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}"))
+            })?;
+            if event.event == "error" || value.get("error").is_some() {
+                return Err(decode_error(500, event.data.as_bytes()));
+            }
+            let response: pb::StreamResponse = serde_json::from_value(value).map_err(|e| {
+                A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}"))
+            })?;
+            Ok(StreamEvent {
+                seq: event.id.parse().ok(),
+                response: Arc::new(response),
+            })
+        });
+        Ok(events.boxed())
+    }
+}
+
+fn id(id: &str) -> Bound {
+    Bound {
+        id: Some(id.to_owned()),
+        ..Bound::default()
+    }
+}
+
+fn task(task_id: &str, id: Option<&str>) -> Bound {
+    Bound {
+        task_id: Some(task_id.to_owned()),
+        id: id.map(str::to_owned),
+        ..Bound::default()
+    }
+}
+
+#[async_trait::async_trait]
+impl A2aService for RestClient {
+    async fn send_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<pb::SendMessageResponse, A2aError> {
+        self.unary(
+            cx,
+            Operation::SendMessage,
+            &req.tenant,
+            Bound::default(),
+            &req,
+        )
+        .await
+    }
+
+    async fn send_streaming_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        self.stream(
+            cx,
+            Operation::SendStreamingMessage,
+            &req.tenant,
+            Bound::default(),
+            &req,
+        )
+        .await
+    }
+
+    async fn get_task(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        self.unary(cx, Operation::GetTask, &req.tenant, id(&req.id), &req)
+            .await
+    }
+
+    async fn list_tasks(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse, A2aError> {
+        self.unary(
+            cx,
+            Operation::ListTasks,
+            &req.tenant,
+            Bound::default(),
+            &req,
+        )
+        .await
+    }
+
+    async fn cancel_task(
+        &self,
+        cx: &CallContext,
+        req: pb::CancelTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        self.unary(cx, Operation::CancelTask, &req.tenant, id(&req.id), &req)
+            .await
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        cx: &CallContext,
+        req: pb::SubscribeToTaskRequest,
+    ) -> Result<EventStream, A2aError> {
+        self.stream(
+            cx,
+            Operation::SubscribeToTask,
+            &req.tenant,
+            id(&req.id),
+            &req,
+        )
+        .await
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::TaskPushNotificationConfig,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        self.unary(
+            cx,
+            Operation::CreateTaskPushNotificationConfig,
+            &req.tenant,
+            task(&req.task_id, None),
+            &req,
+        )
+        .await
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskPushNotificationConfigRequest,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        self.unary(
+            cx,
+            Operation::GetTaskPushNotificationConfig,
+            &req.tenant,
+            task(&req.task_id, Some(&req.id)),
+            &req,
+        )
+        .await
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTaskPushNotificationConfigsRequest,
+    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
+        self.unary(
+            cx,
+            Operation::ListTaskPushNotificationConfigs,
+            &req.tenant,
+            task(&req.task_id, None),
+            &req,
+        )
+        .await
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        cx: &CallContext,
+        req: pb::GetExtendedAgentCardRequest,
+    ) -> Result<pb::AgentCard, A2aError> {
+        self.unary(
+            cx,
+            Operation::GetExtendedAgentCard,
+            &req.tenant,
+            Bound::default(),
+            &req,
+        )
+        .await
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        let _: serde_json::Value = self
+            .unary(
+                cx,
+                Operation::DeleteTaskPushNotificationConfig,
+                &req.tenant,
+                task(&req.task_id, Some(&req.id)),
+                &req,
+            )
+            .await?;
+        Ok(())
+    }
+}

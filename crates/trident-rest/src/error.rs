@@ -1,0 +1,45 @@
+//! AIP-193 error bodies: `{"error": {code, status, message, details}}`, encoded from and
+//! decoded into [`A2aError`] through the one wire table.
+
+use trident_core::{A2aError, ErrorKind};
+
+/// The JSON body of an error.
+pub fn error_body(e: &A2aError) -> serde_json::Value {
+    let w = e.wire();
+    serde_json::json!({
+        "error": {
+            "code": w.http,
+            "status": w.status,
+            "message": e.message(),
+            "details": e.details_json(),
+        }
+    })
+}
+
+/// Decodes an error body received with HTTP `status`. Bodies that are not AIP-193 still give
+/// an error of the status's most likely kind.
+pub fn decode_error(status: u16, body: &[u8]) -> A2aError {
+    let fallback = ErrorKind::from_http(status).unwrap_or(ErrorKind::Internal);
+    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+    match parsed.as_ref().and_then(|v| v.get("error")) {
+        Some(err) => {
+            let message = err
+                .get("message")
+                .and_then(|m| m.as_str())
+                .unwrap_or(fallback.wire().message);
+            let details = err
+                .get("details")
+                .and_then(|d| d.as_array())
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            A2aError::from_wire(fallback, message, details)
+        }
+        None => A2aError::new(
+            fallback,
+            format!(
+                "HTTP {status}: {}",
+                String::from_utf8_lossy(&body[..body.len().min(200)])
+            ),
+        ),
+    }
+}

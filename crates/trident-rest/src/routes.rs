@@ -1,0 +1,290 @@
+//! The HTTP+JSON route table, derived from the `google.api.http` rules in our descriptor set
+//! (never written by hand), and the matcher for it.
+//!
+//! axum's router cannot express `/tasks/{id}:cancel` (one parameter and a literal in one
+//! segment), so matching is ours: a path is split into percent-decoded segments, the last one
+//! may carry a `:verb` suffix, and unprefixed routes are tried before the `/{tenant}/…` ones.
+
+use prost_reflect::{DescriptorPool, DynamicMessage, Value};
+use trident_core::Operation;
+
+/// A path variable of a route template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Var {
+    /// `{tenant}`
+    Tenant,
+    /// `{id}` / `{id=*}`
+    Id,
+    /// `{task_id}` / `{task_id=*}`
+    TaskId,
+}
+
+/// One segment of a route template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// A literal segment.
+    Literal(String),
+    /// A variable matching one segment.
+    Var(Var),
+}
+
+/// One HTTP binding of an RPC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The RPC.
+    pub op: Operation,
+    /// `GET`, `POST` or `DELETE`.
+    pub method: &'static str,
+    /// Path segments.
+    pub segments: Vec<Segment>,
+    /// The `:verb` suffix of the last segment.
+    pub verb: Option<String>,
+    /// Whether the request message comes from the body (`body: "*"`).
+    pub body: bool,
+    /// Whether this is a `/{tenant}/…` binding.
+    pub tenant: bool,
+}
+
+/// Variables bound by a match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bound {
+    /// `{tenant}`
+    pub tenant: Option<String>,
+    /// `{id}`
+    pub id: Option<String>,
+    /// `{task_id}`
+    pub task_id: Option<String>,
+}
+
+/// The route table.
+#[derive(Debug, Clone)]
+pub struct Routes {
+    routes: Vec<Route>,
+}
+
+/// Why the descriptor could not give a route table (a build defect, not a request error).
+#[derive(Debug)]
+pub struct RouteError(pub String);
+
+impl std::error::Error for RouteError {}
+
+impl std::fmt::Display for RouteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn parse_template(template: &str) -> Result<(Vec<Segment>, Option<String>), RouteError> {
+    let path = template
+        .strip_prefix('/')
+        .ok_or_else(|| RouteError(format!("{template}: not absolute")))?;
+    let (path, verb) = match path.rsplit_once(':') {
+        Some((p, v)) if !v.contains('/') && !v.contains('}') => (p, Some(v.to_owned())),
+        _ => (path, None),
+    };
+    let segments = path
+        .split('/')
+        .map(
+            |s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(var) => match var.split('=').next() {
+                    Some("tenant") => Ok(Segment::Var(Var::Tenant)),
+                    Some("id") => Ok(Segment::Var(Var::Id)),
+                    Some("task_id") => Ok(Segment::Var(Var::TaskId)),
+                    _ => Err(RouteError(format!("{template}: unknown variable {var}"))),
+                },
+                None => Ok(Segment::Literal(s.to_owned())),
+            },
+        )
+        .collect::<Result<_, _>>()?;
+    Ok((segments, verb))
+}
+
+fn rule_routes(
+    op: Operation,
+    rule: &DynamicMessage,
+    out: &mut Vec<Route>,
+) -> Result<(), RouteError> {
+    let body =
+        matches!(rule.get_field_by_name("body").as_deref(), Some(Value::String(b)) if b == "*");
+    for method in ["get", "post", "delete"] {
+        if let Some(Value::String(template)) = rule.get_field_by_name(method).as_deref() {
+            if template.is_empty() {
+                continue;
+            }
+            let (segments, verb) = parse_template(template)?;
+            let tenant = segments.first() == Some(&Segment::Var(Var::Tenant));
+            let method = match method {
+                "get" => "GET",
+                "post" => "POST",
+                _ => "DELETE",
+            };
+            out.push(Route {
+                op,
+                method,
+                segments,
+                verb,
+                body,
+                tenant,
+            });
+        }
+    }
+    if let Some(Value::List(more)) = rule.get_field_by_name("additional_bindings").as_deref() {
+        for m in more {
+            if let Value::Message(m) = m {
+                rule_routes(op, m, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Routes {
+    /// Reads the table from `trident_proto::FILE_DESCRIPTOR_SET`.
+    pub fn from_descriptor() -> Result<Self, RouteError> {
+        let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)
+            .map_err(|e| RouteError(e.to_string()))?;
+        let service = pool
+            .get_service_by_name(trident_proto::SERVICE_NAME)
+            .ok_or_else(|| RouteError("no A2AService in the descriptor".into()))?;
+        let http = pool
+            .get_extension_by_name("google.api.http")
+            .ok_or_else(|| RouteError("no google.api.http".into()))?;
+        let mut routes = Vec::new();
+        for method in service.methods() {
+            let op = Operation::from_name(method.name())
+                .ok_or_else(|| RouteError(format!("RPC {} has no Operation", method.name())))?;
+            let options = method.options();
+            let rule = options.get_extension(&http);
+            let Value::Message(rule) = rule.as_ref() else {
+                return Err(RouteError(format!(
+                    "RPC {} has no HTTP rule",
+                    method.name()
+                )));
+            };
+            rule_routes(op, rule, &mut routes)?;
+        }
+        // The proto binds SubscribeToTask to GET while the spec's prose says POST, and both
+        // official servers accept both: so do we (the one hand-added route).
+        let posts: Vec<Route> = routes
+            .iter()
+            .filter(|r| r.op == Operation::SubscribeToTask && r.method == "GET")
+            .map(|r| Route {
+                method: "POST",
+                body: false,
+                ..r.clone()
+            })
+            .collect();
+        routes.extend(posts);
+        // Unprefixed routes first: `/tasks/x` is GetTask, not ListTasks of tenant "tasks".
+        routes.sort_by_key(|r| r.tenant);
+        Ok(Self { routes })
+    }
+
+    /// Every route.
+    pub fn all(&self) -> &[Route] {
+        &self.routes
+    }
+
+    /// The route a client calls for `op`, with or without the tenant prefix. SubscribeToTask
+    /// uses POST, as the official clients do.
+    pub fn for_op(&self, op: Operation, tenant: bool) -> Option<&Route> {
+        let mut candidates = self
+            .routes
+            .iter()
+            .filter(|r| r.op == op && r.tenant == tenant);
+        if op == Operation::SubscribeToTask {
+            candidates.find(|r| r.method == "POST")
+        } else {
+            candidates.next()
+        }
+    }
+
+    /// Matches a request. `Err(true)` when the path exists with another method (405).
+    pub fn find(&self, method: &str, path: &str) -> Result<(&Route, Bound), bool> {
+        let Some(raw) = path.strip_prefix('/') else {
+            return Err(false);
+        };
+        let raw: Vec<&str> = raw.split('/').collect();
+        let mut other_method = false;
+        for route in &self.routes {
+            if let Some(bound) = matches(route, &raw) {
+                if route.method == method {
+                    return Ok((route, bound));
+                }
+                other_method = true;
+            }
+        }
+        Err(other_method)
+    }
+}
+
+fn decode(segment: &str) -> Option<String> {
+    let s = percent_encoding::percent_decode_str(segment)
+        .decode_utf8()
+        .ok()?;
+    (!s.is_empty()).then(|| s.into_owned())
+}
+
+fn matches(route: &Route, raw: &[&str]) -> Option<Bound> {
+    if raw.len() != route.segments.len() {
+        return None;
+    }
+    let mut bound = Bound::default();
+    let last = raw.len() - 1;
+    for (i, (seg, pattern)) in raw.iter().zip(&route.segments).enumerate() {
+        let seg = if i == last {
+            match &route.verb {
+                Some(verb) => seg.strip_suffix(verb.as_str())?.strip_suffix(':')?,
+                None => seg,
+            }
+        } else {
+            seg
+        };
+        match pattern {
+            Segment::Literal(l) => {
+                if seg != l {
+                    return None;
+                }
+            }
+            Segment::Var(v) => {
+                let value = decode(seg)?;
+                match v {
+                    Var::Tenant => bound.tenant = Some(value),
+                    Var::Id => bound.id = Some(value),
+                    Var::TaskId => bound.task_id = Some(value),
+                }
+            }
+        }
+    }
+    Some(bound)
+}
+
+/// Builds the path of `route` with `bound` values, percent-encoding each segment.
+pub fn path_of(route: &Route, bound: &Bound) -> String {
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    let mut out = String::new();
+    for seg in &route.segments {
+        out.push('/');
+        match seg {
+            Segment::Literal(l) => out.push_str(l),
+            Segment::Var(v) => {
+                let value = match v {
+                    Var::Tenant => bound.tenant.as_deref(),
+                    Var::Id => bound.id.as_deref(),
+                    Var::TaskId => bound.task_id.as_deref(),
+                }
+                .unwrap_or_default();
+                out.extend(percent_encoding::utf8_percent_encode(value, SEGMENT));
+            }
+        }
+    }
+    if let Some(verb) = &route.verb {
+        out.push(':');
+        out.push_str(verb);
+    }
+    out
+}

@@ -1,0 +1,295 @@
+//! The HTTP+JSON server adapter: route (from the descriptor) → request JSON (body, path,
+//! query) → [`dispatch_json`] → JSON or SSE. No business rules here.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use prost_reflect::{DescriptorPool, Kind};
+use trident_core::{
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonReply, Operation, PathVars,
+    dispatch_json,
+};
+
+use crate::error::error_body;
+use crate::routes::{RouteError, Routes};
+
+/// Settings of the HTTP+JSON server.
+#[derive(Debug, Clone)]
+pub struct RestOptions {
+    /// Largest request body accepted, in bytes.
+    pub max_body: usize,
+    /// Interval of SSE keep-alive comments on idle streams.
+    pub keep_alive: Duration,
+}
+
+impl Default for RestOptions {
+    fn default() -> Self {
+        Self {
+            max_body: 4 << 20,
+            keep_alive: Duration::from_secs(15),
+        }
+    }
+}
+
+/// How a query parameter's text becomes JSON, by the type of the field it names.
+#[derive(Debug, Clone, Copy)]
+enum QueryKind {
+    Bool,
+    Number,
+    Text,
+}
+
+/// Per operation: query parameter name (JSON or proto name) → (JSON name, kind).
+type QueryTable = HashMap<Operation, HashMap<String, (String, QueryKind)>>;
+
+#[derive(Clone)]
+struct AppState {
+    svc: Arc<dyn A2aService>,
+    routes: Arc<Routes>,
+    query: Arc<QueryTable>,
+    options: RestOptions,
+}
+
+fn query_table() -> Result<QueryTable, RouteError> {
+    let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)
+        .map_err(|e| RouteError(e.to_string()))?;
+    let service = pool
+        .get_service_by_name(trident_proto::SERVICE_NAME)
+        .ok_or_else(|| RouteError("no service".into()))?;
+    let mut table = HashMap::new();
+    for method in service.methods() {
+        let Some(op) = Operation::from_name(method.name()) else {
+            continue;
+        };
+        let mut fields = HashMap::new();
+        for f in method.input().fields() {
+            let kind = match f.kind() {
+                Kind::Bool => QueryKind::Bool,
+                Kind::Int32
+                | Kind::Int64
+                | Kind::Uint32
+                | Kind::Uint64
+                | Kind::Sint32
+                | Kind::Sint64
+                | Kind::Double
+                | Kind::Float => QueryKind::Number,
+                _ => QueryKind::Text,
+            };
+            let json = f.json_name().to_owned();
+            fields.insert(f.name().to_owned(), (json.clone(), kind));
+            fields.insert(json.clone(), (json, kind));
+        }
+        table.insert(op, fields);
+    }
+    Ok(table)
+}
+
+/// The HTTP+JSON routes as an axum router (a fallback handler, so it can sit under any other
+/// routes on the same listener).
+pub fn router(svc: Arc<dyn A2aService>, options: RestOptions) -> Result<axum::Router, RouteError> {
+    let state = AppState {
+        svc,
+        routes: Arc::new(Routes::from_descriptor()?),
+        query: Arc::new(query_table()?),
+        options,
+    };
+    Ok(axum::Router::new().fallback(handle).with_state(state))
+}
+
+/// An error as an HTTP response.
+pub fn error_response(e: &A2aError) -> Response {
+    let status = StatusCode::from_u16(e.wire().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        error_body(e).to_string(),
+    )
+        .into_response()
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn call_context(headers: &HeaderMap, query: &[(String, String)]) -> CallContext {
+    let mut cx = CallContext::from_service_params(|n| header_str(headers, n));
+    if cx.version.is_none() {
+        // The spec allows the version as a query parameter too.
+        cx.version = query
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
+            .map(|(_, v)| v.clone());
+    }
+    cx
+}
+
+fn query_json(
+    params: &[(String, String)],
+    fields: Option<&HashMap<String, (String, QueryKind)>>,
+) -> Result<Vec<u8>, A2aError> {
+    let mut object = serde_json::Map::new();
+    for (key, value) in params {
+        let Some((json_name, kind)) = fields.and_then(|f| f.get(key)) else {
+            continue;
+        };
+        let v = match kind {
+            QueryKind::Bool => match value.as_str() {
+                "true" | "1" => serde_json::Value::Bool(true),
+                "false" | "0" => serde_json::Value::Bool(false),
+                _ => {
+                    return Err(A2aError::invalid_field(
+                        json_name,
+                        format!("{value:?} is not a boolean"),
+                    ));
+                }
+            },
+            QueryKind::Number | QueryKind::Text => serde_json::Value::String(value.clone()),
+        };
+        object.insert(json_name.clone(), v);
+    }
+    serde_json::to_vec(&object).map_err(|e| A2aError::internal(e.to_string()))
+}
+
+fn json_content_type(headers: &HeaderMap) -> bool {
+    match header_str(headers, "content-type") {
+        None => true,
+        Some(ct) => {
+            let ct = ct.split(';').next().unwrap_or_default().trim();
+            ct.eq_ignore_ascii_case("application/json")
+                || ct.eq_ignore_ascii_case("application/a2a+json")
+                || ct.is_empty()
+        }
+    }
+}
+
+async fn handle(State(st): State<AppState>, request: Request) -> Response {
+    match serve(&st, request).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    }
+}
+
+async fn serve(st: &AppState, request: Request) -> Result<Response, A2aError> {
+    let (parts, body) = request.into_parts();
+    let (route, bound) = match st.routes.find(parts.method.as_str(), parts.uri.path()) {
+        Ok(found) => found,
+        Err(true) => {
+            return Err(A2aError::new(
+                ErrorKind::MethodNotFound,
+                format!("{} is not allowed on {}", parts.method, parts.uri.path()),
+            ));
+        }
+        Err(false) => {
+            return Err(A2aError::new(
+                ErrorKind::MethodNotFound,
+                format!("no A2A operation at {}", parts.uri.path()),
+            ));
+        }
+    };
+    let query: Vec<(String, String)> = match parts.uri.query() {
+        Some(q) => serde_urlencoded_pairs(q),
+        None => Vec::new(),
+    };
+    let mut cx = call_context(&parts.headers, &query);
+    if let Some(p) = parts.extensions.get::<trident_core::Principal>() {
+        cx.principal = p.clone();
+    }
+    let op = route.op;
+    let body = if route.body {
+        if !json_content_type(&parts.headers) {
+            return Err(A2aError::new(
+                ErrorKind::InvalidRequest,
+                "the body must be application/json or application/a2a+json",
+            ));
+        }
+        axum::body::to_bytes(body, st.options.max_body)
+            .await
+            .map_err(|_| {
+                A2aError::new(
+                    ErrorKind::InvalidRequest,
+                    format!("the body exceeds {} bytes", st.options.max_body),
+                )
+            })?
+            .to_vec()
+    } else {
+        query_json(&query, st.query.get(&op))?
+    };
+    cx.tenant = bound.tenant.unwrap_or_default();
+    if cx.tenant.is_empty() && !route.body {
+        // Transcoding puts an unbound `tenant` in the query string of body-less routes.
+        if let Some((_, t)) = query.iter().find(|(k, _)| k == "tenant") {
+            cx.tenant = t.clone();
+        }
+    }
+    let vars = PathVars {
+        id: bound.id,
+        task_id: bound.task_id,
+    };
+    match dispatch_json(&*st.svc, &cx, op, &body, vars).await? {
+        JsonReply::Unary(json) => Ok((
+            [(header::CONTENT_TYPE, "application/json")],
+            Body::from(json),
+        )
+            .into_response()),
+        JsonReply::Stream(events) => Ok(sse(events, st.options.keep_alive)),
+    }
+}
+
+/// Decodes `a=b&c=d` pairs (`+` is a space, percent-escapes decoded).
+fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        let s = s.replace('+', " ");
+        percent_encoding::percent_decode_str(&s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (decode(k), decode(v)),
+            None => (decode(p), String::new()),
+        })
+        .collect()
+}
+
+/// A stream as SSE: `id:` is the event's sequence number, `data:` the bare StreamResponse; an
+/// error after the first event is one `event: error` with the AIP-193 body, then the end.
+pub fn sse(events: EventStream, keep_alive: Duration) -> Response {
+    let frames = events.map(|item| {
+        let frame = match item {
+            Ok(ev) => match serde_json::to_string(&*ev.response) {
+                Ok(data) => {
+                    let frame = Event::default().data(data);
+                    match ev.seq {
+                        Some(seq) => frame.id(seq.to_string()),
+                        None => frame,
+                    }
+                }
+                Err(e) => Event::default()
+                    .event("error")
+                    .data(error_body(&A2aError::internal(e.to_string())).to_string()),
+            },
+            Err(e) => Event::default()
+                .event("error")
+                .data(error_body(&e).to_string()),
+        };
+        Ok::<_, Infallible>(frame)
+    });
+    let mut response = Sse::new(frames)
+        .keep_alive(KeepAlive::new().interval(keep_alive))
+        .into_response();
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    response
+}

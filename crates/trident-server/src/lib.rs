@@ -1,0 +1,285 @@
+//! One listener for everything an A2A agent serves:
+//!
+//! - gRPC (`lf.a2a.v1.A2AService`, reflection, health) by its `/package.Service/Method` paths,
+//!   over h2c;
+//! - JSON-RPC 2.0 at `POST /` (the card's JSONRPC url);
+//! - HTTP+JSON routes (the card's HTTP+JSON url is the origin);
+//! - the agent card at `/.well-known/agent-card.json`, with `ETag`, `Last-Modified`,
+//!   `Cache-Control: max-age` and `304 Not Modified` on conditional requests.
+//!
+//! HTTP/1.1 and HTTP/2 (prior knowledge) share the port. This crate only composes the binding
+//! crates; it holds no A2A behaviour.
+
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION, Principal};
+use trident_proto as pb;
+
+pub use trident_grpc::GrpcOptions;
+pub use trident_jsonrpc::JsonRpcOptions;
+pub use trident_rest::RestOptions;
+
+/// Where the JSON-RPC endpoint is mounted.
+pub const JSONRPC_PATH: &str = "/";
+/// The well-known card path.
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+
+/// Settings of the combined listener.
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// Resolves `Authorization` into the caller for every binding (anonymous without it).
+    pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// HTTP+JSON settings.
+    pub rest: RestOptions,
+    /// JSON-RPC settings.
+    pub jsonrpc: JsonRpcOptions,
+    /// gRPC settings.
+    pub grpc: GrpcOptions,
+    /// `Cache-Control: max-age` of the card, in seconds.
+    pub card_max_age: u32,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            authenticator: None,
+            rest: RestOptions::default(),
+            jsonrpc: JsonRpcOptions::default(),
+            grpc: GrpcOptions::default(),
+            card_max_age: 300,
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("authenticator", &self.authenticator.is_some())
+            .field("rest", &self.rest)
+            .field("jsonrpc", &self.jsonrpc)
+            .field("grpc", &self.grpc)
+            .field("card_max_age", &self.card_max_age)
+            .finish()
+    }
+}
+
+/// The layer all bindings share: puts the authenticated [`Principal`] into the request's
+/// extensions, where each binding reads it into its `CallContext`.
+async fn authenticate(
+    State(auth): State<Arc<dyn Authenticator>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let credentials = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    if let Some(principal) = auth.authenticate(credentials) {
+        request.extensions_mut().insert::<Principal>(principal);
+    }
+    next.run(request).await
+}
+
+/// The URLs of the three interfaces of a server reachable at `addr` (or at `public`, an
+/// `http(s)://host:port` origin, when it sits behind a proxy).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interfaces {
+    /// JSON-RPC endpoint URL.
+    pub jsonrpc: String,
+    /// HTTP+JSON base URL.
+    pub rest: String,
+    /// gRPC `host:port`.
+    pub grpc: String,
+}
+
+impl Interfaces {
+    /// The interfaces of a local listener.
+    pub fn local(addr: SocketAddr) -> Self {
+        Self::at(&format!("http://{addr}"))
+    }
+
+    /// The interfaces under an origin such as `https://agent.example.com`.
+    pub fn at(origin: &str) -> Self {
+        let origin = origin.trim_end_matches('/');
+        let authority = origin.split_once("://").map_or(origin, |(_, a)| a);
+        let grpc = if authority.contains(':') {
+            authority.to_owned()
+        } else if origin.starts_with("https://") {
+            format!("{authority}:443")
+        } else {
+            format!("{authority}:80")
+        };
+        Self {
+            jsonrpc: format!("{origin}{JSONRPC_PATH}"),
+            rest: origin.to_owned(),
+            grpc,
+        }
+    }
+}
+
+/// `card` with `supportedInterfaces` set to these interfaces (JSON-RPC first, the preferred).
+pub fn card_with_interfaces(mut card: pb::AgentCard, interfaces: &Interfaces) -> pb::AgentCard {
+    let interface = |url: &str, binding: &str| pb::AgentInterface {
+        url: url.to_owned(),
+        protocol_binding: binding.to_owned(),
+        tenant: String::new(),
+        protocol_version: PROTOCOL_VERSION.to_owned(),
+    };
+    card.supported_interfaces = vec![
+        interface(&interfaces.jsonrpc, "JSONRPC"),
+        interface(&interfaces.rest, "HTTP+JSON"),
+        interface(&interfaces.grpc, "GRPC"),
+    ];
+    card
+}
+
+#[derive(Clone)]
+struct CardState {
+    json: Arc<str>,
+    etag: HeaderValue,
+    last_modified: HeaderValue,
+    modified_at: chrono::DateTime<chrono::Utc>,
+    cache_control: HeaderValue,
+}
+
+impl CardState {
+    fn new(card: &pb::AgentCard, max_age: u32) -> Result<Self, ServerError> {
+        let json = serde_json::to_string(card).map_err(|e| ServerError(format!("card: {e}")))?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        json.hash(&mut hasher);
+        let etag = HeaderValue::try_from(format!("\"{:016x}\"", hasher.finish()))
+            .map_err(|e| ServerError(e.to_string()))?;
+        // HTTP dates have second precision.
+        let now = chrono::Utc::now();
+        let modified_at = now - Duration::from_nanos(u64::from(now.timestamp_subsec_nanos()));
+        let last_modified =
+            HeaderValue::try_from(modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+                .map_err(|e| ServerError(e.to_string()))?;
+        let cache_control = HeaderValue::try_from(format!("public, max-age={max_age}"))
+            .map_err(|e| ServerError(e.to_string()))?;
+        Ok(Self {
+            json: json.into(),
+            etag,
+            last_modified,
+            modified_at,
+            cache_control,
+        })
+    }
+
+    fn not_modified(&self, headers: &HeaderMap) -> bool {
+        if let Some(tags) = headers
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+        {
+            let ours = self.etag.to_str().unwrap_or_default();
+            return tags
+                .split(',')
+                .map(str::trim)
+                .any(|t| t == "*" || t == ours || t.strip_prefix("W/") == Some(ours));
+        }
+        headers
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| chrono::DateTime::parse_from_rfc2822(v).ok())
+            .is_some_and(|since| since >= self.modified_at)
+    }
+}
+
+async fn serve_card(State(card): State<CardState>, headers: HeaderMap) -> Response {
+    let common = [
+        (header::ETAG, card.etag.clone()),
+        (header::LAST_MODIFIED, card.last_modified.clone()),
+        (header::CACHE_CONTROL, card.cache_control.clone()),
+        (
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        ),
+    ];
+    if card.not_modified(&headers) {
+        return (StatusCode::NOT_MODIFIED, common).into_response();
+    }
+    (
+        common,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        card.json.to_string(),
+    )
+        .into_response()
+}
+
+/// Why the server could not be assembled.
+#[derive(Debug)]
+pub struct ServerError(pub String);
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+/// The combined router: card, gRPC, JSON-RPC and HTTP+JSON over one `svc`.
+pub fn app(
+    svc: Arc<dyn A2aService>,
+    card: &pb::AgentCard,
+    options: &ServerOptions,
+) -> Result<axum::Router, ServerError> {
+    let card_state = CardState::new(card, options.card_max_age)?;
+    let rest = trident_rest::router(svc.clone(), options.rest.clone())
+        .map_err(|e| ServerError(e.to_string()))?;
+    let router = axum::Router::new()
+        .route(
+            CARD_PATH,
+            axum::routing::get(serve_card).with_state(card_state),
+        )
+        .merge(trident_jsonrpc::router(
+            svc.clone(),
+            JSONRPC_PATH,
+            options.jsonrpc.clone(),
+        ))
+        .merge(trident_grpc::routes_with(svc, &options.grpc).0)
+        .merge(rest);
+    Ok(match &options.authenticator {
+        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+            auth.clone(),
+            authenticate,
+        )),
+        None => router,
+    })
+}
+
+/// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets open
+/// requests finish for up to `drain`, and returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    drain: Duration,
+) -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let graceful = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let mut stop_rx = stop_rx;
+    tokio::select! {
+        result = graceful => result,
+        () = async {
+            let _ = stop_rx.wait_for(|stopped| *stopped).await;
+            tokio::time::sleep(drain).await;
+        } => {
+            tracing::warn!(?drain, "streams still open after the drain period; stopping anyway");
+            Ok(())
+        }
+    }
+}

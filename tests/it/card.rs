@@ -1,0 +1,102 @@
+//! The agent card endpoint: three interfaces, caching headers, conditional GET, and a client
+//! that picks a binding from it.
+
+use crate::harness::{Fixture, Transport, cx, send_task};
+use trident_client::Binding;
+use trident_proto as pb;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn card_lists_three_interfaces_and_supports_conditional_get() {
+    let f = Fixture::default(Transport::Rest).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let url = format!("{}/.well-known/agent-card.json", interfaces.rest);
+    let http = reqwest::Client::new();
+    let response = http.get(&url).send().await.expect("card");
+    assert_eq!(response.status(), 200);
+    let headers = response.headers().clone();
+    assert_eq!(headers["content-type"], "application/json");
+    assert!(
+        headers["cache-control"]
+            .to_str()
+            .expect("ascii")
+            .contains("max-age=")
+    );
+    let etag = headers["etag"].clone();
+    let last_modified = headers["last-modified"].clone();
+    let card: pb::AgentCard =
+        serde_json::from_slice(&response.bytes().await.expect("body")).expect("card JSON");
+    let bindings: Vec<_> = card
+        .supported_interfaces
+        .iter()
+        .map(|i| {
+            (
+                i.protocol_binding.as_str(),
+                i.url.as_str(),
+                i.protocol_version.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            ("JSONRPC", interfaces.jsonrpc.as_str(), "1.0"),
+            ("HTTP+JSON", interfaces.rest.as_str(), "1.0"),
+            ("GRPC", interfaces.grpc.as_str(), "1.0"),
+        ]
+    );
+    assert!(
+        !interfaces.grpc.contains("://"),
+        "gRPC url is bare host:port"
+    );
+    let caps = card.capabilities.as_ref().expect("capabilities");
+    assert_eq!(
+        (caps.streaming, caps.push_notifications),
+        (Some(true), Some(true))
+    );
+
+    let again = http
+        .get(&url)
+        .header("if-none-match", etag.clone())
+        .send()
+        .await
+        .expect("conditional");
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["etag"], etag);
+    let since = http
+        .get(&url)
+        .header("if-modified-since", last_modified)
+        .send()
+        .await
+        .expect("conditional");
+    assert_eq!(since.status(), 304);
+    let changed = http
+        .get(&url)
+        .header("if-none-match", "\"other\"")
+        .send()
+        .await
+        .expect("conditional");
+    assert_eq!(changed.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_reads_the_card_and_connects_over_each_preferred_binding() {
+    let f = Fixture::default(Transport::Rest).await;
+    let origin = f.interfaces.clone().expect("server").rest;
+    for binding in Binding::ALL {
+        let agent = trident_client::connect(&origin, &[binding])
+            .await
+            .expect("connect");
+        assert_eq!(agent.binding, binding);
+        assert_eq!(agent.interface.protocol_binding, binding.card_name());
+        let task = send_task(&*agent.service, &cx(), "hello").await;
+        assert_eq!(task.state(), pb::TaskState::Completed, "{binding:?}");
+    }
+    let default = trident_client::connect(&origin, &[])
+        .await
+        .expect("connect");
+    assert_eq!(
+        default.binding,
+        Binding::JsonRpc,
+        "no preference: the card's order decides among all"
+    );
+}
