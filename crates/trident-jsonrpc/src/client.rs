@@ -36,7 +36,7 @@ fn decode_error(error: &serde_json::Value) -> A2aError {
         .get("code")
         .and_then(|c| c.as_i64())
         .and_then(|c| i32::try_from(c).ok())
-        .unwrap_or(-32603);
+        .unwrap_or(ErrorKind::Internal.wire().jsonrpc);
     let fallback = ErrorKind::from_jsonrpc(code).unwrap_or(ErrorKind::Internal);
     let message = error
         .get("message")
