@@ -38,7 +38,8 @@ fn main() -> io::Result<()> {
         .build_server(true)
         .compile_well_known_types(true)
         .server_mod_attribute("lf.a2a.v1", "#[cfg(feature = \"grpc\")]")
-        .client_mod_attribute("lf.a2a.v1", "#[cfg(feature = \"grpc\")]");
+        .client_mod_attribute("lf.a2a.v1", "#[cfg(feature = \"grpc\")]")
+        .codec_path("crate::codec::A2aCodec");
     for (proto, rust) in OWN_WKT {
         tonic = tonic.extern_path(proto, rust);
     }

@@ -216,6 +216,38 @@ pub async fn send_rejects_invalid_messages_with_invalid_params(t: Transport) {
     }
 }
 
+pub async fn limits_are_enforced_with_invalid_params(t: Transport) {
+    let f = Fixture::default(t).await;
+    let limits = trident_core::Limits::default();
+    let too_many = pb::Message { parts: vec![pb::Part::text("x"); limits.max_parts + 1], ..msg("x") };
+    let mut deep = serde_json::json!("leaf");
+    for _ in 0..limits.max_metadata_depth + 1 {
+        deep = serde_json::json!({ "k": deep });
+    }
+    let deep_meta = pb::Message {
+        metadata: Some(trident_proto::wkt::Struct::from_json(deep.as_object().cloned().unwrap_or_default())),
+        ..msg("x")
+    };
+    let deep_data = pb::Message { parts: vec![pb::Part::data(deep.clone())], ..msg("x") };
+    let long_id = pb::Message { message_id: "m".repeat(limits.max_id_len + 1), ..msg("x") };
+    let mut control = msg("x");
+    control.context_id = "bad\u{7}context".into();
+    for (what, m) in [("parts", too_many), ("metadata depth", deep_meta), ("data depth", deep_data), ("id length", long_id), ("control chars", control)] {
+        let e = assert_kind(f.svc.send_message(&cx(), req(m)).await, ErrorKind::InvalidParams);
+        assert!(!e.violations().is_empty(), "{what}: names the field");
+    }
+    // Far past the limit: refused by the engine, or by the gRPC decoder's recursion limit, but
+    // always as InvalidParams.
+    let mut abyss = serde_json::json!("leaf");
+    for _ in 0..60 {
+        abyss = serde_json::json!({ "k": abyss });
+    }
+    let abyss = pb::Message { parts: vec![pb::Part::data(abyss)], ..msg("x") };
+    assert_kind(f.svc.send_message(&cx(), req(abyss)).await, ErrorKind::InvalidParams);
+    let long = "t".repeat(limits.max_id_len + 1);
+    assert_kind(f.svc.get_task(&cx(), pb::GetTaskRequest { id: long, ..Default::default() }).await, ErrorKind::InvalidParams);
+}
+
 pub async fn unknown_task_id_is_task_not_found(t: Transport) {
     let f = Fixture::default(t).await;
     let mut m = msg("hello");
@@ -1428,6 +1460,7 @@ suite!(
     agent_failure_ends_task_failed_with_message,
     agent_error_before_any_event_reaches_the_caller,
     send_rejects_invalid_messages_with_invalid_params,
+    limits_are_enforced_with_invalid_params,
     unknown_task_id_is_task_not_found,
     context_id_is_generated_when_absent_and_kept_when_given,
     context_is_inferred_from_task_and_mismatch_rejected,

@@ -251,14 +251,37 @@ impl ErrorKind {
         Self::ALL.into_iter().find(|k| k.wire().jsonrpc == code)
     }
 
+    /// Kinds in the order a bare code (without ErrorInfo) is best read as: the generic kinds
+    /// first, so a plain `INVALID_ARGUMENT` or HTTP 400 is `InvalidParams`, not one of the A2A
+    /// errors that happen to share the code.
+    const GUESS_ORDER: [ErrorKind; 17] = [
+        ErrorKind::InvalidParams,
+        ErrorKind::Internal,
+        ErrorKind::TaskNotFound,
+        ErrorKind::UnsupportedOperation,
+        ErrorKind::MethodNotFound,
+        ErrorKind::Unauthenticated,
+        ErrorKind::PermissionDenied,
+        ErrorKind::Unavailable,
+        ErrorKind::TaskNotCancelable,
+        ErrorKind::PushNotificationNotSupported,
+        ErrorKind::ContentTypeNotSupported,
+        ErrorKind::InvalidAgentResponse,
+        ErrorKind::ExtendedAgentCardNotConfigured,
+        ErrorKind::ExtensionSupportRequired,
+        ErrorKind::VersionNotSupported,
+        ErrorKind::ParseError,
+        ErrorKind::InvalidRequest,
+    ];
+
     /// The most likely kind of a gRPC status code without ErrorInfo.
     pub fn from_grpc(code: i32) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.wire().grpc == code)
+        Self::GUESS_ORDER.into_iter().find(|k| k.wire().grpc == code)
     }
 
     /// The most likely kind of an HTTP status without ErrorInfo.
     pub fn from_http(status: u16) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.wire().http == status)
+        Self::GUESS_ORDER.into_iter().find(|k| k.wire().http == status)
     }
 }
 

@@ -9,6 +9,8 @@
 //! Helpers that only read or build generated types live in `ext`; there is no hand-written
 //! struct that mirrors a proto message.
 
+#[cfg(feature = "grpc")]
+pub mod codec;
 mod ext;
 pub mod wkt;
 

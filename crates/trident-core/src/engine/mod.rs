@@ -49,7 +49,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_parts: 256,
-            max_metadata_depth: 32,
+            max_metadata_depth: 16,
             max_id_len: 256,
         }
     }

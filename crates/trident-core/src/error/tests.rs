@@ -99,3 +99,16 @@ fn a2a_codes_decode_from_jsonrpc() {
         assert_eq!(ErrorKind::from_jsonrpc(kind.wire().jsonrpc), Some(*kind));
     }
 }
+
+#[test]
+fn bare_codes_guess_the_generic_kind() {
+    assert_eq!(ErrorKind::from_grpc(3), Some(ErrorKind::InvalidParams));
+    assert_eq!(ErrorKind::from_grpc(13), Some(ErrorKind::Internal));
+    assert_eq!(ErrorKind::from_http(400), Some(ErrorKind::InvalidParams));
+    assert_eq!(ErrorKind::from_http(500), Some(ErrorKind::Internal));
+    let mut guessed: Vec<_> = ErrorKind::GUESS_ORDER.to_vec();
+    guessed.sort_by_key(|k| format!("{k:?}"));
+    let mut all = ErrorKind::ALL.to_vec();
+    all.sort_by_key(|k| format!("{k:?}"));
+    assert_eq!(guessed, all, "the guess order lists every kind once");
+}
