@@ -7,5 +7,7 @@ mod harness;
 mod list_property;
 mod push;
 mod store_contract;
+mod streams;
 mod suite;
 mod tidy;
+mod wire;

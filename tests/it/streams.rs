@@ -1,0 +1,122 @@
+//! Stream hygiene over the wire: keep-alive comments on idle streams, and a client that goes
+//! away frees its stream on the server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use trident_core::agents::Demo;
+use trident_core::{A2aService, Engine};
+use trident_proto as pb;
+
+use crate::harness::{cx, send_task};
+
+async fn server(
+    engine: Engine,
+    options: trident_server::ServerOptions,
+) -> (trident_server::Interfaces, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let interfaces = trident_server::Interfaces::local(listener.local_addr().expect("addr"));
+    let card = trident_server::card_with_interfaces(engine.card().clone(), &interfaces);
+    let app = trident_server::app(Arc::new(engine), &card, &options).expect("app");
+    (
+        interfaces,
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        }),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sse_streams_get_keep_alive_comments() {
+    let engine = Engine::builder(Arc::new(Demo)).build();
+    let mut options = trident_server::ServerOptions::default();
+    options.rest.keep_alive = Duration::from_millis(100);
+    options.jsonrpc.keep_alive = Duration::from_millis(100);
+    let (interfaces, server) = server(engine.clone(), options).await;
+    let waiting = send_task(&engine, &cx(), "auth").await;
+    let http = reqwest::Client::new();
+    let rest = http
+        .post(format!(
+            "{}/tasks/{}:subscribe",
+            interfaces.rest, waiting.id
+        ))
+        .send();
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": waiting.id}});
+    let jsonrpc = http.post(&interfaces.jsonrpc).json(&body).send();
+    for response in [rest.await.expect("rest"), jsonrpc.await.expect("jsonrpc")] {
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let mut bytes = response.bytes_stream();
+        let mut text = String::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !text.contains("\n:") && !text.starts_with(':') {
+            let chunk = tokio::time::timeout_at(deadline, bytes.next())
+                .await
+                .expect("keep-alive in time")
+                .expect("open")
+                .expect("chunk");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        assert!(
+            text.starts_with("data:") || text.starts_with("id:"),
+            "the snapshot comes first: {text}"
+        );
+    }
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_frees_its_stream() {
+    let engine = Engine::builder(Arc::new(Demo)).build();
+    let (interfaces, server) = server(engine.clone(), Default::default()).await;
+    // AUTH_REQUIRED keeps streams open and runs no executor: only the stream holds the task.
+    let waiting = send_task(&engine, &cx(), "auth").await;
+    for client in [
+        Arc::new(trident_rest::RestClient::new(&interfaces.rest).expect("rest"))
+            as Arc<dyn A2aService>,
+        Arc::new(trident_jsonrpc::JsonRpcClient::new(&interfaces.jsonrpc).expect("jsonrpc")),
+        Arc::new(
+            trident_grpc::GrpcClient::connect(&interfaces.grpc)
+                .await
+                .expect("grpc"),
+        ),
+    ] {
+        let mut stream = client
+            .subscribe_to_task(
+                &cx(),
+                pb::SubscribeToTaskRequest {
+                    id: waiting.id.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("subscribe");
+        let first = stream.next().await.expect("snapshot").expect("ok");
+        assert!(matches!(
+            first.response.payload,
+            Some(pb::stream_response::Payload::Task(_))
+        ));
+        assert_eq!(
+            engine.stats().live_tasks,
+            1,
+            "the open stream holds the task"
+        );
+        drop(stream);
+        drop(client);
+        let mut freed = false;
+        for _ in 0..200 {
+            if engine.stats().live_tasks == 0 {
+                freed = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            freed,
+            "the server noticed the client left and released the stream"
+        );
+    }
+    server.abort();
+}
