@@ -112,6 +112,26 @@ impl CallContext {
         cx
     }
 
+    /// Client side: the service parameters a client sends for this call (lowercase names, as
+    /// HTTP/2 and gRPC metadata want them): `a2a-version`, `a2a-extensions`, `last-event-id`,
+    /// `authorization`. The inverse of [`from_service_params`](Self::from_service_params).
+    pub fn outgoing_service_params(&self) -> Vec<(&'static str, String)> {
+        let mut params = Vec::with_capacity(4);
+        if let Some(v) = &self.version {
+            params.push(("a2a-version", v.clone()));
+        }
+        if !self.extensions.is_empty() {
+            params.push(("a2a-extensions", self.extensions.join(",")));
+        }
+        if let Some(seq) = self.last_event_id {
+            params.push(("last-event-id", seq.to_string()));
+        }
+        if let Some(c) = &self.credentials {
+            params.push(("authorization", c.clone()));
+        }
+        params
+    }
+
     /// Sets the credentials a client sends.
     pub fn with_credentials(mut self, authorization: impl Into<String>) -> Self {
         self.credentials = Some(authorization.into());

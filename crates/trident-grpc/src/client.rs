@@ -159,27 +159,11 @@ has_tenant!(
 fn request<T>(cx: &CallContext, msg: T) -> Result<Request<T>, A2aError> {
     let mut req = Request::new(msg);
     let md = req.metadata_mut();
-    if let Some(version) = cx.version.as_deref() {
-        let value = MetadataValue::try_from(version)
-            .map_err(|_| A2aError::invalid_field("A2A-Version", "must be visible ASCII"))?;
-        md.insert(metadata::VERSION, value);
-    }
-    if let Some(credentials) = cx.credentials.as_deref() {
-        let value = MetadataValue::try_from(credentials)
-            .map_err(|_| A2aError::invalid_field("authorization", "must be visible ASCII"))?;
-        md.insert(metadata::AUTHORIZATION, value);
-    }
-    if !cx.extensions.is_empty() {
-        let value = MetadataValue::try_from(cx.extensions.join(",")).map_err(|_| {
-            A2aError::invalid_field(
-                "A2A-Extensions",
-                "extension URIs must be visible ASCII to travel as gRPC metadata",
-            )
+    for (name, value) in cx.outgoing_service_params() {
+        let value = MetadataValue::try_from(value.as_str()).map_err(|_| {
+            A2aError::invalid_field(name, "must be visible ASCII to travel as gRPC metadata")
         })?;
-        md.insert(metadata::EXTENSIONS, value);
-    }
-    if let Some(seq) = cx.last_event_id {
-        md.insert(metadata::LAST_EVENT_ID, MetadataValue::from(seq));
+        md.insert(name, value);
     }
     if let Some(deadline) = cx.deadline {
         req.set_timeout(deadline.saturating_duration_since(Instant::now()));

@@ -119,17 +119,8 @@ impl JsonRpcClient {
                 },
             )
             .body(body.to_string());
-        if let Some(version) = &cx.version {
-            builder = builder.header("a2a-version", version);
-        }
-        if let Some(credentials) = &cx.credentials {
-            builder = builder.header("authorization", credentials);
-        }
-        if !cx.extensions.is_empty() {
-            builder = builder.header("a2a-extensions", cx.extensions.join(", "));
-        }
-        if let Some(id) = cx.last_event_id {
-            builder = builder.header("last-event-id", id.to_string());
+        for (name, value) in cx.outgoing_service_params() {
+            builder = builder.header(name, value);
         }
         Ok(builder)
     }

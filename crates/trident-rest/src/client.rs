@@ -71,17 +71,8 @@ impl RestClient {
         let method = reqwest::Method::from_bytes(route.method.as_bytes())
             .map_err(|e| A2aError::internal(e.to_string()))?;
         let mut builder = self.http.request(method, url);
-        if let Some(version) = &cx.version {
-            builder = builder.header("a2a-version", version);
-        }
-        if let Some(credentials) = &cx.credentials {
-            builder = builder.header("authorization", credentials);
-        }
-        if !cx.extensions.is_empty() {
-            builder = builder.header("a2a-extensions", cx.extensions.join(", "));
-        }
-        if let Some(id) = cx.last_event_id {
-            builder = builder.header("last-event-id", id.to_string());
+        for (name, value) in cx.outgoing_service_params() {
+            builder = builder.header(name, value);
         }
         builder = builder.header(
             "accept",
