@@ -276,12 +276,16 @@ impl ErrorKind {
 
     /// The most likely kind of a gRPC status code without ErrorInfo.
     pub fn from_grpc(code: i32) -> Option<Self> {
-        Self::GUESS_ORDER.into_iter().find(|k| k.wire().grpc == code)
+        Self::GUESS_ORDER
+            .into_iter()
+            .find(|k| k.wire().grpc == code)
     }
 
     /// The most likely kind of an HTTP status without ErrorInfo.
     pub fn from_http(status: u16) -> Option<Self> {
-        Self::GUESS_ORDER.into_iter().find(|k| k.wire().http == status)
+        Self::GUESS_ORDER
+            .into_iter()
+            .find(|k| k.wire().http == status)
     }
 }
 

@@ -52,6 +52,8 @@ impl<U: Message + Default> Decoder for A2aDecoder<U> {
     type Error = Status;
 
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        U::decode(buf).map(Some).map_err(|e| Status::invalid_argument(format!("the message is not valid protobuf: {e}")))
+        U::decode(buf).map(Some).map_err(|e| {
+            Status::invalid_argument(format!("the message is not valid protobuf: {e}"))
+        })
     }
 }
