@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Interop checks of `trident serve` against the official A2A SDKs:
+#   Python  a2a-sdk (PyPI)      JSONRPC, HTTP+JSON, GRPC   interop/python/interop_client.py
+#   JS      @a2a-js/sdk (npm)   JSONRPC, HTTP+JSON, GRPC   interop/js/interop.mjs
+#
+# Installs what it needs (interop/.venv from python/requirements.txt, `npm ci` in js/), builds
+# target/debug/trident (incrementally; or uses $TRIDENT_BIN as is), starts it on a free
+# loopback port, runs both clients, stops the server, and ends with the one line
+# `interop: N passed, M failed`. Exit status is non-zero when any check failed.
+#
+# Environment: TRIDENT_BIN (server binary), INTEROP_ONLY=python|js (run one client),
+# INTEROP_VERBOSE=1 (tracebacks for unexpected exceptions).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+cd "$root"
+
+log() { printf 'interop: %s\n' "$*" >&2; }
+
+# --- dependencies (skipped when the pinned files have not changed since the last install) ---
+
+venv="$here/.venv"
+req="$here/python/requirements.txt"
+if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$req" "$venv/.interop-requirements"; then
+  log "installing the Python SDK into $venv"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$req"
+  cp "$req" "$venv/.interop-requirements"
+fi
+
+lock="$here/js/package-lock.json"
+if [[ ! -d "$here/js/node_modules" ]] || ! cmp -s "$lock" "$here/js/node_modules/.interop-lock"; then
+  log "installing the JS SDK (npm ci)"
+  (cd "$here/js" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  cp "$lock" "$here/js/node_modules/.interop-lock"
+fi
+
+# --- the server ---
+
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+bin="${TRIDENT_BIN:-$target_dir/debug/trident}"
+if [[ -z "${TRIDENT_BIN:-}" ]]; then
+  # Incremental: a no-op when the binary is current, a rebuild when the sources moved on.
+  cargo build --quiet --bin trident
+fi
+
+server_pid=""
+server_log="$(mktemp -t trident-interop.XXXXXX)"
+stop_server() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  server_pid=""
+}
+cleanup() {
+  stop_server
+  rm -f "$server_log"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  "$venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+card_ready() {
+  "$venv/bin/python" - "$1" <<'EOF'
+import json, sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=1) as r:
+        card = json.load(r)
+    sys.exit(0 if card.get("supportedInterfaces") else 1)
+except Exception:
+    sys.exit(1)
+EOF
+}
+
+base_url=""
+for attempt in 1 2 3; do
+  port="$(free_port)"
+  "$bin" serve --agent demo --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 100); do
+    if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
+    if card_ready "http://127.0.0.1:$port/.well-known/agent-card.json"; then
+      base_url="http://127.0.0.1:$port"
+      break
+    fi
+    sleep 0.1
+  done
+  [[ -n "$base_url" ]] && break
+  log "server did not come up on port $port (attempt $attempt):"
+  cat "$server_log" >&2
+  stop_server
+done
+if [[ -z "$base_url" ]]; then
+  echo "FAIL interop server-start"
+  echo "interop: 0 passed, 1 failed"
+  exit 1
+fi
+log "server $bin at $base_url"
+
+# --- the clients ---
+
+passed=0
+failed=0
+run_client() { # name, command...
+  local name="$1" out rc=0
+  shift
+  if [[ -n "${INTEROP_ONLY:-}" && "$INTEROP_ONLY" != "$name" ]]; then return; fi
+  out="$(mktemp -t "interop-$name.XXXXXX")"
+  INTEROP_SUBTOTAL=1 timeout 600 "$@" "$base_url" 2>&1 | tee "$out" || rc=$?
+  local line p f
+  line="$(grep -E "^$name subtotal passed=[0-9]+ failed=[0-9]+$" "$out" | tail -n 1 || true)"
+  rm -f "$out"
+  if [[ -z "$line" ]]; then
+    echo "FAIL $name client-run: exited $rc without a subtotal"
+    failed=$((failed + 1))
+    return
+  fi
+  p="${line#*passed=}"; p="${p%% *}"
+  f="${line#*failed=}"
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [[ "$rc" -ne 0 && "$f" -eq 0 ]]; then
+    echo "FAIL $name client-run: exited $rc"
+    failed=$((failed + 1))
+  fi
+}
+
+run_client python "$venv/bin/python" "$here/python/interop_client.py"
+run_client js node "$here/js/interop.mjs"
+
+if ! kill -0 "$server_pid" 2>/dev/null; then
+  echo "FAIL interop server-alive: the server exited during the run"
+  failed=$((failed + 1))
+fi
+if [[ "$failed" -ne 0 ]]; then
+  log "server log:"
+  cat "$server_log" >&2
+fi
+
+echo "interop: $passed passed, $failed failed"
+[[ "$failed" -eq 0 ]]
