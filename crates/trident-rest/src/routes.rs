@@ -175,8 +175,9 @@ impl Routes {
             })
             .collect();
         routes.extend(posts);
-        // Unprefixed routes first: `/tasks/x` is GetTask, not ListTasks of tenant "tasks".
-        routes.sort_by_key(|r| r.tenant);
+        // Unprefixed routes first (`/tasks/x` is GetTask, not ListTasks of tenant "tasks"), and
+        // `:verb` routes before the rest (`/tasks/x:subscribe` is not GetTask of `x:subscribe`).
+        routes.sort_by_key(|r| (r.tenant, r.verb.is_none()));
         Ok(Self { routes })
     }
 
