@@ -4,13 +4,16 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use std::borrow::Cow;
+
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use jsonrpsee_types::{ErrorObjectOwned, Id, Request as RpcRequest};
+use jsonrpsee_types::ErrorObjectOwned;
+use serde_json::value::RawValue;
 use trident_core::{
     A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonReply, Operation, PathVars,
     dispatch_json,
@@ -42,10 +45,8 @@ struct AppState {
 
 /// The JSON-RPC endpoint at `path` (the card's JSONRPC `url`).
 pub fn router(svc: Arc<dyn A2aService>, path: &str, options: JsonRpcOptions) -> axum::Router {
-    let limit = options.max_body;
     axum::Router::new()
         .route(path, axum::routing::post(handle))
-        .layer(axum::extract::DefaultBodyLimit::max(limit))
         .with_state(AppState { svc, options })
 }
 
@@ -56,14 +57,6 @@ pub fn error_object(e: &A2aError) -> ErrorObjectOwned {
         e.message().to_owned(),
         Some(e.details_json()),
     )
-}
-
-fn error_envelope(id: &Id<'_>, e: &A2aError) -> String {
-    error_json(&id_json(id), e)
-}
-
-fn id_json(id: &Id<'_>) -> String {
-    serde_json::to_string(id).unwrap_or_else(|_| "null".to_owned())
 }
 
 fn json(body: String) -> Response {
@@ -85,75 +78,121 @@ fn success_envelope(id: &str, result: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A request envelope. The id is kept as written, so any JSON-RPC id (negative or fractional
+/// numbers included) is echoed unchanged; jsonrpsee's `Id` holds only unsigned integers.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    jsonrpc: Option<Cow<'a, str>>,
+    /// `None` when absent; `Some("null")` when null.
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// Reads a field that is present (even as `null`) as `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+const NULL_ID: &str = "null";
+
+fn invalid_request(message: impl Into<String>) -> A2aError {
+    A2aError::new(ErrorKind::InvalidRequest, message)
+}
+
 async fn handle(
     State(st): State<AppState>,
     principal: Option<axum::Extension<trident_core::Principal>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
+    let body = match axum::body::to_bytes(body, st.options.max_body).await {
+        Ok(b) => b,
+        Err(_) => {
+            return json(error_json(
+                NULL_ID,
+                &invalid_request(format!("the body exceeds {} bytes", st.options.max_body)),
+            ));
+        }
+    };
     let trimmed = body.trim_ascii();
     if trimmed.first() == Some(&b'[') {
-        let e = A2aError::new(
-            ErrorKind::InvalidRequest,
-            "batch requests are not supported",
-        );
-        return json(error_envelope(&Id::Null, &e));
+        return json(error_json(
+            NULL_ID,
+            &invalid_request("batch requests are not supported"),
+        ));
     }
-    let request: RpcRequest<'_> = match serde_json::from_slice(trimmed) {
-        Ok(r) => r,
-        Err(e) => return json(envelope_failure(trimmed, &e)),
+    let envelope: Envelope<'_> = match serde_json::from_slice(trimmed) {
+        Ok(e) => e,
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            return json(error_json(
+                NULL_ID,
+                &A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}")),
+            ));
+        }
+        Err(e) => {
+            return json(error_json(
+                NULL_ID,
+                &invalid_request(format!("not a JSON-RPC request: {e}")),
+            ));
+        }
     };
-    let id = request.id.clone();
-    let Some(op) = Operation::from_name(&request.method) else {
+    let id = match envelope.id.map(RawValue::get) {
+        Some(raw)
+            if raw.starts_with('"')
+                || raw.starts_with('-')
+                || raw.starts_with(|c: char| c.is_ascii_digit()) =>
+        {
+            raw
+        }
+        Some(NULL_ID) => NULL_ID,
+        Some(_) => {
+            return json(error_json(
+                NULL_ID,
+                &invalid_request("\"id\" must be a string, a number or null"),
+            ));
+        }
+        None => {
+            return json(error_json(
+                NULL_ID,
+                &invalid_request("\"id\" is required: A2A methods always answer"),
+            ));
+        }
+    };
+    if envelope.jsonrpc.as_deref() != Some("2.0") {
+        return json(error_json(
+            id,
+            &invalid_request("\"jsonrpc\" must be \"2.0\""),
+        ));
+    }
+    let Some(method) = envelope.method else {
+        return json(error_json(
+            id,
+            &invalid_request("\"method\" must be a string"),
+        ));
+    };
+    let Some(op) = Operation::from_name(&method) else {
         let e = A2aError::new(
             ErrorKind::MethodNotFound,
-            format!("method {:?} does not exist", request.method.as_ref()),
+            format!("method {:?} does not exist", method.as_ref()),
         );
-        return json(error_envelope(&id, &e));
+        return json(error_json(id, &e));
     };
     let mut cx = CallContext::from_service_params(|n| header_str(&headers, n));
     if let Some(axum::Extension(p)) = principal {
         cx.principal = p;
     }
-    let params = request
-        .params
-        .as_ref()
-        .map_or(&b"{}"[..], |p| p.get().as_bytes());
-    let id_json = id_json(&id);
+    let params = envelope.params.map_or(&b"{}"[..], |p| p.get().as_bytes());
     match dispatch_json(&*st.svc, &cx, op, params, PathVars::default()).await {
         Ok(JsonReply::Unary(result)) => (
             [(header::CONTENT_TYPE, "application/json")],
-            Body::from(success_envelope(&id_json, &result)),
+            Body::from(success_envelope(id, &result)),
         )
             .into_response(),
-        Ok(JsonReply::Stream(events)) => sse(events, id_json, st.options.keep_alive),
-        Err(e) => json(error_json(&id_json, &e)),
-    }
-}
-
-/// The error for a body that is not a valid request: -32700 if it is not JSON, -32600 if it
-/// is JSON but not a JSON-RPC 2.0 request (keeping its `id` when one can be read).
-fn envelope_failure(body: &[u8], err: &serde_json::Error) -> String {
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Err(_) => error_envelope(
-            &Id::Null,
-            &A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {err}")),
-        ),
-        Ok(value) => {
-            let id = match value.get("id") {
-                Some(serde_json::Value::Number(n)) => n.as_u64().map_or(Id::Null, Id::Number),
-                Some(serde_json::Value::String(s)) => Id::Str(s.clone().into()),
-                _ => Id::Null,
-            };
-            let why = if value.get("jsonrpc").and_then(|v| v.as_str()) != Some("2.0") {
-                "\"jsonrpc\" must be \"2.0\"".to_owned()
-            } else if value.get("method").and_then(|m| m.as_str()).is_none() {
-                "\"method\" must be a string".to_owned()
-            } else {
-                format!("not a JSON-RPC request: {err}")
-            };
-            error_envelope(&id, &A2aError::new(ErrorKind::InvalidRequest, why))
-        }
+        Ok(JsonReply::Stream(events)) => sse(events, id.to_owned(), st.options.keep_alive),
+        Err(e) => json(error_json(id, &e)),
     }
 }
 

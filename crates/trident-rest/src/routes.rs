@@ -200,7 +200,8 @@ impl Routes {
         }
     }
 
-    /// Matches a request. `Err(true)` when the path exists with another method (405).
+    /// Matches a request. `Err(true)` when the path exists with another method (answered as
+    /// `MethodNotFound`, whose table entry is 404: the error table has no 405).
     pub fn find(&self, method: &str, path: &str) -> Result<(&Route, Bound), bool> {
         let Some(raw) = path.strip_prefix('/') else {
             return Err(false);
