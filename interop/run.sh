@@ -143,5 +143,16 @@ if [[ "$failed" -ne 0 ]]; then
   cat "$server_log" >&2
 fi
 
+# Our Rust clients (all three bindings) through the behaviour suite against an agent built with
+# the official Python SDK (interop/python/agent.py).
+log "our clients against the Python SDK agent"
+if TRIDENT_INTEROP_PYTHON="$venv/bin/python" cargo test --workspace --locked --test it suite::python_sdk -- --ignored >&2; then
+  echo "ok   rust-clients python-sdk-agent (behaviour suite, 3 bindings)"
+  passed=$((passed + 1))
+else
+  echo "FAIL rust-clients python-sdk-agent (behaviour suite, 3 bindings)"
+  failed=$((failed + 1))
+fi
+
 echo "interop: $passed passed, $failed failed"
 [[ "$failed" -eq 0 ]]

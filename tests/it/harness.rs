@@ -24,10 +24,29 @@ pub enum Transport {
     JsonRpc,
     /// Our HTTP+JSON client to a real server.
     Rest,
+    /// Our gRPC client to `interop/python/agent.py`, the demo agent built with the official
+    /// Python SDK (the interpreter comes from `TRIDENT_INTEROP_PYTHON`).
+    PyGrpc,
+    /// Our JSON-RPC client to the Python SDK agent.
+    PyJsonRpc,
+    /// Our HTTP+JSON client to the Python SDK agent.
+    PyRest,
+}
+
+impl Transport {
+    /// The binding of a transport that reaches the Python SDK agent.
+    fn python_binding(self) -> Option<trident_client::Binding> {
+        match self {
+            Transport::PyGrpc => Some(trident_client::Binding::Grpc),
+            Transport::PyJsonRpc => Some(trident_client::Binding::JsonRpc),
+            Transport::PyRest => Some(trident_client::Binding::Rest),
+            Transport::InProcess | Transport::Grpc | Transport::JsonRpc | Transport::Rest => None,
+        }
+    }
 }
 
 /// Server-side switches a case may need.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Variant {
     pub no_push: bool,
     pub no_streaming: bool,
@@ -41,12 +60,16 @@ pub struct Fixture {
     /// The server's interfaces, when there is a server.
     pub interfaces: Option<trident_server::Interfaces>,
     server: Option<tokio::task::JoinHandle<()>>,
+    agent: Option<PythonAgent>,
 }
 
 impl Drop for Fixture {
     fn drop(&mut self) {
         if let Some(s) = self.server.take() {
             s.abort();
+        }
+        if let Some(mut agent) = self.agent.take() {
+            agent.stop();
         }
     }
 }
@@ -75,6 +98,9 @@ pub const REQUIRED_EXT: &str = "https://example.com/ext/required/v1";
 
 impl Fixture {
     pub async fn new(transport: Transport, variant: Variant) -> Self {
+        if let Some(binding) = transport.python_binding() {
+            return Self::python(binding, variant).await;
+        }
         let mut card = trident_core::default_card("Demo", "Every demo behaviour");
         let caps = card.capabilities.get_or_insert_with(Default::default);
         caps.push_notifications = Some(!variant.no_push);
@@ -105,12 +131,15 @@ impl Fixture {
                     svc: Arc::new(engine),
                     interfaces: None,
                     server: None,
+                    agent: None,
                 };
             }
             _ => spawn_server(engine).await,
         };
         let svc: Arc<dyn A2aService> = match transport {
-            Transport::InProcess => unreachable!("handled above"),
+            Transport::InProcess | Transport::PyGrpc | Transport::PyJsonRpc | Transport::PyRest => {
+                unreachable!("handled above")
+            }
             Transport::Grpc => Arc::new(
                 trident_grpc::GrpcClient::connect(&interfaces.grpc)
                     .await
@@ -127,11 +156,128 @@ impl Fixture {
             svc,
             interfaces: Some(interfaces),
             server: Some(server),
+            agent: None,
+        }
+    }
+
+    /// Starts the Python SDK agent and connects our client of `binding` to it, through its card.
+    async fn python(binding: trident_client::Binding, variant: Variant) -> Self {
+        assert!(
+            variant == Variant::default(),
+            "the Python SDK agent has no capability switches: {variant:?}"
+        );
+        let agent = PythonAgent::start().await;
+        let card = trident_client::fetch_card(&agent.card_url)
+            .await
+            .expect("the Python agent's card");
+        let (_, interface) = trident_client::choose(&card, &[binding])
+            .unwrap_or_else(|| panic!("the Python agent's card offers {binding:?}"));
+        let svc = trident_client::client(binding, &interface)
+            .await
+            .expect("client of the Python agent");
+        let url = |name: &str| {
+            card.supported_interfaces
+                .iter()
+                .find(|i| i.protocol_binding == name)
+                .map(|i| i.url.clone())
+                .unwrap_or_default()
+        };
+        let interfaces = trident_server::Interfaces {
+            jsonrpc: url("JSONRPC"),
+            rest: url("HTTP+JSON"),
+            grpc: url("GRPC"),
+        };
+        Self {
+            svc,
+            interfaces: Some(interfaces),
+            server: None,
+            agent: Some(agent),
         }
     }
 
     pub async fn default(transport: Transport) -> Self {
         Self::new(transport, Variant::default()).await
+    }
+}
+
+/// `interop/python/agent.py` running under `$TRIDENT_INTEROP_PYTHON` on free loopback ports;
+/// killed on drop. Its stderr is discarded unless `TRIDENT_INTEROP_VERBOSE` is set.
+struct PythonAgent {
+    child: std::process::Child,
+    card_url: String,
+    /// Kept open so the agent never writes to a closed pipe.
+    _stdout: std::io::BufReader<std::process::ChildStdout>,
+    /// The agent exits when this closes, even if this process dies without killing it.
+    _stdin: std::process::ChildStdin,
+}
+
+impl PythonAgent {
+    async fn start() -> Self {
+        let python = std::env::var_os("TRIDENT_INTEROP_PYTHON").expect(
+            "TRIDENT_INTEROP_PYTHON names a Python with the official a2a-sdk (see interop/run.sh)",
+        );
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/python/agent.py");
+        let stderr = if std::env::var_os("TRIDENT_INTEROP_VERBOSE").is_some() {
+            std::process::Stdio::inherit()
+        } else {
+            std::process::Stdio::null()
+        };
+        // Port 0: the agent binds free ports itself and prints its card URL once it serves.
+        let mut child = std::process::Command::new(&python)
+            .arg(&script)
+            .args(["--host", "127.0.0.1", "--port", "0", "--grpc-port", "0"])
+            .arg("--exit-on-stdin-eof")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {python:?} {}: {e}", script.display()));
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let ready = tokio::task::spawn_blocking(move || read_card_url(stdout));
+        match tokio::time::timeout(Duration::from_secs(60), ready).await {
+            Ok(Ok(Some((card_url, stdout)))) => Self {
+                child,
+                card_url,
+                _stdout: stdout,
+                _stdin: stdin,
+            },
+            outcome => {
+                let _ = child.kill();
+                let status = child.wait();
+                panic!(
+                    "the Python agent did not serve ({}; exit {status:?}); rerun with \
+                     TRIDENT_INTEROP_VERBOSE=1 to see its log",
+                    match outcome {
+                        Err(_) => "no card URL within 60 s",
+                        _ => "it closed stdout",
+                    }
+                );
+            }
+        }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads the agent's stdout up to its `agent card <url>` line.
+fn read_card_url(
+    mut stdout: std::io::BufReader<std::process::ChildStdout>,
+) -> Option<(String, std::io::BufReader<std::process::ChildStdout>)> {
+    use std::io::BufRead;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if stdout.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if let Some(url) = line.trim().strip_prefix("agent card ") {
+            return Some((url.to_owned(), stdout));
+        }
     }
 }
 
