@@ -1,0 +1,82 @@
+//! `trident-bench`: how much server CPU a blocking `SendMessage` costs on each A2A binding,
+//! Trident against a raw axum/tonic echo of the same payload, measured in the same run.
+//!
+//! This is a load benchmark, not a test. Run it from a release build on an otherwise quiet
+//! machine with at least two cores:
+//!
+//! ```sh
+//! cargo build --release -p trident-bench
+//! target/release/trident-bench run --duration 5 --connections 32 --rounds 5
+//! ```
+//!
+//! `run` starts each server mode as a child process of the same executable
+//! (`trident-bench server --mode raw|trident`, pinned to core 0 with `taskset -c 0`; this
+//! process pins itself to core 1 with `taskset -a -p`), then, for each binding, runs the
+//! closed-loop load generator for a 1 s warm-up and the measured duration, and reads the
+//! server's CPU time (`utime + stime` from `/proc/<pid>/stat`, in `CLK_TCK` ticks, whose rate
+//! is read with `getconf` and checked against `/proc/thread-self/schedstat`) at both ends of
+//! the window. It prints one row per measurement on stderr and, on stdout, the details and a
+//! markdown summary (medians over rounds) with the ratio of Trident's CPU per request to the
+//! raw baseline's.
+//!
+//! Diagnostics (not for the README figures): `--server-nodelay` sets `TCP_NODELAY` on the
+//! servers' connections (`axum::serve` and `trident serve` leave Nagle's algorithm on);
+//! `--trident-store discard` runs Trident on a store that keeps nothing, to split the engine's
+//! cost from the in-memory store's; `--server-runtime current` uses a current-thread runtime.
+//!
+//! The pieces run alone too:
+//!
+//! ```sh
+//! taskset -c 0 target/release/trident-bench server --mode trident --listen 127.0.0.1:9000 &
+//! taskset -c 1 target/release/trident-bench load --binding grpc --target 127.0.0.1:9000 \
+//!     --connections 32 --duration 5 --server-pid $!
+//! ```
+//!
+//! Server CPU per request is the figure to compare: throughput moves with whatever else the
+//! machine runs, CPU per request much less. Both servers are served the same way
+//! (`axum::serve`, HTTP/1.1 and h2c on one port, a one-worker tokio runtime by default) and
+//! decode and encode with the same generated types, so the ratio is the cost of the engine
+//! and of the bindings' adapters. Trident keeps every task in its in-memory store, so its
+//! memory grows with the number of requests of a run.
+
+pub mod cpu;
+pub mod discard;
+pub mod load;
+pub mod payload;
+pub mod raw;
+pub mod run;
+pub mod server;
+
+/// The tokio runtime a server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ServerRuntime {
+    /// A multi-thread runtime with one worker (what `#[tokio::main]` gives with
+    /// `TOKIO_WORKER_THREADS=1`).
+    #[default]
+    Multi,
+    /// A current-thread runtime.
+    Current,
+}
+
+impl ServerRuntime {
+    /// Lowercase name, as on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ServerRuntime::Multi => "multi",
+            ServerRuntime::Current => "current",
+        }
+    }
+
+    /// Builds the runtime.
+    pub fn build(self) -> std::io::Result<tokio::runtime::Runtime> {
+        match self {
+            ServerRuntime::Multi => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build(),
+            ServerRuntime::Current => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! `trident-bench`: the command line of the load benchmark (see the library's docs).
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use trident_bench::cpu::Clock;
+use trident_bench::load::{Binding, Load, measure};
+use trident_bench::run::{RunConfig, detail_table, pin_self, summary_table, taskset_available};
+use trident_bench::server::{Mode, Store};
+use trident_bench::{ServerRuntime, server};
+
+#[derive(Parser)]
+#[command(
+    name = "trident-bench",
+    about = "Server CPU per blocking SendMessage on each A2A binding: Trident vs a raw echo"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve one mode (all bindings on one port) until killed.
+    Server {
+        /// raw: hand-written SendMessage handlers; trident: the engine with the echo agent.
+        #[arg(long, value_enum)]
+        mode: Mode,
+        /// Address to listen on (port 0 picks one; the bound address is printed).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// Tokio runtime of the server.
+        #[arg(long, value_enum, default_value_t = ServerRuntime::Multi)]
+        runtime: ServerRuntime,
+        /// Set TCP_NODELAY on accepted connections.
+        #[arg(long)]
+        nodelay: bool,
+        /// The store behind Trident's engine (discard: a diagnostic that keeps nothing).
+        #[arg(long, value_enum, default_value_t = Store::Memory)]
+        store: Store,
+    },
+    /// Drive one binding of a running server and print requests/s (and CPU per request with
+    /// --server-pid).
+    Load {
+        /// Binding to load.
+        #[arg(long, value_enum)]
+        binding: Binding,
+        /// Address of the server.
+        #[arg(long)]
+        target: SocketAddr,
+        /// Concurrent requests.
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+        /// Measured seconds.
+        #[arg(long, default_value_t = 5.0)]
+        duration: f64,
+        /// Unmeasured seconds of load first.
+        #[arg(long, default_value_t = 1.0)]
+        warmup: f64,
+        /// The server's pid, to report its CPU time per request.
+        #[arg(long)]
+        server_pid: Option<u32>,
+    },
+    /// Measure every binding against the raw and the Trident server; print markdown tables.
+    Run {
+        /// Measured seconds per case.
+        #[arg(long, default_value_t = 5.0)]
+        duration: f64,
+        /// Unmeasured seconds of load before each case.
+        #[arg(long, default_value_t = 1.0)]
+        warmup: f64,
+        /// Concurrent requests.
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+        /// Rounds of every case (the summary shows medians).
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// Tokio runtime of the servers.
+        #[arg(long, value_enum, default_value_t = ServerRuntime::Multi)]
+        server_runtime: ServerRuntime,
+        /// Set TCP_NODELAY on the servers' connections (`trident serve` leaves Nagle on).
+        #[arg(long)]
+        server_nodelay: bool,
+        /// The store behind Trident's engine (discard: a diagnostic that keeps nothing).
+        #[arg(long, value_enum, default_value_t = Store::Memory)]
+        trident_store: Store,
+        /// Do not pin the server and the load generator to separate cores.
+        #[arg(long)]
+        no_pin: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Server {
+            mode,
+            listen,
+            runtime,
+            nodelay,
+            store,
+        } => runtime
+            .build()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| rt.block_on(server::serve(mode, listen, nodelay, store))),
+        Command::Load {
+            binding,
+            target,
+            connections,
+            duration,
+            warmup,
+            server_pid,
+        } => client_runtime().and_then(|rt| {
+            rt.block_on(load(
+                binding,
+                target,
+                connections,
+                secs(duration)?,
+                secs(warmup)?,
+                server_pid,
+            ))
+        }),
+        Command::Run {
+            duration,
+            warmup,
+            connections,
+            rounds,
+            server_runtime,
+            server_nodelay,
+            trident_store,
+            no_pin,
+        } => (|| {
+            let config = RunConfig {
+                duration: secs(duration)?,
+                warmup: secs(warmup)?,
+                connections,
+                rounds: rounds.max(1),
+                server_runtime,
+                server_nodelay,
+                trident_store,
+                pin: !no_pin,
+            };
+            run(config)
+        })(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("trident-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn secs(s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|e| format!("{s} s: {e}"))
+}
+
+/// The load generator's runtime: one thread, so it stays on the core it is pinned to.
+fn client_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+async fn load(
+    binding: Binding,
+    target: SocketAddr,
+    connections: usize,
+    duration: Duration,
+    warmup: Duration,
+    server_pid: Option<u32>,
+) -> Result<(), String> {
+    let server = server_pid.map(|pid| (pid, Clock::from_getconf()));
+    let load = Load::start(binding, target, connections).await?;
+    tokio::time::sleep(warmup).await;
+    let window = measure(&load, duration, server).await;
+    let summary = load.stop().await;
+    let window = window?;
+    print!(
+        "{} {target}: {:.0} req/s over {:.1} s, {} connections",
+        binding.name(),
+        window.rate(),
+        window.elapsed.as_secs_f64(),
+        connections
+    );
+    if let (Some(us), Some(util)) = (window.cpu_us_per_request(), window.server_utilization()) {
+        print!(", server {us:.2} µs/req ({:.0}% of a core)", util * 100.0);
+    }
+    println!(", {} errors", summary.errors);
+    match summary.first_error {
+        Some(e) => Err(format!("{} requests failed; first: {e}", summary.errors)),
+        None => Ok(()),
+    }
+}
+
+fn run(mut config: RunConfig) -> Result<(), String> {
+    let command: Vec<String> = std::env::args().collect();
+    let clock = Clock::from_getconf();
+    if config.pin {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        if cores < 2 || !taskset_available() {
+            eprintln!("not pinning: needs taskset and two cores ({cores} available)");
+            config.pin = false;
+        } else {
+            // Before the runtime starts, so every thread of the load generator is on core 1.
+            pin_self(1)?;
+        }
+    }
+    let measured_tick = clock.verify(Duration::from_millis(300));
+    let rt = client_runtime()?;
+    let samples = rt.block_on(trident_bench::run::run(&config, clock))?;
+
+    println!("Command: `{}`", command.join(" "));
+    println!(
+        "Server: one process per mode, {}{}{}; load generator: this process, one thread{}.",
+        match config.server_runtime {
+            ServerRuntime::Multi => "tokio multi-thread runtime with 1 worker",
+            ServerRuntime::Current => "tokio current-thread runtime",
+        },
+        match (config.server_nodelay, config.trident_store) {
+            (false, Store::Memory) => String::new(),
+            (nodelay, store) => format!(
+                "{}, Trident store: {}",
+                if nodelay { ", TCP_NODELAY" } else { "" },
+                store.name()
+            ),
+        },
+        if config.pin { ", pinned to core 0" } else { "" },
+        if config.pin { ", pinned to core 1" } else { "" },
+    );
+    println!(
+        "Cases: {} s warm-up + {} s measured each, {} concurrent requests, {} round(s). \
+         Server CPU = utime+stime of /proc/<pid>/stat at {} ticks/s ({}).",
+        config.warmup.as_secs_f64(),
+        config.duration.as_secs_f64(),
+        config.connections,
+        config.rounds,
+        clock.ticks_per_second,
+        match &measured_tick {
+            Ok(rate) => format!("checked against schedstat: {rate:.1}/s"),
+            Err(e) => format!("not checked: {e}"),
+        }
+    );
+    println!();
+    println!("{}", detail_table(&samples));
+    println!("{}", summary_table(&samples));
+    let errors: u64 = samples.iter().map(|s| s.summary.errors).sum();
+    if errors > 0 {
+        let first = samples.iter().find_map(|s| s.summary.first_error.clone());
+        return Err(format!(
+            "{errors} requests failed; first: {}",
+            first.unwrap_or_default()
+        ));
+    }
+    Ok(())
+}

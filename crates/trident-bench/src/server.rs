@@ -1,0 +1,105 @@
+//! The benchmarked servers: Trident's combined router over the echo agent, or the raw baseline.
+//! Both are served by `axum::serve` on one port (HTTP/1.1 and h2c).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::serve::ListenerExt;
+
+use trident_core::{Engine, agents};
+use trident_server::{Interfaces, ServerOptions};
+
+/// Which server to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Hand-written SendMessage handlers (see [`crate::raw`]).
+    Raw,
+    /// `trident_server::app` over `Engine` with the echo agent and the in-memory store.
+    Trident,
+}
+
+impl Mode {
+    /// Lowercase name, as on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::Raw => "raw",
+            Mode::Trident => "trident",
+        }
+    }
+}
+
+/// The store behind Trident's engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Store {
+    /// The in-memory store (`Stores::memory()`, the engine's default): every task and event is
+    /// kept, so memory grows with every request.
+    #[default]
+    Memory,
+    /// Keeps nothing ([`crate::discard`]): a diagnostic, to see the engine's cost without the
+    /// store's.
+    Discard,
+}
+
+impl Store {
+    /// Lowercase name, as on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Store::Memory => "memory",
+            Store::Discard => "discard",
+        }
+    }
+}
+
+/// The line a server prints on stdout once it listens, followed by its address.
+pub const READY: &str = "listening on ";
+
+/// The router of `mode` for a server reachable at `addr` (`store` is Trident's).
+pub fn router(mode: Mode, addr: SocketAddr, store: Store) -> Result<axum::Router, String> {
+    match mode {
+        Mode::Raw => Ok(crate::raw::router()),
+        Mode::Trident => {
+            let card = trident_server::card_with_interfaces(
+                trident_core::default_card("Trident bench echo", "The echo agent, benchmarked"),
+                &Interfaces::local(addr),
+            );
+            let builder = Engine::builder(Arc::new(agents::Echo));
+            let engine = match store {
+                Store::Memory => builder.build(),
+                Store::Discard => builder.stores(crate::discard::stores()).build(),
+            };
+            trident_server::app(Arc::new(engine), &card, &ServerOptions::default())
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Binds `listen`, prints [`READY`] and the bound address on stdout, and serves `mode` until
+/// the process is killed. With `nodelay`, accepted sockets get `TCP_NODELAY` (`axum::serve`,
+/// like `trident_server::serve`, leaves Nagle's algorithm on).
+pub async fn serve(
+    mode: Mode,
+    listen: SocketAddr,
+    nodelay: bool,
+    store: Store,
+) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("bind {listen}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let app = router(mode, addr, store)?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{READY}{addr}").map_err(|e| e.to_string())?;
+        out.flush().map_err(|e| e.to_string())?;
+    }
+    if nodelay {
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await
+    } else {
+        axum::serve(listener, app).await
+    }
+    .map_err(|e| e.to_string())
+}
