@@ -530,34 +530,42 @@ pub async fn subscribe_starts_with_snapshot_then_live_events_without_gap_or_dupl
     t: Transport,
 ) {
     let f = Fixture::default(t).await;
-    let mut first = f
-        .svc
-        .send_streaming_message(&cx(), req(msg("stream 20")))
-        .await
-        .expect("stream");
-    let mut seen = Vec::new();
-    while let Some(e) = first.next().await {
-        let e = e.expect("event");
-        seen.push(e.seq.expect("seq"));
-        if seen.len() == 5 {
-            break;
+    // The task must still be running when we subscribe: 150 chunks 2 ms apart leave ~300 ms;
+    // on a loaded machine, try again with a fresh task rather than fail on timing.
+    let (first, sub) = loop {
+        let mut first = f
+            .svc
+            .send_streaming_message(&cx(), req(msg("stream 150")))
+            .await
+            .expect("stream");
+        let mut seen = Vec::new();
+        while let Some(e) = first.next().await {
+            let e = e.expect("event");
+            seen.push(e.seq.expect("seq"));
+            if seen.len() == 5 {
+                break;
+            }
         }
-    }
-    let id = match payload(&f_first_task(&*f.svc).await) {
-        Payload::Task(t) => t.id.clone(),
-        _ => unreachable!(),
+        let id = match payload(&f_first_task(&*f.svc).await) {
+            Payload::Task(t) => t.id.clone(),
+            _ => unreachable!(),
+        };
+        match f
+            .svc
+            .subscribe_to_task(
+                &cx(),
+                pb::SubscribeToTaskRequest {
+                    id,
+                    ..Default::default()
+                },
+            )
+            .await
+        {
+            Ok(sub) => break (first, sub),
+            Err(e) if e.kind() == ErrorKind::UnsupportedOperation => continue,
+            Err(e) => panic!("subscribe: {e}"),
+        }
     };
-    let sub = f
-        .svc
-        .subscribe_to_task(
-            &cx(),
-            pb::SubscribeToTaskRequest {
-                id,
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("subscribe");
     let events = collect(sub).await;
     let Payload::Task(snapshot) = payload(&events[0]) else {
         panic!("first event must be the task snapshot")

@@ -137,7 +137,12 @@ async fn streaming_send_ends_completed() {
         .map(|e| e.expect("no error event"))
         .collect();
     assert!(events.len() >= 5, "{events:?}");
-    assert!(events.iter().all(|e| e.seq.is_none()));
+    // Numbered from the trident-first-seq header: the task is event 1, then consecutive.
+    let seqs: Vec<_> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=events.len() as u64).map(Some).collect::<Vec<_>>()
+    );
     assert!(
         matches!(events[0].response.payload, Some(Payload::Task(_))),
         "first event is the task: {:?}",
@@ -612,7 +617,10 @@ async fn service_parameters_travel_as_metadata() {
         .collect()
         .await;
     assert_eq!(items.len(), 2, "{items:?}");
-    assert!(items[0].as_ref().is_ok_and(|e| e.seq.is_none()));
+    assert!(
+        items[0].as_ref().is_ok_and(|e| e.seq == Some(7)),
+        "the first seq travels in the header"
+    );
     assert_eq!(
         items[1].as_ref().err().map(A2aError::kind),
         Some(ErrorKind::Internal)

@@ -267,6 +267,12 @@ pub async fn serve(
     drain: Duration,
 ) -> std::io::Result<()> {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    // Without TCP_NODELAY, Nagle plus delayed ACKs stall pipelined h2 streams (~40 ms each).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let graceful = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stop_tx.send(true);

@@ -26,7 +26,7 @@ mod validate;
 use live::{Live, LiveGuard, follow};
 use run::{Creation, First, Run};
 
-use crate::store::{ListCursor, Scope, Sharded, StoreError, Stores, TaskQuery};
+use crate::store::{ListCursor, Scope, ShardExt, Sharded, StoreError, Stores, TaskQuery};
 use crate::{
     A2aError, A2aService, AgentExecutor, CallContext, ErrorKind, EventStream, RequestContext,
     StreamEvent,
@@ -163,7 +163,7 @@ pub(crate) struct Inner {
     pub(crate) stores: Stores,
     pub(crate) webhooks: Option<Arc<dyn WebhookTransport>>,
     pub(crate) config: EngineConfig,
-    live: Sharded<(Scope, Arc<str>), Arc<Live>>,
+    live: Sharded<Arc<Live>>,
 }
 
 pub(crate) fn store_error(e: StoreError) -> A2aError {
@@ -177,29 +177,34 @@ pub(crate) fn store_error(e: StoreError) -> A2aError {
 }
 
 impl Inner {
-    fn live_key(live: &Live) -> (Scope, Arc<str>) {
-        (live.scope.clone(), live.task_id.clone())
+    /// The live task `id` if it is in memory.
+    fn live_now(&self, scope: &Scope, id: &str) -> Option<Arc<Live>> {
+        self.live.shard(id).get_in(scope, id).cloned()
     }
 
     /// Registers a new live task.
     pub(crate) fn register(&self, live: &Arc<Live>) {
-        let key = Self::live_key(live);
-        self.live.shard(&key).insert(key, live.clone());
+        self.live
+            .shard(&live.task_id)
+            .slot(&live.scope, &live.task_id)
+            .insert_entry(live.clone());
     }
 
     /// Unregisters a live task when the caller holds the last reference besides the map.
     pub(crate) fn release(&self, live: &Arc<Live>) {
-        let key = Self::live_key(live);
-        let mut shard = self.live.shard(&key);
-        if Arc::strong_count(live) <= 2 && shard.get(&key).is_some_and(|l| Arc::ptr_eq(l, live)) {
-            shard.remove(&key);
+        let mut shard = self.live.shard(&live.task_id);
+        if Arc::strong_count(live) <= 2
+            && shard
+                .get_in(&live.scope, &live.task_id)
+                .is_some_and(|l| Arc::ptr_eq(l, live))
+        {
+            shard.remove_in(&live.scope, &live.task_id);
         }
     }
 
     /// The live task `id`, loading it from the store; `TaskNotFound` when not visible.
     async fn live(self: &Arc<Self>, scope: &Scope, id: &str) -> Result<LiveGuard, A2aError> {
-        let key = (scope.clone(), Arc::<str>::from(id));
-        if let Some(live) = self.live.shard(&key).get(&key).cloned() {
+        if let Some(live) = self.live_now(scope, id) {
             return Ok(LiveGuard {
                 inner: self.clone(),
                 live,
@@ -214,8 +219,8 @@ impl Inner {
             .ok_or_else(|| A2aError::task_not_found(id))?;
         let live = self
             .live
-            .shard(&key)
-            .entry(key)
+            .shard(id)
+            .slot(scope, id)
             .or_insert_with(|| {
                 Arc::new(Live::new(
                     scope.clone(),
@@ -232,9 +237,7 @@ impl Inner {
     }
 
     async fn record(&self, scope: &Scope, id: &str) -> Result<crate::store::TaskRecord, A2aError> {
-        let key = (scope.clone(), Arc::<str>::from(id));
-        let live = self.live.shard(&key).get(&key).cloned();
-        match live {
+        match self.live_now(scope, id) {
             Some(live) => Ok(live.writer.lock().await.record.clone()),
             None => self
                 .stores
@@ -550,8 +553,10 @@ impl Engine {
     pub fn stats(&self) -> EngineStats {
         let mut stats = EngineStats::default();
         for shard in self.inner.live.shards() {
-            stats.live_tasks += shard.len();
-            stats.buffered_events += shard.values().map(|l| l.buffered()).sum::<usize>();
+            for ids in shard.values() {
+                stats.live_tasks += ids.len();
+                stats.buffered_events += ids.values().map(|l| l.buffered()).sum::<usize>();
+            }
         }
         stats
     }
@@ -966,8 +971,7 @@ impl A2aService for Engine {
             .delete(&scope, &req.task_id, &req.id)
             .await
             .map_err(store_error)?;
-        let key = (scope, Arc::<str>::from(req.task_id.as_str()));
-        let live = self.inner.live.shard(&key).get(&key).cloned();
+        let live = self.inner.live_now(&scope, &req.task_id);
         if let Some(live) = live {
             live.writer.lock().await.has_push = None;
         }

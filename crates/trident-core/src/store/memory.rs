@@ -1,7 +1,8 @@
 //! The in-memory store: sharded hash maps, no global lock.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, Hash, RandomState};
+use std::hash::BuildHasher;
 use std::sync::{Mutex, MutexGuard};
 
 use trident_proto as pb;
@@ -13,29 +14,100 @@ use super::{
 
 const SHARDS: usize = 64;
 
-/// A map split into independently locked shards.
-pub(crate) struct Sharded<K, V> {
-    shards: Box<[Mutex<HashMap<K, V>>]>,
-    hasher: RandomState,
-}
+/// FxHash (rotate, xor, multiply): a few cycles per word. Used only for maps whose keys the
+/// server generates (task ids), so nobody can choose colliding keys; maps keyed by
+/// client-chosen values (tenants) keep SipHash.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
 
-impl<K: Hash + Eq, V> Sharded<K, V> {
-    pub(crate) fn new() -> Self {
-        Self {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            hasher: RandomState::new(),
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let word = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
         }
     }
 
-    /// Locks the shard holding `key`.
-    pub(crate) fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> MutexGuard<'_, HashMap<K, V>> {
-        let i = (self.hasher.hash_one(key) as usize) % self.shards.len();
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Fx = std::hash::BuildHasherDefault<FxHasher>;
+
+/// One shard: scope → id → value. Lookups borrow the id (no key allocation).
+pub(crate) type Shard<V> = HashMap<Scope, HashMap<Box<str>, V, Fx>>;
+
+/// Values keyed by (scope, id), split into independently locked shards chosen by the id.
+pub(crate) struct Sharded<V> {
+    shards: Box<[Mutex<Shard<V>>]>,
+}
+
+impl<V> Sharded<V> {
+    pub(crate) fn new() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    /// Locks the shard holding `id`.
+    pub(crate) fn shard(&self, id: &str) -> MutexGuard<'_, Shard<V>> {
+        let i = (Fx::default().hash_one(id) as usize) % self.shards.len();
         lock(&self.shards[i])
     }
 
     /// Every shard, one at a time.
-    pub(crate) fn shards(&self) -> impl Iterator<Item = MutexGuard<'_, HashMap<K, V>>> {
+    pub(crate) fn shards(&self) -> impl Iterator<Item = MutexGuard<'_, Shard<V>>> {
         self.shards.iter().map(lock)
+    }
+}
+
+/// (scope, id) access to a locked shard.
+pub(crate) trait ShardExt<V> {
+    fn get_in(&self, scope: &Scope, id: &str) -> Option<&V>;
+    fn get_mut_in(&mut self, scope: &Scope, id: &str) -> Option<&mut V>;
+    fn slot(
+        &mut self,
+        scope: &Scope,
+        id: &str,
+    ) -> std::collections::hash_map::Entry<'_, Box<str>, V>;
+    fn remove_in(&mut self, scope: &Scope, id: &str) -> Option<V>;
+}
+
+impl<V> ShardExt<V> for Shard<V> {
+    fn get_in(&self, scope: &Scope, id: &str) -> Option<&V> {
+        self.get(scope)?.get(id)
+    }
+
+    fn get_mut_in(&mut self, scope: &Scope, id: &str) -> Option<&mut V> {
+        self.get_mut(scope)?.get_mut(id)
+    }
+
+    fn slot(
+        &mut self,
+        scope: &Scope,
+        id: &str,
+    ) -> std::collections::hash_map::Entry<'_, Box<str>, V> {
+        let ids = match self.get_mut(scope) {
+            Some(_) => self.get_mut(scope),
+            None => Some(self.entry(scope.clone()).or_default()),
+        };
+        ids.map(|m| m.entry(id.into()))
+            .unwrap_or_else(|| unreachable!("inserted above"))
+    }
+
+    fn remove_in(&mut self, scope: &Scope, id: &str) -> Option<V> {
+        let ids = self.get_mut(scope)?;
+        let removed = ids.remove(id);
+        if ids.is_empty() {
+            self.remove(scope);
+        }
+        removed
     }
 }
 
@@ -44,13 +116,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-type Key = (Scope, String);
-
 /// Tasks, event logs and push configurations in process memory. Nothing survives a restart.
 pub struct MemoryStore {
-    tasks: Sharded<Key, TaskRecord>,
-    events: Sharded<Key, Vec<LoggedEvent>>,
-    push: Sharded<Key, BTreeMap<String, pb::TaskPushNotificationConfig>>,
+    tasks: Sharded<TaskRecord>,
+    events: Sharded<Vec<LoggedEvent>>,
+    push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
 }
 
 impl Default for MemoryStore {
@@ -70,20 +140,17 @@ impl MemoryStore {
     }
 }
 
-fn key(scope: &Scope, id: &str) -> Key {
-    (scope.clone(), id.to_owned())
-}
-
 #[async_trait::async_trait]
 impl TaskStore for MemoryStore {
     async fn create(&self, scope: &Scope, record: &TaskRecord) -> Result<(), StoreError> {
-        let k = key(scope, &record.task.id);
-        let mut shard = self.tasks.shard(&k);
-        if shard.contains_key(&k) {
-            return Err(StoreError::AlreadyExists);
+        let id = record.task.id.as_str();
+        match self.tasks.shard(id).slot(scope, id) {
+            Entry::Occupied(_) => Err(StoreError::AlreadyExists),
+            Entry::Vacant(v) => {
+                v.insert(record.clone());
+                Ok(())
+            }
         }
-        shard.insert(k, record.clone());
-        Ok(())
     }
 
     async fn update(
@@ -92,9 +159,9 @@ impl TaskStore for MemoryStore {
         record: &TaskRecord,
         expected_seq: u64,
     ) -> Result<(), StoreError> {
-        let k = key(scope, &record.task.id);
-        let mut shard = self.tasks.shard(&k);
-        let current = shard.get_mut(&k).ok_or(StoreError::NotFound)?;
+        let id = record.task.id.as_str();
+        let mut shard = self.tasks.shard(id);
+        let current = shard.get_mut_in(scope, id).ok_or(StoreError::NotFound)?;
         if current.last_seq != expected_seq {
             return Err(StoreError::Conflict);
         }
@@ -103,8 +170,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let k = key(scope, id);
-        Ok(self.tasks.shard(&k).get(&k).cloned())
+        Ok(self.tasks.shard(id).get_in(scope, id).cloned())
     }
 
     /// A scan of every shard: O(tasks) per page. Fine for tests and small deployments; the
@@ -113,8 +179,8 @@ impl TaskStore for MemoryStore {
         let mut hits: Vec<pb::Task> = Vec::new();
         let mut total = 0;
         for shard in self.tasks.shards() {
-            for ((s, _), record) in shard.iter() {
-                if s != scope || !query.matches(&record.task) {
+            for record in shard.get(scope).into_iter().flat_map(|ids| ids.values()) {
+                if !query.matches(&record.task) {
                     continue;
                 }
                 total += 1;
@@ -155,9 +221,8 @@ impl EventLog for MemoryStore {
         task_id: &str,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
-        let k = key(scope, task_id);
-        let mut shard = self.events.shard(&k);
-        let log = shard.entry(k).or_default();
+        let mut shard = self.events.shard(task_id);
+        let log = shard.slot(scope, task_id).or_default();
         let first = log.last().map_or(1, |e| e.seq + 1);
         if events
             .iter()
@@ -177,9 +242,8 @@ impl EventLog for MemoryStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
-        let k = key(scope, task_id);
-        let shard = self.events.shard(&k);
-        let Some(log) = shard.get(&k) else {
+        let shard = self.events.shard(task_id);
+        let Some(log) = shard.get_in(scope, task_id) else {
             return Ok(Vec::new());
         };
         // Sequence numbers start at 1 without gaps, so `after` is also an index.
@@ -195,10 +259,9 @@ impl PushConfigStore for MemoryStore {
         scope: &Scope,
         config: &pb::TaskPushNotificationConfig,
     ) -> Result<(), StoreError> {
-        let k = key(scope, &config.task_id);
         self.push
-            .shard(&k)
-            .entry(k)
+            .shard(&config.task_id)
+            .slot(scope, &config.task_id)
             .or_default()
             .insert(config.id.clone(), config.clone());
         Ok(())
@@ -210,8 +273,11 @@ impl PushConfigStore for MemoryStore {
         task_id: &str,
         id: &str,
     ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
-        let k = key(scope, task_id);
-        Ok(self.push.shard(&k).get(&k).and_then(|m| m.get(id).cloned()))
+        Ok(self
+            .push
+            .shard(task_id)
+            .get_in(scope, task_id)
+            .and_then(|m| m.get(id).cloned()))
     }
 
     async fn list(
@@ -221,9 +287,8 @@ impl PushConfigStore for MemoryStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<pb::TaskPushNotificationConfig>, bool), StoreError> {
-        let k = key(scope, task_id);
-        let shard = self.push.shard(&k);
-        let Some(configs) = shard.get(&k) else {
+        let shard = self.push.shard(task_id);
+        let Some(configs) = shard.get_in(scope, task_id) else {
             return Ok((Vec::new(), false));
         };
         let mut iter = configs
@@ -237,9 +302,10 @@ impl PushConfigStore for MemoryStore {
     }
 
     async fn delete(&self, scope: &Scope, task_id: &str, id: &str) -> Result<bool, StoreError> {
-        let k = key(scope, task_id);
-        let mut shard = self.push.shard(&k);
-        Ok(shard.get_mut(&k).is_some_and(|m| m.remove(id).is_some()))
+        let mut shard = self.push.shard(task_id);
+        Ok(shard
+            .get_mut_in(scope, task_id)
+            .is_some_and(|m| m.remove(id).is_some()))
     }
 }
 

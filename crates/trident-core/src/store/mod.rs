@@ -13,7 +13,7 @@ pub mod contract;
 mod memory;
 
 pub use memory::MemoryStore;
-pub(crate) use memory::{Sharded, lock as lock_std};
+pub(crate) use memory::{ShardExt, Sharded, lock as lock_std};
 
 /// Whose data a call may touch: a tenant and an owning principal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
