@@ -78,15 +78,23 @@ impl Drop for Fixture {
 pub async fn spawn_server(
     engine: Engine,
 ) -> (trident_server::Interfaces, tokio::task::JoinHandle<()>) {
+    let options = trident_server::ServerOptions {
+        authenticator: Some(Arc::new(test_tokens())),
+        ..Default::default()
+    };
+    spawn_server_with(engine, options).await
+}
+
+/// Serves `engine` with its card on 127.0.0.1:0 with these server options.
+pub async fn spawn_server_with(
+    engine: Engine,
+    options: trident_server::ServerOptions,
+) -> (trident_server::Interfaces, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let interfaces = trident_server::Interfaces::local(listener.local_addr().expect("addr"));
     let card = trident_server::card_with_interfaces(engine.card().clone(), &interfaces);
-    let options = trident_server::ServerOptions {
-        authenticator: Some(Arc::new(test_tokens())),
-        ..Default::default()
-    };
     let app = trident_server::app(Arc::new(engine), &card, &options).expect("app");
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;

@@ -9,25 +9,7 @@ use trident_core::agents::Demo;
 use trident_core::{A2aService, Engine};
 use trident_proto as pb;
 
-use crate::harness::{cx, send_task};
-
-async fn server(
-    engine: Engine,
-    options: trident_server::ServerOptions,
-) -> (trident_server::Interfaces, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let interfaces = trident_server::Interfaces::local(listener.local_addr().expect("addr"));
-    let card = trident_server::card_with_interfaces(engine.card().clone(), &interfaces);
-    let app = trident_server::app(Arc::new(engine), &card, &options).expect("app");
-    (
-        interfaces,
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        }),
-    )
-}
+use crate::harness::{cx, send_task, spawn_server_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_sse_streams_get_keep_alive_comments() {
@@ -35,7 +17,7 @@ async fn idle_sse_streams_get_keep_alive_comments() {
     let mut options = trident_server::ServerOptions::default();
     options.rest.keep_alive = Duration::from_millis(100);
     options.jsonrpc.keep_alive = Duration::from_millis(100);
-    let (interfaces, server) = server(engine.clone(), options).await;
+    let (interfaces, server) = spawn_server_with(engine.clone(), options).await;
     let waiting = send_task(&engine, &cx(), "auth").await;
     let http = reqwest::Client::new();
     let rest = http
@@ -70,7 +52,7 @@ async fn idle_sse_streams_get_keep_alive_comments() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_frees_its_stream() {
     let engine = Engine::builder(Arc::new(Demo)).build();
-    let (interfaces, server) = server(engine.clone(), Default::default()).await;
+    let (interfaces, server) = spawn_server_with(engine.clone(), Default::default()).await;
     // AUTH_REQUIRED keeps streams open and runs no executor: only the stream holds the task.
     let waiting = send_task(&engine, &cx(), "auth").await;
     for client in [
