@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use trident_core::{AgentExecutor, Engine, agents};
-use trident_server::{Interfaces, ServerOptions};
+use trident_core::{AgentExecutor, Engine, EngineConfig, agents};
+use trident_server::{Bindings, Interfaces, ServerOptions};
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +38,16 @@ struct Serve {
     /// Which demo agent to serve.
     #[arg(long, value_enum, default_value_t = Agent::Echo)]
     agent: Agent,
+    /// Serve gRPC on its own listener at this address (default: on the main listener).
+    #[arg(long, env = "TRIDENT_GRPC_LISTEN")]
+    grpc_listen: Option<SocketAddr>,
+    /// Refuse requests without `A2A-Version` (the spec reads them as 0.3; by default they are
+    /// served as 1.0).
+    #[arg(long, env = "TRIDENT_STRICT_VERSION")]
+    strict_version: bool,
+    /// Largest request body, in bytes, on every binding.
+    #[arg(long, env = "TRIDENT_MAX_BODY", default_value_t = 4 << 20)]
+    max_body: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -95,21 +105,37 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(args.listen).await?;
     let addr = listener.local_addr()?;
-    let interfaces = match &args.public_url {
+    let grpc_listener = match args.grpc_listen {
+        Some(a) => Some(tokio::net::TcpListener::bind(a).await?),
+        None => None,
+    };
+    let mut interfaces = match &args.public_url {
         Some(origin) => Interfaces::at(origin),
         None => Interfaces::local(addr),
     };
+    if let Some(g) = &grpc_listener {
+        interfaces.grpc = g.local_addr()?.to_string();
+    }
     let name = format!("Trident {} agent", args.agent.name());
     let card = trident_server::card_with_interfaces(
         trident_core::default_card(&name, "A demo agent served by Trident"),
         &interfaces,
     );
     let webhooks = trident_rest::HttpWebhooks::new(Duration::from_secs(10))?;
+    let config = EngineConfig {
+        strict_version: args.strict_version,
+        ..EngineConfig::default()
+    };
     let engine = Engine::builder(args.agent.executor())
         .card(card.clone())
         .webhooks(Arc::new(webhooks))
+        .config(config)
         .build();
-    let app = trident_server::app(Arc::new(engine), &card, &ServerOptions::default())?;
+    let svc: Arc<dyn trident_core::A2aService> = Arc::new(engine);
+    let mut options = ServerOptions::default();
+    options.rest.max_body = args.max_body;
+    options.jsonrpc.max_body = args.max_body;
+    options.grpc.max_request_size = args.max_body;
 
     println!(
         "Trident serving the {} agent (in-memory store) on {addr}",
@@ -123,10 +149,48 @@ async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error>> {
     println!("  JSONRPC     {}", interfaces.jsonrpc);
     println!("  HTTP+JSON   {}", interfaces.rest);
     println!("  GRPC        {}", interfaces.grpc);
-    let shutdown = async {
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
         println!("shutting down");
+        let _ = stop_tx.send(true);
+    });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
     };
-    trident_server::serve(listener, app, shutdown, Duration::from_secs(5)).await?;
+    let drain = Duration::from_secs(5);
+    match grpc_listener {
+        None => {
+            let app = trident_server::app(svc, &card, &options)?;
+            trident_server::serve(listener, app, stopped(), drain).await?;
+        }
+        Some(grpc_listener) => {
+            let http = trident_server::app(
+                svc.clone(),
+                &card,
+                &ServerOptions {
+                    bindings: Bindings::HTTP,
+                    ..options.clone()
+                },
+            )?;
+            let grpc = trident_server::app(
+                svc,
+                &card,
+                &ServerOptions {
+                    bindings: Bindings::GRPC,
+                    ..options
+                },
+            )?;
+            let (a, b) = tokio::join!(
+                trident_server::serve(listener, http, stopped(), drain),
+                trident_server::serve(grpc_listener, grpc, stopped(), drain)
+            );
+            a?;
+            b?;
+        }
+    }
     Ok(())
 }

@@ -44,6 +44,40 @@ pub struct ServerOptions {
     pub grpc: GrpcOptions,
     /// `Cache-Control: max-age` of the card, in seconds.
     pub card_max_age: u32,
+    /// Which bindings this listener serves (all by default; gRPC can get a listener of its own).
+    pub bindings: Bindings,
+}
+
+/// The bindings a listener serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bindings {
+    /// `lf.a2a.v1.A2AService`, reflection and health.
+    pub grpc: bool,
+    /// JSON-RPC at `POST /`.
+    pub jsonrpc: bool,
+    /// HTTP+JSON routes and the agent card.
+    pub rest: bool,
+}
+
+impl Bindings {
+    /// All three.
+    pub const ALL: Bindings = Bindings {
+        grpc: true,
+        jsonrpc: true,
+        rest: true,
+    };
+    /// gRPC only (a separate gRPC listener).
+    pub const GRPC: Bindings = Bindings {
+        grpc: true,
+        jsonrpc: false,
+        rest: false,
+    };
+    /// JSON-RPC, HTTP+JSON and the card (the HTTP listener when gRPC has its own).
+    pub const HTTP: Bindings = Bindings {
+        grpc: false,
+        jsonrpc: true,
+        rest: true,
+    };
 }
 
 impl Default for ServerOptions {
@@ -54,6 +88,7 @@ impl Default for ServerOptions {
             jsonrpc: JsonRpcOptions::default(),
             grpc: GrpcOptions::default(),
             card_max_age: 300,
+            bindings: Bindings::ALL,
         }
     }
 }
@@ -66,6 +101,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("jsonrpc", &self.jsonrpc)
             .field("grpc", &self.grpc)
             .field("card_max_age", &self.card_max_age)
+            .field("bindings", &self.bindings)
             .finish()
     }
 }
@@ -228,27 +264,38 @@ impl std::fmt::Display for ServerError {
 
 impl std::error::Error for ServerError {}
 
-/// The combined router: card, gRPC, JSON-RPC and HTTP+JSON over one `svc`.
+/// The combined router over one `svc`: the card, gRPC, JSON-RPC and HTTP+JSON, as selected by
+/// `options.bindings` (the card goes with HTTP+JSON).
 pub fn app(
     svc: Arc<dyn A2aService>,
     card: &pb::AgentCard,
     options: &ServerOptions,
 ) -> Result<axum::Router, ServerError> {
-    let card_state = CardState::new(card, options.card_max_age)?;
-    let rest = trident_rest::router(svc.clone(), options.rest.clone())
-        .map_err(|e| ServerError(e.to_string()))?;
-    let router = axum::Router::new()
-        .route(
+    let mut router = axum::Router::new();
+    let bindings = options.bindings;
+    if bindings.rest {
+        let card_state = CardState::new(card, options.card_max_age)?;
+        router = router.route(
             CARD_PATH,
             axum::routing::get(serve_card).with_state(card_state),
-        )
-        .merge(trident_jsonrpc::router(
+        );
+    }
+    if bindings.jsonrpc {
+        router = router.merge(trident_jsonrpc::router(
             svc.clone(),
             JSONRPC_PATH,
             options.jsonrpc.clone(),
-        ))
-        .merge(trident_grpc::routes_with(svc, &options.grpc).0)
-        .merge(rest);
+        ));
+    }
+    if bindings.grpc {
+        router = router.merge(trident_grpc::routes_with(svc.clone(), &options.grpc).0);
+    }
+    if bindings.rest {
+        router = router.merge(
+            trident_rest::router(svc, options.rest.clone())
+                .map_err(|e| ServerError(e.to_string()))?,
+        );
+    }
     Ok(match &options.authenticator {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
             auth.clone(),
