@@ -107,13 +107,36 @@ async fn grpc_can_have_a_listener_of_its_own() {
     use trident_server::{Bindings, ServerOptions};
     let engine = trident_core::Engine::builder(Arc::new(trident_core::agents::Demo)).build();
     let svc: Arc<dyn trident_core::A2aService> = Arc::new(engine);
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let grpc = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let mut interfaces = trident_server::Interfaces::local(http.local_addr().expect("addr"));
     interfaces.grpc = grpc.local_addr().expect("addr").to_string();
-    let card = trident_server::card_with_interfaces(trident_core::default_card("Split", "Split listeners"), &interfaces);
-    let http_app = trident_server::app(svc.clone(), &card, &ServerOptions { bindings: Bindings::HTTP, ..Default::default() }).expect("app");
-    let grpc_app = trident_server::app(svc, &card, &ServerOptions { bindings: Bindings::GRPC, ..Default::default() }).expect("app");
+    let card = trident_server::card_with_interfaces(
+        trident_core::default_card("Split", "Split listeners"),
+        &interfaces,
+    );
+    let http_app = trident_server::app(
+        svc.clone(),
+        &card,
+        &ServerOptions {
+            bindings: Bindings::HTTP,
+            ..Default::default()
+        },
+    )
+    .expect("app");
+    let grpc_app = trident_server::app(
+        svc,
+        &card,
+        &ServerOptions {
+            bindings: Bindings::GRPC,
+            ..Default::default()
+        },
+    )
+    .expect("app");
     let servers = [
         tokio::spawn(async move {
             let _ = axum::serve(http, http_app).await;
@@ -123,20 +146,35 @@ async fn grpc_can_have_a_listener_of_its_own() {
         }),
     ];
     for binding in Binding::ALL {
-        let agent = trident_client::connect(&interfaces.rest, &[binding]).await.expect("connect");
+        let agent = trident_client::connect(&interfaces.rest, &[binding])
+            .await
+            .expect("connect");
         let task = send_task(&*agent.service, &cx(), "hello").await;
         assert_eq!(task.state(), pb::TaskState::Completed, "{binding:?}");
     }
     // Each listener serves only its bindings.
-    let http_port_grpc = trident_grpc::GrpcClient::connect(&interfaces.rest.replace("http://", "")).await.expect("h2c connects");
-    assert!(send_task_result(&http_port_grpc).await.is_err(), "no gRPC on the HTTP listener");
-    let card_on_grpc = reqwest::get(format!("http://{}/.well-known/agent-card.json", interfaces.grpc)).await.expect("http");
+    let http_port_grpc = trident_grpc::GrpcClient::connect(&interfaces.rest.replace("http://", ""))
+        .await
+        .expect("h2c connects");
+    assert!(
+        send_task_result(&http_port_grpc).await.is_err(),
+        "no gRPC on the HTTP listener"
+    );
+    let card_on_grpc = reqwest::get(format!(
+        "http://{}/.well-known/agent-card.json",
+        interfaces.grpc
+    ))
+    .await
+    .expect("http");
     assert_eq!(card_on_grpc.status(), 404, "no card on the gRPC listener");
     for s in servers {
         s.abort();
     }
 }
 
-async fn send_task_result(svc: &dyn trident_core::A2aService) -> Result<pb::SendMessageResponse, trident_core::A2aError> {
-    svc.send_message(&cx(), crate::harness::req(crate::harness::msg("hello"))).await
+async fn send_task_result(
+    svc: &dyn trident_core::A2aService,
+) -> Result<pb::SendMessageResponse, trident_core::A2aError> {
+    svc.send_message(&cx(), crate::harness::req(crate::harness::msg("hello")))
+        .await
 }

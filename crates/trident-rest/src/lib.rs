@@ -58,3 +58,6 @@ impl WebhookTransport for HttpWebhooks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
