@@ -178,3 +178,65 @@ async fn send_task_result(
     svc.send_message(&cx(), crate::harness::req(crate::harness::msg("hello")))
         .await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activated_extensions_are_echoed_on_every_binding() {
+    use std::sync::Arc;
+    const GEO: &str = "https://example.com/ext/geo/v1";
+    let mut card = trident_core::default_card("Ext", "Declares one extension");
+    card.capabilities
+        .get_or_insert_with(Default::default)
+        .extensions
+        .push(pb::AgentExtension {
+            uri: GEO.into(),
+            ..Default::default()
+        });
+    let engine = trident_core::Engine::builder(Arc::new(trident_core::agents::Demo))
+        .card(card)
+        .build();
+    let (interfaces, server) = crate::harness::spawn_server(engine).await;
+    let http = reqwest::Client::new();
+    let body = r#"{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#;
+    let rest = http
+        .post(format!("{}/message:send", interfaces.rest))
+        .header("content-type", "application/json")
+        .header(
+            "a2a-extensions",
+            format!("https://unknown.example/x, {GEO}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("rest");
+    assert_eq!(rest.status(), 200);
+    assert_eq!(
+        rest.headers()["a2a-extensions"],
+        GEO,
+        "only declared extensions are activated"
+    );
+    let plain = http
+        .post(format!("{}/message:send", interfaces.rest))
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("rest");
+    assert!(plain.headers().get("a2a-extensions").is_none());
+    let mut grpc = trident_grpc::GrpcClient::connect(&interfaces.grpc)
+        .await
+        .expect("grpc")
+        .raw();
+    let mut request = tonic::Request::new(crate::harness::req(crate::harness::msg("hi")));
+    request
+        .metadata_mut()
+        .insert("a2a-extensions", GEO.parse().expect("ascii"));
+    let response = grpc.send_message(request).await.expect("grpc");
+    assert_eq!(
+        response
+            .metadata()
+            .get("a2a-extensions")
+            .and_then(|v| v.to_str().ok()),
+        Some(GEO)
+    );
+    server.abort();
+}

@@ -264,6 +264,32 @@ impl std::fmt::Display for ServerError {
 
 impl std::error::Error for ServerError {}
 
+/// Echoes the extensions a request activated (`A2A-Extensions`, or `X-A2A-Extensions` of v0.3
+/// clients) that the card declares, in the response's `A2A-Extensions` header. gRPC response
+/// metadata is made of the same HTTP/2 headers, so this serves all three bindings.
+async fn echo_extensions(
+    State(declared): State<Arc<[String]>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let requested: Vec<String> = ["a2a-extensions", "x-a2a-extensions"]
+        .iter()
+        .flat_map(|name| request.headers().get_all(*name))
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|uri| declared.iter().any(|d| d == uri))
+        .map(str::to_owned)
+        .collect();
+    let mut response = next.run(request).await;
+    if !requested.is_empty()
+        && let Ok(value) = HeaderValue::try_from(requested.join(", "))
+    {
+        response.headers_mut().insert("a2a-extensions", value);
+    }
+    response
+}
+
 /// The combined router over one `svc`: the card, gRPC, JSON-RPC and HTTP+JSON, as selected by
 /// `options.bindings` (the card goes with HTTP+JSON).
 pub fn app(
@@ -295,6 +321,18 @@ pub fn app(
             trident_rest::router(svc, options.rest.clone())
                 .map_err(|e| ServerError(e.to_string()))?,
         );
+    }
+    let declared: Arc<[String]> = card
+        .capabilities
+        .iter()
+        .flat_map(|c| &c.extensions)
+        .map(|e| e.uri.clone())
+        .collect();
+    if !declared.is_empty() {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            declared,
+            echo_extensions,
+        ));
     }
     Ok(match &options.authenticator {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
