@@ -93,12 +93,7 @@ impl<V> ShardExt<V> for Shard<V> {
         scope: &Scope,
         id: &str,
     ) -> std::collections::hash_map::Entry<'_, Box<str>, V> {
-        let ids = match self.get_mut(scope) {
-            Some(_) => self.get_mut(scope),
-            None => Some(self.entry(scope.clone()).or_default()),
-        };
-        ids.map(|m| m.entry(id.into()))
-            .unwrap_or_else(|| unreachable!("inserted above"))
+        self.entry(scope.clone()).or_default().entry(id.into())
     }
 
     fn remove_in(&mut self, scope: &Scope, id: &str) -> Option<V> {
