@@ -80,6 +80,18 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
         .expect("open")
 }
 
+/// The kinds of the next `n` notifications.
+async fn next_kinds(
+    rx: &mut mpsc::UnboundedReceiver<Received>,
+    n: usize,
+) -> Vec<(&'static str, Option<pb::TaskState>)> {
+    let mut kinds = Vec::with_capacity(n);
+    for _ in 0..n {
+        kinds.push(kind(&next(rx).await));
+    }
+    kinds
+}
+
 fn kind(r: &Received) -> (&'static str, Option<pb::TaskState>) {
     use pb::stream_response::Payload;
     match r.body.payload.as_ref().expect("payload") {
@@ -134,14 +146,7 @@ async fn every_event_is_posted_in_order_with_credentials_and_tokens() {
     follow_up(&*svc, &cx(), &asked, "Ada")
         .await
         .expect("follow-up");
-    let rest: Vec<_> = [
-        next(&mut rx).await,
-        next(&mut rx).await,
-        next(&mut rx).await,
-    ]
-    .iter()
-    .map(kind)
-    .collect();
+    let rest: Vec<_> = next_kinds(&mut rx, 3).await;
     assert_eq!(
         rest,
         [
@@ -175,14 +180,7 @@ async fn configs_added_later_get_later_events_and_deleted_ones_get_nothing() {
     follow_up(&*svc, &cx(), &asked, "Ada")
         .await
         .expect("follow-up");
-    let got: Vec<_> = [
-        next(&mut rx).await,
-        next(&mut rx).await,
-        next(&mut rx).await,
-    ]
-    .iter()
-    .map(kind)
-    .collect();
+    let got: Vec<_> = next_kinds(&mut rx, 3).await;
     assert_eq!(
         got,
         [
