@@ -109,11 +109,7 @@ impl std::fmt::Debug for EventSink {
 impl EventSink {
     /// A `ROLE_AGENT` message with one text part, carrying this task's ids.
     pub fn message(&self, text: impl Into<String>) -> pb::Message {
-        let mut m =
-            pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
-        m.context_id = self.run.context_id().to_owned();
-        m.task_id = self.run.task_id().to_owned();
-        m
+        self.run.agent_message(text.into())
     }
 
     /// Answers with a direct message instead of a task. Only valid as the first and only

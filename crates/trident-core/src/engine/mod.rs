@@ -452,18 +452,12 @@ impl Inner {
         ctx.task = Some(task.clone());
         ctx.message = message.clone();
 
-        let t = &mut w.record.task;
-        let status = pb::TaskStatus::now(pb::TaskState::Working, None);
-        if let Some(previous) = t.status.replace(status.clone()).and_then(|s| s.message) {
-            t.history.push(previous);
-        }
-        t.history.push(message);
-        let event = pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
-            task_id: t.id.clone(),
-            context_id: t.context_id.clone(),
-            status: Some(status),
-            metadata: None,
-        });
+        let event = set_status(
+            &mut w.record.task,
+            pb::TaskStatus::now(pb::TaskState::Working, None),
+            None,
+        );
+        w.record.task.history.push(message);
         if let Some(p) = push {
             self.stores
                 .push
@@ -472,9 +466,7 @@ impl Inner {
                 .map_err(store_error)?;
             w.has_push = Some(true);
         }
-        let after = live
-            .commit(self, &mut w, vec![pb::StreamResponse::new(event)])
-            .await?;
+        let after = live.commit(self, &mut w, vec![event]).await?;
         w.running = true;
         w.turn += 1;
         w.cancel = cancel;
@@ -569,6 +561,27 @@ pub struct EngineStats {
     pub live_tasks: usize,
     /// Events held in those tasks' tails (at most `tail_capacity` each).
     pub buffered_events: usize,
+}
+
+/// Moves `task` to `status` and returns the event that says so. A message on the status it
+/// replaces moves into the history, so a question asked at INPUT_REQUIRED sits before the
+/// answer that follows it.
+pub(crate) fn set_status(
+    task: &mut pb::Task,
+    status: pb::TaskStatus,
+    metadata: Option<trident_proto::wkt::Struct>,
+) -> pb::StreamResponse {
+    if let Some(previous) = task.status.replace(status.clone()).and_then(|s| s.message) {
+        task.history.push(previous);
+    }
+    pb::StreamResponse::new(pb::stream_response::Payload::StatusUpdate(
+        pb::TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: Some(status),
+            metadata,
+        },
+    ))
 }
 
 /// Applies `historyLength`: unset keeps all, 0 drops all, n keeps the n most recent.
@@ -773,19 +786,12 @@ impl A2aService for Engine {
             return Ok(w.record.task.clone());
         }
         w.cancel.cancel();
-        let t = &mut w.record.task;
-        let status = pb::TaskStatus::now(pb::TaskState::Canceled, None);
-        if let Some(previous) = t.status.replace(status.clone()).and_then(|s| s.message) {
-            t.history.push(previous);
-        }
-        let event = pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
-            task_id: t.id.clone(),
-            context_id: t.context_id.clone(),
-            status: Some(status),
-            metadata: req.metadata,
-        });
-        live.commit(&self.inner, &mut w, vec![pb::StreamResponse::new(event)])
-            .await?;
+        let event = set_status(
+            &mut w.record.task,
+            pb::TaskStatus::now(pb::TaskState::Canceled, None),
+            req.metadata,
+        );
+        live.commit(&self.inner, &mut w, vec![event]).await?;
         push::kick(&self.inner, live, &mut w).await;
         Ok(w.record.task.clone())
     }

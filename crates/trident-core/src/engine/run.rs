@@ -109,10 +109,6 @@ impl Run {
         &self.task_id
     }
 
-    pub(crate) fn context_id(&self) -> &str {
-        &self.context_id
-    }
-
     fn send_first(&self, first: First) -> bool {
         match lock_std(&self.first).take() {
             Some(tx) => {
@@ -185,7 +181,8 @@ impl Run {
         }
     }
 
-    fn agent_message(&self, text: String) -> pb::Message {
+    /// A `ROLE_AGENT` text message carrying this turn's ids.
+    pub(crate) fn agent_message(&self, text: String) -> pb::Message {
         let mut m =
             pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
         m.context_id = self.context_id.to_string();
@@ -262,16 +259,7 @@ impl Run {
                     message,
                     timestamp: Some(Timestamp::now()),
                 };
-                if let Some(previous) = task.status.replace(status.clone()).and_then(|s| s.message)
-                {
-                    task.history.push(previous);
-                }
-                pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
-                    task_id: self.task_id.to_string(),
-                    context_id: self.context_id.to_string(),
-                    status: Some(status),
-                    metadata: None,
-                })
+                super::set_status(task, status, None)
             }
             Update::Artifact {
                 artifact,
@@ -295,18 +283,19 @@ impl Run {
                     Some(existing) => *existing = artifact.clone(),
                     None => task.artifacts.push(artifact.clone()),
                 }
-                pb::stream_response::Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
-                    task_id: self.task_id.to_string(),
-                    context_id: self.context_id.to_string(),
-                    artifact: Some(artifact),
-                    append,
-                    last_chunk,
-                    metadata: None,
-                })
+                pb::StreamResponse::new(pb::stream_response::Payload::ArtifactUpdate(
+                    pb::TaskArtifactUpdateEvent {
+                        task_id: self.task_id.to_string(),
+                        context_id: self.context_id.to_string(),
+                        artifact: Some(artifact),
+                        append,
+                        last_chunk,
+                        metadata: None,
+                    },
+                ))
             }
         };
-        live.commit(&self.inner, w, vec![pb::StreamResponse::new(event)])
-            .await?;
+        live.commit(&self.inner, w, vec![event]).await?;
         super::push::kick(&self.inner, live, w).await;
         Ok(())
     }
