@@ -623,7 +623,11 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::SendMessageRequest,
     ) -> Result<pb::SendMessageResponse, A2aError> {
-        let config = req.configuration.clone().unwrap_or_default();
+        // Only two settings matter here; the configuration itself moves into the turn.
+        let (return_immediately, history_length) = req
+            .configuration
+            .as_ref()
+            .map_or((false, None), |c| (c.return_immediately, c.history_length));
         let payload = match self.inner.start(cx, req, false).await? {
             Started::Message(m) => pb::send_message_response::Payload::Message(m),
             Started::Task {
@@ -631,7 +635,7 @@ impl A2aService for Engine {
                 after,
                 snapshot,
             } => {
-                let mut task = if config.return_immediately {
+                let mut task = if return_immediately {
                     match snapshot {
                         Some(t) => t,
                         None => guard.live.writer.lock().await.record.task.clone(),
@@ -639,7 +643,7 @@ impl A2aService for Engine {
                 } else {
                     self.inner.settle(&guard.live, after, cx).await
                 };
-                trim_history(&mut task, config.history_length);
+                trim_history(&mut task, history_length);
                 pb::send_message_response::Payload::Task(task)
             }
         };
