@@ -27,15 +27,12 @@ pub fn stores() -> Stores {
 
 #[async_trait::async_trait]
 impl TaskStore for Discard {
-    async fn create(&self, _scope: &Scope, _record: &TaskRecord) -> Result<(), StoreError> {
-        Ok(())
-    }
-
-    async fn update(
+    async fn commit(
         &self,
         _scope: &Scope,
         _record: &TaskRecord,
-        _expected_seq: u64,
+        _expected_seq: Option<u64>,
+        _events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         Ok(())
     }
@@ -47,19 +44,22 @@ impl TaskStore for Discard {
     async fn list(&self, _scope: &Scope, _query: &TaskQuery) -> Result<TaskPage, StoreError> {
         Ok(TaskPage::default())
     }
+
+    async fn renew_leases(&self, _node: &str, _until_ms: i64) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+
+    async fn lapsed_leases(
+        &self,
+        _before_ms: i64,
+        _limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 #[async_trait::async_trait]
 impl EventLog for Discard {
-    async fn append(
-        &self,
-        _scope: &Scope,
-        _task_id: &str,
-        _events: &[LoggedEvent],
-    ) -> Result<(), StoreError> {
-        Ok(())
-    }
-
     async fn read(
         &self,
         _scope: &Scope,

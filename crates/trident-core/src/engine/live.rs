@@ -128,16 +128,12 @@ impl Live {
             .collect();
         let last = prev + logged.len() as u64;
         w.record.last_seq = last;
-        let stores = &inner.stores;
-        if let Err(e) = stores
-            .events
-            .append(&self.scope, &self.task_id, &logged)
+        if let Err(e) = inner
+            .stores
+            .tasks
+            .commit(&self.scope, &w.record, Some(prev), &logged)
             .await
         {
-            w.stale = true;
-            return Err(super::store_error(e));
-        }
-        if let Err(e) = stores.tasks.update(&self.scope, &w.record, prev).await {
             w.stale = true;
             return Err(super::store_error(e));
         }

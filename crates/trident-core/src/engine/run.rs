@@ -328,7 +328,7 @@ impl Run {
                 task.clone(),
             ))),
         };
-        let record = TaskRecord { task, last_seq: 1 };
+        let record = TaskRecord::new(task, 1);
         let stores = &self.inner.stores;
         let has_push = push.is_some();
         if let Some(config) = push {
@@ -339,13 +339,8 @@ impl Run {
                 .map_err(store_error)?;
         }
         stores
-            .events
-            .append(&self.scope, &self.task_id, std::slice::from_ref(&first))
-            .await
-            .map_err(store_error)?;
-        stores
             .tasks
-            .create(&self.scope, &record)
+            .commit(&self.scope, &record, None, std::slice::from_ref(&first))
             .await
             .map_err(store_error)?;
 

@@ -9,14 +9,67 @@ use std::sync::Arc;
 use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
-use super::{ListCursor, LoggedEvent, Scope, StoreError, Stores, TaskQuery, TaskRecord};
+use super::{
+    Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery, TaskRecord,
+};
 
 /// Runs every contract check.
 pub async fn run(stores: &Stores) {
     tasks_are_scoped_and_versioned(stores).await;
     list_orders_filters_and_pages(stores).await;
-    event_log_is_ordered_and_gapless(stores).await;
+    commits_are_atomic_ordered_and_gapless(stores).await;
+    leases_renew_and_lapse(stores).await;
     push_configs_crud(stores).await;
+    delivery_cursor_is_claimed_once(stores).await;
+}
+
+/// For shared stores: two handles on one database (as two processes have) see each other's
+/// commits, and each handle's notice feed reports the other's commits.
+pub async fn shared(a: &Stores, b: &Stores) {
+    use futures::StreamExt;
+    let mut feed = b.tasks.notices().expect("a shared store has a notice feed");
+    let scope = Scope::new("shared", "owner");
+    let id = format!("shared-{}", uuid::Uuid::new_v4());
+    let rec = TaskRecord::new(task(&id, "ctx", pb::TaskState::Working, 5), 1);
+    a.tasks
+        .commit(&scope, &rec, None, &[ev(&id, 1)])
+        .await
+        .expect("commit through a");
+    assert_eq!(
+        b.tasks.get(&scope, &id).await.expect("get through b"),
+        Some(rec),
+        "b reads a's commit"
+    );
+    let notice = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            match feed.next().await {
+                Some(Notice::Committed {
+                    scope: s,
+                    task_id,
+                    seq,
+                }) if task_id == id => break Some((s, seq)),
+                Some(_) => continue,
+                None => break None,
+            }
+        }
+    })
+    .await
+    .expect("b is told of a's commit within 10 s");
+    assert_eq!(notice, Some((scope, 1)), "the notice names the task and sequence");
+}
+
+fn ev(task_id: &str, seq: u64) -> LoggedEvent {
+    LoggedEvent {
+        seq,
+        event: Arc::new(pb::StreamResponse::new(
+            pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
+                task_id: task_id.into(),
+                context_id: "c".into(),
+                status: Some(pb::TaskStatus::now(pb::TaskState::Working, None)),
+                metadata: None,
+            }),
+        )),
+    }
 }
 
 fn task(id: &str, context: &str, state: pb::TaskState, ts_ms: i64) -> pb::Task {
@@ -37,13 +90,14 @@ pub async fn tasks_are_scoped_and_versioned(stores: &Stores) {
     let alice = Scope::new("t1", "alice");
     let bob = Scope::new("t1", "bob");
     let other_tenant = Scope::new("t2", "alice");
-    let rec = TaskRecord {
-        task: task("task-a", "ctx", pb::TaskState::Submitted, 1),
-        last_seq: 1,
-    };
-    stores.tasks.create(&alice, &rec).await.expect("create");
+    let rec = TaskRecord::new(task("task-a", "ctx", pb::TaskState::Submitted, 1), 1);
+    stores
+        .tasks
+        .commit(&alice, &rec, None, &[ev("task-a", 1)])
+        .await
+        .expect("create");
     assert_eq!(
-        stores.tasks.create(&alice, &rec).await,
+        stores.tasks.commit(&alice, &rec, None, &[]).await,
         Err(StoreError::AlreadyExists),
         "duplicate create must fail"
     );
@@ -69,20 +123,30 @@ pub async fn tasks_are_scoped_and_versioned(stores: &Stores) {
     let mut next = rec.clone();
     next.task.status = Some(pb::TaskStatus::now(pb::TaskState::Working, None));
     next.last_seq = 2;
+    next.turn = 2;
+    next.lease = Some(Lease {
+        node: "node-1".into(),
+        until_ms: 1_000,
+    });
     stores
         .tasks
-        .update(&alice, &next, 1)
+        .commit(&alice, &next, Some(1), &[ev("task-a", 2)])
         .await
         .expect("update at the expected version");
     assert_eq!(
-        stores.tasks.update(&alice, &next, 1).await,
+        stores.tasks.commit(&alice, &next, Some(1), &[]).await,
         Err(StoreError::Conflict),
         "stale version must conflict"
     );
     assert_eq!(
-        stores.tasks.update(&bob, &next, 2).await,
+        stores.tasks.commit(&bob, &next, Some(2), &[]).await,
         Err(StoreError::NotFound),
         "update in another scope"
+    );
+    assert_eq!(
+        stores.tasks.get(&alice, "task-a").await.expect("get"),
+        Some(next.clone()),
+        "turn and lease round-trip"
     );
     assert_eq!(
         stores
@@ -107,20 +171,20 @@ pub async fn list_orders_filters_and_pages(stores: &Stores) {
         ("e", "c1", pb::TaskState::Working, 40),
     ];
     for (id, ctx, state, ts) in specs {
-        let rec = TaskRecord {
-            task: task(id, ctx, state, ts),
-            last_seq: 1,
-        };
-        stores.tasks.create(&scope, &rec).await.expect("create");
+        let rec = TaskRecord::new(task(id, ctx, state, ts), 0);
+        stores
+            .tasks
+            .commit(&scope, &rec, None, &[])
+            .await
+            .expect("create");
     }
     stores
         .tasks
-        .create(
+        .commit(
             &foreign,
-            &TaskRecord {
-                task: task("z", "c1", pb::TaskState::Working, 50),
-                last_seq: 1,
-            },
+            &TaskRecord::new(task("z", "c1", pb::TaskState::Working, 50), 0),
+            None,
+            &[],
         )
         .await
         .expect("create foreign");
@@ -227,41 +291,45 @@ pub async fn list_orders_filters_and_pages(stores: &Stores) {
     );
 }
 
-/// Sequence numbers start at 1, continue without gaps, and read back in order from any point.
-pub async fn event_log_is_ordered_and_gapless(stores: &Stores) {
+/// Snapshot and events commit together; sequence numbers start at 1, continue without gaps,
+/// and read back in order from any point; a refused commit leaves nothing behind.
+pub async fn commits_are_atomic_ordered_and_gapless(stores: &Stores) {
     let scope = Scope::new("", "log");
-    let ev = |seq| LoggedEvent {
-        seq,
-        event: Arc::new(pb::StreamResponse::new(
-            pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
-                task_id: "t".into(),
-                context_id: "c".into(),
-                status: Some(pb::TaskStatus::now(pb::TaskState::Working, None)),
-                metadata: None,
-            }),
-        )),
-    };
+    let mut rec = TaskRecord::new(task("t", "c", pb::TaskState::Working, 1), 2);
     stores
-        .events
-        .append(&scope, "t", &[ev(1), ev(2)])
+        .tasks
+        .commit(&scope, &rec, None, &[ev("t", 1), ev("t", 2)])
         .await
-        .expect("append 1..2");
+        .expect("create with 1..2");
+    rec.last_seq = 3;
     assert_eq!(
-        stores.events.append(&scope, "t", &[ev(2)]).await,
+        stores
+            .tasks
+            .commit(&scope, &rec, Some(2), &[ev("t", 4)])
+            .await,
         Err(StoreError::Conflict),
-        "a taken seq must conflict"
+        "a gap must be refused"
     );
     assert_eq!(
-        stores.events.append(&scope, "t", &[ev(4)]).await,
+        stores
+            .tasks
+            .commit(&scope, &rec, Some(1), &[ev("t", 2)])
+            .await,
         Err(StoreError::Conflict),
-        "a gap must conflict"
+        "a taken sequence number must be refused"
     );
+    let seqs = |v: Vec<LoggedEvent>| v.into_iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(
+        seqs(stores.events.read(&scope, "t", 0, 10).await.expect("read")),
+        [1, 2],
+        "refused commits append nothing"
+    );
+    let third = ev("t", 3);
     stores
-        .events
-        .append(&scope, "t", &[ev(3)])
+        .tasks
+        .commit(&scope, &rec, Some(2), std::slice::from_ref(&third))
         .await
         .expect("append 3");
-    let seqs = |v: Vec<LoggedEvent>| v.into_iter().map(|e| e.seq).collect::<Vec<_>>();
     assert_eq!(
         seqs(stores.events.read(&scope, "t", 0, 10).await.expect("read")),
         [1, 2, 3]
@@ -274,6 +342,11 @@ pub async fn event_log_is_ordered_and_gapless(stores: &Stores) {
         seqs(stores.events.read(&scope, "t", 3, 10).await.expect("read")),
         Vec::<u64>::new()
     );
+    assert_eq!(
+        stores.events.read(&scope, "t", 2, 1).await.expect("read"),
+        [third],
+        "events round-trip"
+    );
     assert!(
         stores
             .events
@@ -283,6 +356,84 @@ pub async fn event_log_is_ordered_and_gapless(stores: &Stores) {
             .is_empty(),
         "logs are scoped"
     );
+    // Concurrent writers at one version: exactly one wins.
+    let mut next = rec.clone();
+    next.last_seq = 4;
+    let fourth = [ev("t", 4)];
+    let attempts = (0..8).map(|_| stores.tasks.commit(&scope, &next, Some(3), &fourth));
+    let results = futures::future::join_all(attempts).await;
+    assert_eq!(
+        results.iter().filter(|r| r.is_ok()).count(),
+        1,
+        "one of 8 racing commits wins: {results:?}"
+    );
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Ok(()) | Err(StoreError::Conflict))),
+        "the others conflict: {results:?}"
+    );
+}
+
+/// Leases are renewed per node and reported once they lapse.
+pub async fn leases_renew_and_lapse(stores: &Stores) {
+    let scope = Scope::new("lease", "owner");
+    let leased = |id: &str, node: &str, until_ms: i64| {
+        let mut r = TaskRecord::new(task(id, "c", pb::TaskState::Working, 1), 0);
+        r.lease = Some(Lease {
+            node: node.into(),
+            until_ms,
+        });
+        r
+    };
+    for (id, node) in [("l1", "node-a"), ("l2", "node-a"), ("l3", "node-b")] {
+        stores
+            .tasks
+            .commit(&scope, &leased(id, node, 1_000), None, &[])
+            .await
+            .expect("create leased");
+    }
+    stores
+        .tasks
+        .commit(&scope, &TaskRecord::new(task("l4", "c", pb::TaskState::Completed, 1), 0), None, &[])
+        .await
+        .expect("create unleased");
+    assert_eq!(
+        stores.tasks.renew_leases("node-a", 5_000).await.expect("renew"),
+        2
+    );
+    let mut lapsed: Vec<_> = stores
+        .tasks
+        .lapsed_leases(2_000, 100)
+        .await
+        .expect("lapsed")
+        .into_iter()
+        .filter(|(s, _)| s == &scope)
+        .map(|(_, id)| id)
+        .collect();
+    lapsed.sort();
+    assert_eq!(lapsed, ["l3"], "only node-b's unrenewed lease lapsed");
+    assert_eq!(
+        stores
+            .tasks
+            .get(&scope, "l1")
+            .await
+            .expect("get")
+            .and_then(|r| r.lease)
+            .map(|l| l.until_ms),
+        Some(5_000)
+    );
+    let mut all: Vec<_> = stores
+        .tasks
+        .lapsed_leases(i64::MAX, 100)
+        .await
+        .expect("lapsed")
+        .into_iter()
+        .filter(|(s, _)| s == &scope)
+        .map(|(_, id)| id)
+        .collect();
+    all.sort();
+    assert_eq!(all, ["l1", "l2", "l3"], "tasks without a lease never lapse");
 }
 
 /// put replaces, list pages by id, delete is idempotent, scopes never leak.
@@ -344,5 +495,127 @@ pub async fn push_configs_crud(stores: &Stores) {
             .delete(&scope, "t", "a")
             .await
             .expect("delete again")
+    );
+}
+
+/// The delivery cursor: one node at a time, released or expired claims move on, and only tasks
+/// whose log is ahead of their cursor are pending.
+pub async fn delivery_cursor_is_claimed_once(stores: &Stores) {
+    let scope = Scope::new("", "outbox");
+    let far = super::now_ms() + 60_000;
+    let rec = TaskRecord::new(task("o", "c", pb::TaskState::Working, 1), 3);
+    stores
+        .tasks
+        .commit(&scope, &rec, None, &[ev("o", 1), ev("o", 2), ev("o", 3)])
+        .await
+        .expect("create");
+    assert_eq!(
+        stores
+            .push
+            .claim_delivery(&scope, "o", "node-a", far, 1)
+            .await
+            .expect("claim"),
+        Some(1),
+        "a new cursor starts where asked"
+    );
+    assert_eq!(
+        stores
+            .push
+            .claim_delivery(&scope, "o", "node-b", far, 0)
+            .await
+            .expect("claim"),
+        None,
+        "a held claim is not taken"
+    );
+    assert!(
+        stores
+            .push
+            .delivered(&scope, "o", "node-a", 2, far)
+            .await
+            .expect("advance")
+    );
+    assert!(
+        !stores
+            .push
+            .delivered(&scope, "o", "node-b", 3, far)
+            .await
+            .expect("advance"),
+        "a node without the claim cannot move the cursor"
+    );
+    let pending = |v: Vec<(Scope, String)>| v.into_iter().any(|(s, id)| s == scope && id == "o");
+    assert!(
+        !pending(
+            stores
+                .push
+                .pending_deliveries(super::now_ms(), 100)
+                .await
+                .expect("pending")
+        ),
+        "a claimed cursor is not pending"
+    );
+    stores
+        .push
+        .release_delivery(&scope, "o", "node-a")
+        .await
+        .expect("release");
+    assert!(
+        pending(
+            stores
+                .push
+                .pending_deliveries(super::now_ms(), 100)
+                .await
+                .expect("pending")
+        ),
+        "a released cursor behind its log is pending"
+    );
+    assert_eq!(
+        stores
+            .push
+            .claim_delivery(&scope, "o", "node-b", super::now_ms() - 1, 0)
+            .await
+            .expect("claim"),
+        Some(2),
+        "another node resumes at the cursor"
+    );
+    assert!(
+        pending(
+            stores
+                .push
+                .pending_deliveries(super::now_ms(), 100)
+                .await
+                .expect("pending")
+        ),
+        "an expired claim is pending"
+    );
+    assert_eq!(
+        stores
+            .push
+            .claim_delivery(&scope, "o", "node-a", far, 0)
+            .await
+            .expect("claim"),
+        Some(2),
+        "an expired claim is taken over"
+    );
+    assert!(
+        stores
+            .push
+            .delivered(&scope, "o", "node-a", 3, far)
+            .await
+            .expect("advance")
+    );
+    stores
+        .push
+        .release_delivery(&scope, "o", "node-a")
+        .await
+        .expect("release");
+    assert!(
+        !pending(
+            stores
+                .push
+                .pending_deliveries(super::now_ms(), 100)
+                .await
+                .expect("pending")
+        ),
+        "a cursor at the end of its log is not pending"
     );
 }

@@ -12,6 +12,14 @@ use super::{
     TaskRecord, TaskStore,
 };
 
+/// A task's push delivery cursor and who holds it.
+#[derive(Debug, Default)]
+struct Delivery {
+    delivered: u64,
+    node: Option<Box<str>>,
+    until_ms: i64,
+}
+
 const SHARDS: usize = 64;
 
 /// FxHash (rotate, xor, multiply): a few cycles per word. Used only for maps whose keys the
@@ -116,6 +124,7 @@ pub struct MemoryStore {
     tasks: Sharded<TaskRecord>,
     events: Sharded<Vec<LoggedEvent>>,
     push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
+    deliveries: Sharded<Delivery>,
 }
 
 impl Default for MemoryStore {
@@ -131,36 +140,49 @@ impl MemoryStore {
             tasks: Sharded::new(),
             events: Sharded::new(),
             push: Sharded::new(),
+            deliveries: Sharded::new(),
         }
     }
 }
 
 #[async_trait::async_trait]
 impl TaskStore for MemoryStore {
-    async fn create(&self, scope: &Scope, record: &TaskRecord) -> Result<(), StoreError> {
-        let id = record.task.id.as_str();
-        match self.tasks.shard(id).slot(scope, id) {
-            Entry::Occupied(_) => Err(StoreError::AlreadyExists),
-            Entry::Vacant(v) => {
-                v.insert(record.clone());
-                Ok(())
-            }
-        }
-    }
-
-    async fn update(
+    async fn commit(
         &self,
         scope: &Scope,
         record: &TaskRecord,
-        expected_seq: u64,
+        expected_seq: Option<u64>,
+        events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         let id = record.task.id.as_str();
-        let mut shard = self.tasks.shard(id);
-        let current = shard.get_mut_in(scope, id).ok_or(StoreError::NotFound)?;
-        if current.last_seq != expected_seq {
+        // Lock order: the task's shard, then its log's shard.
+        let mut tasks = self.tasks.shard(id);
+        let slot = tasks.slot(scope, id);
+        let stored = match (&slot, expected_seq) {
+            (Entry::Occupied(_), None) => return Err(StoreError::AlreadyExists),
+            (Entry::Vacant(_), Some(_)) => return Err(StoreError::NotFound),
+            (Entry::Occupied(o), Some(seq)) if o.get().last_seq != seq => {
+                return Err(StoreError::Conflict);
+            }
+            (_, seq) => seq.unwrap_or(0),
+        };
+        if !super::events_continue(stored, record.last_seq, events) {
             return Err(StoreError::Conflict);
         }
-        *current = record.clone();
+        if !events.is_empty() {
+            let mut logs = self.events.shard(id);
+            let log = logs.slot(scope, id).or_default();
+            if log.last().map_or(0, |e| e.seq) != stored {
+                return Err(StoreError::Conflict);
+            }
+            log.extend_from_slice(events);
+        }
+        match slot {
+            Entry::Occupied(mut o) => *o.get_mut() = record.clone(),
+            Entry::Vacant(v) => {
+                v.insert(record.clone());
+            }
+        }
         Ok(())
     }
 
@@ -206,30 +228,43 @@ impl TaskStore for MemoryStore {
             next,
         })
     }
+
+    async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
+        let mut renewed = 0;
+        for mut shard in self.tasks.shards() {
+            for record in shard.values_mut().flat_map(|ids| ids.values_mut()) {
+                if let Some(lease) = record.lease.as_mut().filter(|l| &*l.node == node) {
+                    lease.until_ms = until_ms;
+                    renewed += 1;
+                }
+            }
+        }
+        Ok(renewed)
+    }
+
+    async fn lapsed_leases(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        let mut found = Vec::new();
+        for shard in self.tasks.shards() {
+            for (scope, ids) in shard.iter() {
+                for (id, record) in ids {
+                    if found.len() < limit
+                        && record.lease.as_ref().is_some_and(|l| l.until_ms < before_ms)
+                    {
+                        found.push((scope.clone(), id.to_string()));
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
 }
 
 #[async_trait::async_trait]
 impl EventLog for MemoryStore {
-    async fn append(
-        &self,
-        scope: &Scope,
-        task_id: &str,
-        events: &[LoggedEvent],
-    ) -> Result<(), StoreError> {
-        let mut shard = self.events.shard(task_id);
-        let log = shard.slot(scope, task_id).or_default();
-        let first = log.last().map_or(1, |e| e.seq + 1);
-        if events
-            .iter()
-            .zip(first..)
-            .any(|(e, expected)| e.seq != expected)
-        {
-            return Err(StoreError::Conflict);
-        }
-        log.extend_from_slice(events);
-        Ok(())
-    }
-
     async fn read(
         &self,
         scope: &Scope,
@@ -301,6 +336,95 @@ impl PushConfigStore for MemoryStore {
         Ok(shard
             .get_mut_in(scope, task_id)
             .is_some_and(|m| m.remove(id).is_some()))
+    }
+
+    async fn claim_delivery(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+        until_ms: i64,
+        from: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut shard = self.deliveries.shard(task_id);
+        let d = shard.slot(scope, task_id).or_insert_with(|| Delivery {
+            delivered: from,
+            ..Delivery::default()
+        });
+        let free = d
+            .node
+            .as_deref()
+            .is_none_or(|n| n == node || d.until_ms < super::now_ms());
+        if !free {
+            return Ok(None);
+        }
+        d.node = Some(node.into());
+        d.until_ms = until_ms;
+        Ok(Some(d.delivered))
+    }
+
+    async fn delivered(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+        seq: u64,
+        until_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut shard = self.deliveries.shard(task_id);
+        match shard.get_mut_in(scope, task_id) {
+            Some(d) if d.node.as_deref() == Some(node) => {
+                d.delivered = d.delivered.max(seq);
+                d.until_ms = until_ms;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn release_delivery(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+    ) -> Result<(), StoreError> {
+        let mut shard = self.deliveries.shard(task_id);
+        if let Some(d) = shard
+            .get_mut_in(scope, task_id)
+            .filter(|d| d.node.as_deref() == Some(node))
+        {
+            d.node = None;
+        }
+        Ok(())
+    }
+
+    async fn pending_deliveries(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        let mut candidates = Vec::new();
+        for shard in self.deliveries.shards() {
+            for (scope, ids) in shard.iter() {
+                for (id, d) in ids {
+                    if d.node.is_none() || d.until_ms < now_ms {
+                        candidates.push((scope.clone(), id.to_string(), d.delivered));
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        for (scope, id, delivered) in candidates {
+            let behind = self
+                .tasks
+                .shard(&id)
+                .get_in(&scope, &id)
+                .is_some_and(|r| r.last_seq > delivered);
+            if behind && found.len() < limit {
+                found.push((scope, id));
+            }
+        }
+        Ok(found)
     }
 }
 

@@ -34,15 +34,67 @@ impl Scope {
     }
 }
 
-/// A stored task: its snapshot and the sequence number of the last event applied to it (which
-/// is also its version for optimistic concurrency).
+/// A stored task: its snapshot, the sequence number of the last event applied to it (also its
+/// version for optimistic concurrency), its turn counter and who executes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
     /// The task as of `last_seq`.
     pub task: pb::Task,
     /// Sequence number of the last event included in `task`.
     pub last_seq: u64,
+    /// Turns started on the task (1 for the creating message; each follow-up adds one). A
+    /// writer holding an older turn has been superseded.
+    pub turn: u64,
+    /// The process executing the current turn, while the task is `SUBMITTED` or `WORKING`.
+    pub lease: Option<Lease>,
 }
+
+impl TaskRecord {
+    /// A record of a new task at `last_seq`, turn 1, without a lease.
+    pub fn new(task: pb::Task, last_seq: u64) -> Self {
+        Self {
+            task,
+            last_seq,
+            turn: 1,
+            lease: None,
+        }
+    }
+}
+
+/// A claim by one process (a node) to execute a task, valid until `until_ms` unless renewed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The node's id (unique per process start).
+    pub node: Arc<str>,
+    /// Expiry in milliseconds since the Unix epoch.
+    pub until_ms: i64,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// What a shared store tells a process about commits made by other processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// Another process committed task `task_id` up to event `seq`.
+    Committed {
+        /// The task's scope.
+        scope: Scope,
+        /// The task.
+        task_id: String,
+        /// Its last sequence number after the commit.
+        seq: u64,
+    },
+    /// Notices may have been missed (the feed reconnected): re-read every task of interest.
+    Resync,
+}
+
+/// A stream of [`Notice`]s.
+pub type NoticeFeed = futures::stream::BoxStream<'static, Notice>;
 
 /// One event of a task's ordered log.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +136,13 @@ pub fn status_nanos(task: &pb::Task) -> i128 {
         .as_ref()
         .and_then(|s| s.timestamp.as_ref())
         .map_or(0, |t| t.unix_nanos())
+}
+
+/// Whether `events` continue a log that ends at `stored` without a gap and end at `last`: the
+/// shape [`TaskStore::commit`] requires.
+pub fn events_continue(stored: u64, last: u64, events: &[LoggedEvent]) -> bool {
+    events.iter().zip(stored + 1..).all(|(e, seq)| e.seq == seq)
+        && stored + events.len() as u64 == last
 }
 
 /// Filters and page of a task listing.
@@ -141,36 +200,47 @@ pub enum StoreError {
     Backend(String),
 }
 
-/// Task snapshots.
+/// Task snapshots and their commits.
 #[async_trait::async_trait]
 pub trait TaskStore: Send + Sync + 'static {
-    /// Stores a new task. `AlreadyExists` if the id is taken in this scope.
-    async fn create(&self, scope: &Scope, record: &TaskRecord) -> Result<(), StoreError>;
-    /// Replaces a task if its stored `last_seq` is `expected_seq`; `Conflict` otherwise,
-    /// `NotFound` if absent.
-    async fn update(
+    /// Atomically stores `record` and appends `events` to the task's log: nothing is visible
+    /// unless everything is. With `expected_seq == None` the task is new (`AlreadyExists` if
+    /// the id is taken in this scope); otherwise the stored `last_seq` must equal it
+    /// (`Conflict` if not, `NotFound` if the task is absent). `events` carry the sequence
+    /// numbers after the stored ones, without gaps, ending at `record.last_seq`.
+    async fn commit(
         &self,
         scope: &Scope,
         record: &TaskRecord,
-        expected_seq: u64,
+        expected_seq: Option<u64>,
+        events: &[LoggedEvent],
     ) -> Result<(), StoreError>;
     /// Reads a task.
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError>;
     /// Lists tasks of a scope: filters, order (status timestamp desc, id asc), keyset page.
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError>;
+    /// Extends every lease `node` holds to `until_ms`; returns how many.
+    async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError>;
+    /// Up to `limit` tasks whose lease expired before `before_ms` (their node stopped).
+    async fn lapsed_leases(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError>;
+    /// Whether other processes may use this store at the same time. A store that is not
+    /// shared belongs to one process, so every lease found at start-up is an orphan.
+    fn shared(&self) -> bool {
+        false
+    }
+    /// Commits by other processes, for a shared store.
+    fn notices(&self) -> Option<NoticeFeed> {
+        None
+    }
 }
 
-/// Per-task ordered event logs. Events are appended before anyone sees them.
+/// Per-task ordered event logs, written by [`TaskStore::commit`].
 #[async_trait::async_trait]
 pub trait EventLog: Send + Sync + 'static {
-    /// Appends events whose sequence numbers continue the task's log without a gap.
-    /// `Conflict` if a sequence number is taken or would leave a gap.
-    async fn append(
-        &self,
-        scope: &Scope,
-        task_id: &str,
-        events: &[LoggedEvent],
-    ) -> Result<(), StoreError>;
     /// Reads up to `limit` events with a sequence number greater than `after`, in order.
     async fn read(
         &self,
@@ -181,7 +251,8 @@ pub trait EventLog: Send + Sync + 'static {
     ) -> Result<Vec<LoggedEvent>, StoreError>;
 }
 
-/// Push-notification configurations, keyed by (scope, task id, config id).
+/// Push-notification configurations, keyed by (scope, task id, config id), and each task's
+/// delivery cursor (the outbox: events after it are still to be sent).
 #[async_trait::async_trait]
 pub trait PushConfigStore: Send + Sync + 'static {
     /// Creates or replaces a configuration (`task_id` and `id` must be set).
@@ -208,6 +279,40 @@ pub trait PushConfigStore: Send + Sync + 'static {
     ) -> Result<(Vec<pb::TaskPushNotificationConfig>, bool), StoreError>;
     /// Deletes a configuration; `true` if it existed.
     async fn delete(&self, scope: &Scope, task_id: &str, id: &str) -> Result<bool, StoreError>;
+    /// Claims delivery of a task's notifications for `node` until `until_ms`, unless another
+    /// node holds an unexpired claim (`None`). Creates the cursor at `from` when the task has
+    /// none. Returns the sequence number delivered so far.
+    async fn claim_delivery(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+        until_ms: i64,
+        from: u64,
+    ) -> Result<Option<u64>, StoreError>;
+    /// Moves the cursor to `seq` and extends the claim; `false` if `node` lost the claim.
+    async fn delivered(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+        seq: u64,
+        until_ms: i64,
+    ) -> Result<bool, StoreError>;
+    /// Gives up `node`'s claim.
+    async fn release_delivery(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+    ) -> Result<(), StoreError>;
+    /// Up to `limit` tasks whose cursor is behind their log and whose claim is free or expired
+    /// before `now_ms`.
+    async fn pending_deliveries(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError>;
 }
 
 /// The three stores an engine needs.
