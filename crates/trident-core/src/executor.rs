@@ -47,6 +47,13 @@ pub trait AgentExecutor: Send + Sync + 'static {
         let _ = task;
         Ok(())
     }
+
+    /// Whether a turn may run again from its last user message when the process executing it
+    /// stopped midway (the turn has no effects a second run would repeat harmfully). When
+    /// `false` (the default) such a task ends `FAILED` with a message saying why.
+    fn retry_safe(&self) -> bool {
+        false
+    }
 }
 
 /// What an agent knows about one turn.

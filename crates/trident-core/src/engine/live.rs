@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
 use super::Inner;
-use crate::store::{LoggedEvent, Scope, TaskRecord, lock_std};
+use crate::store::{LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
 use crate::{A2aError, EventStream, StreamEvent};
 
 /// Events a reader takes per step.
@@ -109,14 +109,17 @@ impl Live {
         self.progress.subscribe()
     }
 
-    /// Persists `events` (log first, then the snapshot in `w`, which the caller already
-    /// updated), then publishes them. Nobody sees an event before it is durable.
+    /// Persists `events` together with the snapshot in `w` (which the caller already
+    /// updated), then publishes them: nobody sees an event before it is durable. The lease
+    /// follows the state: held while the task is in progress, dropped once it is interrupted
+    /// or terminal. A `Conflict` means another process wrote the task: the writer is marked
+    /// stale and the next [`Live::sync`] catches up.
     pub(crate) async fn commit(
         &self,
         inner: &Inner,
         w: &mut Writer,
         events: Vec<pb::StreamResponse>,
-    ) -> Result<u64, A2aError> {
+    ) -> Result<u64, StoreError> {
         let prev = w.record.last_seq;
         let logged: Vec<LoggedEvent> = events
             .into_iter()
@@ -128,6 +131,7 @@ impl Live {
             .collect();
         let last = prev + logged.len() as u64;
         w.record.last_seq = last;
+        w.record.lease = inner.lease_for(w.record.task.state());
         if let Err(e) = inner
             .stores
             .tasks
@@ -135,26 +139,57 @@ impl Live {
             .await
         {
             w.stale = true;
-            return Err(super::store_error(e));
+            return Err(e);
         }
         self.publish(logged, w.record.task.state());
         Ok(last)
     }
 
-    /// Reloads the snapshot after a failed write.
-    pub(crate) async fn refresh(&self, inner: &Inner, w: &mut Writer) -> Result<(), A2aError> {
-        if w.stale {
-            let record = inner
-                .stores
-                .tasks
-                .get(&self.scope, &self.task_id)
-                .await
-                .map_err(super::store_error)?
-                .ok_or_else(|| A2aError::task_not_found(&self.task_id))?;
-            w.record = record;
-            w.stale = false;
+    /// Catches up with writes made elsewhere (another process, or a write whose outcome is
+    /// unknown): when the writer is stale, reloads the snapshot, publishes the events this
+    /// process has not seen, and stops a local turn that another process superseded or ended.
+    pub(crate) async fn sync(&self, inner: &Inner, w: &mut Writer) -> Result<(), A2aError> {
+        if !w.stale {
+            return Ok(());
         }
+        let record = inner
+            .stores
+            .tasks
+            .get(&self.scope, &self.task_id)
+            .await
+            .map_err(super::store_error)?
+            .ok_or_else(|| A2aError::task_not_found(&self.task_id))?;
+        let mut published = self.published();
+        while published < record.last_seq {
+            let events = inner
+                .stores
+                .events
+                .read(&self.scope, &self.task_id, published, BATCH)
+                .await
+                .map_err(super::store_error)?;
+            let Some(last) = events.last().map(|e| e.seq.min(record.last_seq)) else {
+                break;
+            };
+            let events: Vec<_> = events.into_iter().filter(|e| e.seq <= last).collect();
+            let state = if last == record.last_seq {
+                record.task.state()
+            } else {
+                self.progress.borrow().state
+            };
+            self.publish(events, state);
+            published = last;
+        }
+        if w.running && (record.turn != w.turn || record.task.state().is_terminal()) {
+            w.cancel.cancel();
+        }
+        w.record = record;
+        w.stale = false;
         Ok(())
+    }
+
+    /// Sequence number of the last event published here.
+    fn published(&self) -> u64 {
+        lock_std(&self.tail).next - 1
     }
 
     fn publish(&self, events: Vec<LoggedEvent>, state: pb::TaskState) {
@@ -211,6 +246,12 @@ impl Live {
 pub(crate) struct LiveGuard {
     pub(crate) inner: Arc<Inner>,
     pub(crate) live: Arc<Live>,
+}
+
+impl LiveGuard {
+    pub(crate) fn new(inner: Arc<Inner>, live: Arc<Live>) -> Self {
+        Self { inner, live }
+    }
 }
 
 impl Drop for LiveGuard {

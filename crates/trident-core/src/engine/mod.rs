@@ -18,6 +18,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
+mod cluster;
 pub(crate) mod live;
 pub(crate) mod push;
 pub(crate) mod run;
@@ -26,7 +27,9 @@ mod validate;
 use live::{Live, LiveGuard, follow};
 use run::{Creation, First, Run};
 
-use crate::store::{ListCursor, Scope, ShardExt, Sharded, StoreError, Stores, TaskQuery};
+use crate::store::{
+    Lease, ListCursor, Scope, ShardExt, Sharded, StoreError, Stores, TaskQuery, now_ms,
+};
 use crate::{
     A2aError, A2aService, AgentExecutor, CallContext, ErrorKind, EventStream, RequestContext,
     StreamEvent,
@@ -70,6 +73,12 @@ pub struct EngineConfig {
     /// How long a follow-up to an interrupted task waits for the previous turn's executor to
     /// return before it is refused as busy.
     pub turn_end_wait: std::time::Duration,
+    /// How long a process's claim to execute a task lasts without renewal. On a shared store
+    /// (cluster mode) a task whose process stopped ends `FAILED` within about
+    /// `lease_ttl + lease_ttl / 2`; the lease is renewed every `lease_ttl / 3`.
+    pub lease_ttl: std::time::Duration,
+    /// This process's id in leases and delivery claims (default: a fresh UUIDv7 per start).
+    pub node_id: Option<String>,
 }
 
 impl Default for EngineConfig {
@@ -80,6 +89,8 @@ impl Default for EngineConfig {
             tail_capacity: 128,
             push_retry: RetryPolicy::default(),
             turn_end_wait: std::time::Duration::from_secs(10),
+            lease_ttl: std::time::Duration::from_secs(10),
+            node_id: None,
         }
     }
 }
@@ -127,9 +138,20 @@ impl EngineBuilder {
     }
 
     /// The engine.
+    /// The engine. Inside a Tokio runtime this also starts its background work: start-up
+    /// recovery of tasks whose process stopped (and of undelivered push notifications), and on
+    /// a shared store the lease heartbeat, the sweeper and the follower of other processes'
+    /// commits. All of it stops when the last handle to the engine is dropped.
     pub fn build(self) -> Engine {
-        Engine {
+        let node: Arc<str> = self
+            .config
+            .node_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string())
+            .into();
+        let engine = Engine {
             inner: Arc::new(Inner {
+                node,
                 executor: self.executor,
                 card: self.card,
                 extended_card: self.extended_card,
@@ -138,7 +160,13 @@ impl EngineBuilder {
                 config: self.config,
                 live: Sharded::new(),
             }),
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            cluster::start(&engine.inner);
+        } else {
+            tracing::warn!("engine built outside a Tokio runtime: no recovery or cluster work");
         }
+        engine
     }
 }
 
@@ -157,7 +185,9 @@ impl std::fmt::Debug for Engine {
 }
 
 pub(crate) struct Inner {
-    executor: Arc<dyn AgentExecutor>,
+    /// This process's id in leases.
+    pub(crate) node: Arc<str>,
+    pub(crate) executor: Arc<dyn AgentExecutor>,
     card: pb::AgentCard,
     extended_card: Option<pb::AgentCard>,
     pub(crate) stores: Stores,
@@ -177,9 +207,35 @@ pub(crate) fn store_error(e: StoreError) -> A2aError {
 }
 
 impl Inner {
+    /// The lease a commit records for a task in `state`: this process's while the task is in
+    /// progress, none once it waits for the client or has ended.
+    pub(crate) fn lease_for(&self, state: pb::TaskState) -> Option<Lease> {
+        state.is_in_progress().then(|| Lease {
+            node: self.node.clone(),
+            until_ms: now_ms().saturating_add(self.lease_ttl_ms()),
+        })
+    }
+
+    pub(crate) fn lease_ttl_ms(&self) -> i64 {
+        i64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+
     /// The live task `id` if it is in memory.
     fn live_now(&self, scope: &Scope, id: &str) -> Option<Arc<Live>> {
         self.live.shard(id).get_in(scope, id).cloned()
+    }
+
+    /// Every task held in memory.
+    pub(crate) fn lives(&self) -> Vec<Arc<Live>> {
+        self.live
+            .shards()
+            .flat_map(|shard| {
+                shard
+                    .values()
+                    .flat_map(|ids| ids.values().cloned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 
     /// Registers a new live task.
@@ -236,9 +292,18 @@ impl Inner {
         })
     }
 
+    /// The current record of task `id`. On a shared store a task this process does not
+    /// execute may have moved on elsewhere, so it is read from the store.
     async fn record(&self, scope: &Scope, id: &str) -> Result<crate::store::TaskRecord, A2aError> {
-        match self.live_now(scope, id) {
-            Some(live) => Ok(live.writer.lock().await.record.clone()),
+        let local = match self.live_now(scope, id) {
+            Some(live) => {
+                let w = live.writer.lock().await;
+                (w.running || !self.stores.tasks.shared()).then(|| w.record.clone())
+            }
+            None => None,
+        };
+        match local {
+            Some(record) => Ok(record),
             None => self
                 .stores
                 .tasks
@@ -404,71 +469,81 @@ impl Inner {
         let guard = self.live(&scope, &message.task_id).await?;
         let live = guard.live.clone();
         let wait_until = tokio::time::Instant::now() + self.config.turn_end_wait;
-        let mut w = loop {
-            let mut w = live.writer.lock().await;
-            live.refresh(self, &mut w).await?;
+        // Another process may take the same turn at the same time: the store lets one commit
+        // win; the others re-read the task and answer from its new state.
+        let mut attempts = 0;
+        let (mut w, after) = loop {
+            let mut w = loop {
+                let mut w = live.writer.lock().await;
+                live.sync(self, &mut w).await?;
+                let task = &w.record.task;
+                let state = task.state();
+                if state.is_terminal() {
+                    return Err(A2aError::unsupported(format!(
+                        "task {} is {} and accepts no more messages",
+                        task.id,
+                        state.as_str_name()
+                    ))
+                    .with_meta("taskId", task.id.clone()));
+                }
+                if !message.context_id.is_empty() && message.context_id != task.context_id {
+                    return Err(A2aError::invalid_field(
+                        "message.contextId",
+                        format!("does not match task {}'s context", task.id),
+                    ));
+                }
+                if !w.running {
+                    break w;
+                }
+                // An interrupted task whose executor is still returning: wait for its turn to end
+                // (at most one executor per task). A task still working is busy.
+                if !state.is_interrupted() || tokio::time::Instant::now() >= wait_until {
+                    return Err(A2aError::unsupported(format!(
+                        "task {} is still {}; send follow-up messages once it asks for input",
+                        task.id,
+                        state.as_str_name()
+                    ))
+                    .with_meta("taskId", task.id.clone()));
+                }
+                let ended = live.turn_ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                drop(w);
+                let _ = tokio::time::timeout_at(wait_until, ended).await;
+            };
             let task = &w.record.task;
-            let state = task.state();
-            if state.is_terminal() {
-                return Err(A2aError::unsupported(format!(
-                    "task {} is {} and accepts no more messages",
-                    task.id,
-                    state.as_str_name()
-                ))
-                .with_meta("taskId", task.id.clone()));
+            message.context_id = task.context_id.clone();
+            if let Some(p) = push.as_mut() {
+                validate::bind_push(p, &task.id, &scope)?;
             }
-            if !message.context_id.is_empty() && message.context_id != task.context_id {
-                return Err(A2aError::invalid_field(
-                    "message.contextId",
-                    format!("does not match task {}'s context", task.id),
-                ));
-            }
-            if !w.running {
-                break w;
-            }
-            // An interrupted task whose executor is still returning: wait for its turn to end
-            // (at most one executor per task). A task still working is busy.
-            if !state.is_interrupted() || tokio::time::Instant::now() >= wait_until {
-                return Err(A2aError::unsupported(format!(
-                    "task {} is still {}; send follow-up messages once it asks for input",
-                    task.id,
-                    state.as_str_name()
-                ))
-                .with_meta("taskId", task.id.clone()));
-            }
-            let ended = live.turn_ended.notified();
-            tokio::pin!(ended);
-            ended.as_mut().enable();
-            drop(w);
-            let _ = tokio::time::timeout_at(wait_until, ended).await;
-        };
-        let task = &w.record.task;
-        message.context_id = task.context_id.clone();
-        if let Some(p) = push.as_mut() {
-            validate::bind_push(p, &task.id, &scope)?;
-        }
-        ctx.task_id = task.id.clone();
-        ctx.context_id = task.context_id.clone();
-        ctx.task = Some(task.clone());
-        ctx.message = message.clone();
+            ctx.task_id = task.id.clone();
+            ctx.context_id = task.context_id.clone();
+            ctx.task = Some(task.clone());
+            ctx.message = message.clone();
 
-        let event = set_status(
-            &mut w.record.task,
-            pb::TaskStatus::now(pb::TaskState::Working, None),
-            None,
-        );
-        w.record.task.history.push(message);
-        if let Some(p) = push {
-            self.stores
-                .push
-                .put(&live.scope, &p)
-                .await
-                .map_err(store_error)?;
-            w.has_push = Some(true);
-        }
-        let after = live.commit(self, &mut w, vec![event]).await?;
+            let event = set_status(
+                &mut w.record.task,
+                pb::TaskStatus::now(pb::TaskState::Working, None),
+                None,
+            );
+            w.record.task.history.push(message.clone());
+            if let Some(p) = &push {
+                self.stores
+                    .push
+                    .put(&live.scope, p)
+                    .await
+                    .map_err(store_error)?;
+                w.has_push = Some(true);
+            }
+            w.record.turn += 1;
+            match live.commit(self, &mut w, vec![event]).await {
+                Ok(after) => break (w, after),
+                Err(StoreError::Conflict) if attempts < 3 => attempts += 1,
+                Err(e) => return Err(store_error(e)),
+            }
+        };
         w.running = true;
-        w.turn += 1;
+        w.turn = w.record.turn;
         w.cancel = cancel;
         let snapshot = w.record.task.clone();
         push::kick(self, &live, &mut w).await;
@@ -784,20 +859,29 @@ impl A2aService for Engine {
             return Ok(snapshot);
         }
         self.inner.executor.cancel(&snapshot).await?;
-        let mut w = live.writer.lock().await;
-        live.refresh(&self.inner, &mut w).await?;
-        if check(&w.record.task)? {
-            return Ok(w.record.task.clone());
+        // On a shared store another process may write the task meanwhile: re-read and retry.
+        let mut attempts = 0;
+        loop {
+            let mut w = live.writer.lock().await;
+            live.sync(&self.inner, &mut w).await?;
+            if check(&w.record.task)? {
+                return Ok(w.record.task.clone());
+            }
+            w.cancel.cancel();
+            let event = set_status(
+                &mut w.record.task,
+                pb::TaskStatus::now(pb::TaskState::Canceled, None),
+                req.metadata.clone(),
+            );
+            match live.commit(&self.inner, &mut w, vec![event]).await {
+                Ok(_) => {
+                    push::kick(&self.inner, live, &mut w).await;
+                    return Ok(w.record.task.clone());
+                }
+                Err(StoreError::Conflict) if attempts < 5 => attempts += 1,
+                Err(e) => return Err(store_error(e)),
+            }
         }
-        w.cancel.cancel();
-        let event = set_status(
-            &mut w.record.task,
-            pb::TaskStatus::now(pb::TaskState::Canceled, None),
-            req.metadata,
-        );
-        live.commit(&self.inner, &mut w, vec![event]).await?;
-        push::kick(&self.inner, live, &mut w).await;
-        Ok(w.record.task.clone())
     }
 
     async fn subscribe_to_task(

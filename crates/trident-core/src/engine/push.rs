@@ -11,6 +11,7 @@ use trident_proto as pb;
 use super::Inner;
 use super::live::{Live, LiveGuard, Writer};
 use crate::A2aError;
+use crate::store::now_ms;
 
 /// One webhook call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,10 +121,32 @@ pub(crate) async fn kick_from(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writ
     tokio::spawn(deliver_all(guard, from));
 }
 
-async fn deliver_all(guard: LiveGuard, mut cursor: u64) {
+/// Delivers the task's events in order, from the stored delivery cursor (the outbox), while
+/// this process holds the task's delivery claim. Another process takes over a claim that
+/// lapsed, so delivery resumes after a crash; an event is marked delivered only after every
+/// webhook has had it, so a crash can repeat an event but never skip one.
+async fn deliver_all(guard: LiveGuard, from: u64) {
     let LiveGuard { inner, live } = &guard;
     let Some(transport) = inner.webhooks.clone() else {
         return;
+    };
+    let until = || now_ms().saturating_add(inner.lease_ttl_ms());
+    let store = &inner.stores.push;
+    let claimed = store
+        .claim_delivery(&live.scope, &live.task_id, &inner.node, until(), from)
+        .await;
+    let mut cursor = match claimed {
+        Ok(Some(cursor)) => cursor,
+        Ok(None) => {
+            // Another process delivers this task's notifications.
+            live.writer.lock().await.pushing = false;
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(task = %live.task_id, error = %e, "push delivery not started: cannot claim the outbox");
+            live.writer.lock().await.pushing = false;
+            return;
+        }
     };
     let mut batch = VecDeque::new();
     loop {
@@ -137,6 +160,12 @@ async fn deliver_all(guard: LiveGuard, mut cursor: u64) {
             if w.record.last_seq > cursor {
                 continue;
             }
+            if let Err(e) = store
+                .release_delivery(&live.scope, &live.task_id, &inner.node)
+                .await
+            {
+                tracing::warn!(task = %live.task_id, error = %e, "could not release the outbox claim");
+            }
             w.pushing = false;
             return;
         }
@@ -144,6 +173,14 @@ async fn deliver_all(guard: LiveGuard, mut cursor: u64) {
             cursor = event.seq;
             if let Err(e) = deliver_event(inner, live, transport.as_ref(), &event.event).await {
                 tracing::warn!(task = %live.task_id, seq = event.seq, error = %e, "push delivery skipped an event");
+            }
+            let kept = store
+                .delivered(&live.scope, &live.task_id, &inner.node, cursor, until())
+                .await;
+            if !matches!(kept, Ok(true)) {
+                tracing::warn!(task = %live.task_id, seq = cursor, "push delivery stopped: the outbox claim was lost");
+                live.writer.lock().await.pushing = false;
+                return;
             }
         }
     }

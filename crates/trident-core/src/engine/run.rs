@@ -11,7 +11,7 @@ use trident_proto::wkt::Timestamp;
 
 use super::live::{Live, LiveGuard, Writer};
 use super::{Inner, store_error};
-use crate::store::{LoggedEvent, Scope, TaskRecord, lock_std};
+use crate::store::{LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
 use crate::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
 
 /// What the caller of SendMessage waits for.
@@ -152,7 +152,7 @@ impl Run {
         };
         let live = &guard.live;
         let mut w = live.writer.lock().await;
-        if w.turn == self.turn {
+        if w.turn == self.turn && w.record.turn == self.turn {
             let state = w.record.task.state();
             let failure = match result {
                 Err(e) if !state.is_terminal() => Some(e.message().to_owned()),
@@ -176,6 +176,8 @@ impl Run {
                     tracing::warn!(task = %self.task_id, error = %e, "could not record the failed turn");
                 }
             }
+        }
+        if w.turn == self.turn {
             w.running = false;
             live.turn_ended.notify_waiters();
         }
@@ -217,7 +219,7 @@ impl Run {
     pub(crate) async fn update(&self, update: Update) -> Result<(), A2aError> {
         let live = self.ensure_task().await?;
         let mut w = live.writer.lock().await;
-        if w.turn != self.turn || !w.running {
+        if w.turn != self.turn || !w.running || w.record.turn != self.turn {
             return Err(A2aError::unsupported("this turn has ended"));
         }
         self.apply(&mut w, update).await
@@ -230,7 +232,12 @@ impl Run {
             .get()
             .ok_or_else(|| A2aError::internal("no task"))?;
         let live = &guard.live;
-        live.refresh(&self.inner, w).await?;
+        live.sync(&self.inner, w).await?;
+        if w.record.turn != self.turn {
+            return Err(A2aError::unsupported(
+                "this turn was superseded by a newer message to the task",
+            ));
+        }
         let current = w.record.task.state();
         if current.is_terminal() {
             return Err(A2aError::unsupported(format!(
@@ -295,7 +302,20 @@ impl Run {
                 ))
             }
         };
-        live.commit(&self.inner, w, vec![event]).await?;
+        match live.commit(&self.inner, w, vec![event]).await {
+            Ok(_) => {}
+            Err(StoreError::Conflict) => {
+                // Another process wrote the task (a cancel, a newer turn, or the recovery of
+                // a lease it thought lapsed): this turn is over.
+                live.sync(&self.inner, w).await?;
+                self.cancel.cancel();
+                return Err(A2aError::unsupported(format!(
+                    "task {} was changed by another process; this turn has ended",
+                    self.task_id
+                )));
+            }
+            Err(e) => return Err(store_error(e)),
+        }
         super::push::kick(&self.inner, live, w).await;
         Ok(())
     }
@@ -328,7 +348,9 @@ impl Run {
                 task.clone(),
             ))),
         };
-        let record = TaskRecord::new(task, 1);
+        let mut record = TaskRecord::new(task, 1);
+        record.turn = self.turn;
+        record.lease = self.inner.lease_for(pb::TaskState::Submitted);
         let stores = &self.inner.stores;
         let has_push = push.is_some();
         if let Some(config) = push {

@@ -1,0 +1,254 @@
+//! Work an engine does besides answering requests, so that tasks outlive the process that ran
+//! them and several processes on one shared store behave as one agent:
+//!
+//! - **Recovery.** A task in progress holds a lease naming the process that executes it. At
+//!   start-up every lease of a store nobody else uses is an orphan; on a shared store a lease
+//!   that was not renewed in time is. An orphaned task ends `FAILED` with a message saying so,
+//!   or runs again from its last user message when the executor is
+//!   [`retry_safe`](crate::AgentExecutor::retry_safe).
+//! - **Heartbeat** (shared stores): this process's leases are renewed every `lease_ttl / 3`.
+//! - **Following other processes** (shared stores): a notice that another process committed a
+//!   task this process holds in memory makes it read the new events from the log and publish
+//!   them to its local subscribers; a notice that its own running turn was cancelled or
+//!   superseded stops the executor. Notices only say where to look, so a lost one costs
+//!   latency: after a reconnect, and on every sweep, tasks are re-read anyway.
+//! - **Outbox**: push deliveries whose process stopped are resumed from the stored cursor.
+
+use std::sync::{Arc, Weak};
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+use trident_proto as pb;
+
+use super::live::{Live, LiveGuard};
+use super::run::Run;
+use super::{Inner, push, set_status};
+use crate::store::{Notice, NoticeFeed, Scope, StoreError, now_ms};
+use crate::{Principal, RequestContext};
+
+/// Tasks examined per sweep and kind.
+const SWEEP_BATCH: usize = 100;
+
+/// Starts the background work of an engine.
+pub(super) fn start(inner: &Arc<Inner>) {
+    let weak = Arc::downgrade(inner);
+    let shared = inner.stores.tasks.shared();
+    tokio::spawn(sweeper(weak.clone(), shared));
+    if shared {
+        tokio::spawn(heartbeat(weak.clone()));
+        if let Some(feed) = inner.stores.tasks.notices() {
+            tokio::spawn(follow_notices(weak, feed));
+        }
+    }
+}
+
+async fn heartbeat(weak: Weak<Inner>) {
+    loop {
+        let Some(period) = weak.upgrade().map(|i| i.config.lease_ttl / 3) else {
+            return;
+        };
+        tokio::time::sleep(period).await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let until = now_ms().saturating_add(inner.lease_ttl_ms());
+        if let Err(e) = inner.stores.tasks.renew_leases(&inner.node, until).await {
+            tracing::warn!(error = %e, "could not renew this process's task leases");
+        }
+    }
+}
+
+async fn sweeper(weak: Weak<Inner>, shared: bool) {
+    let mut first = true;
+    loop {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        sweep(&inner, first).await;
+        first = false;
+        if !shared {
+            return;
+        }
+        let period = inner.config.lease_ttl / 2;
+        drop(inner);
+        tokio::time::sleep(period).await;
+    }
+}
+
+/// One pass: orphaned tasks, orphaned deliveries, and (after start-up, on a shared store) a
+/// re-read of every task held in memory that runs elsewhere.
+async fn sweep(inner: &Arc<Inner>, startup: bool) {
+    let shared = inner.stores.tasks.shared();
+    // A store nobody else uses: every lease found at start-up belongs to a stopped process.
+    let before = if shared { now_ms() } else { i64::MAX };
+    match inner.stores.tasks.lapsed_leases(before, SWEEP_BATCH).await {
+        Ok(orphans) => {
+            for (scope, id) in orphans {
+                recover(inner, &scope, &id).await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not look for orphaned tasks"),
+    }
+    match inner
+        .stores
+        .push
+        .pending_deliveries(now_ms(), SWEEP_BATCH)
+        .await
+    {
+        Ok(pending) => {
+            for (scope, id) in pending {
+                if let Ok(guard) = inner.live(&scope, &id).await {
+                    let mut w = guard.live.writer.lock().await;
+                    let from = w.record.last_seq;
+                    push::kick_from(inner, &guard.live, &mut w, from).await;
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not look for undelivered push notifications"),
+    }
+    if shared && !startup {
+        for live in inner.lives() {
+            catch_up(LiveGuard::new(inner.clone(), live), None).await;
+        }
+    }
+}
+
+/// Ends (or re-runs) a task whose executing process stopped.
+async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
+    let Ok(guard) = inner.live(scope, id).await else {
+        return;
+    };
+    let live = &guard.live;
+    let mut w = live.writer.lock().await;
+    w.stale = true;
+    if let Err(e) = live.sync(inner, &mut w).await {
+        tracing::warn!(task = %id, error = %e, "could not read an orphaned task");
+        return;
+    }
+    let Some(lease) = w.record.lease.clone() else {
+        return;
+    };
+    let expired = !inner.stores.tasks.shared() || lease.until_ms < now_ms();
+    if lease.node == inner.node || !expired || !w.record.task.state().is_in_progress() {
+        return;
+    }
+    let task = w.record.task.clone();
+    let retry_from = inner
+        .executor
+        .retry_safe()
+        .then(|| {
+            task.history
+                .iter()
+                .rev()
+                .find(|m| m.role == pb::Role::User as i32)
+                .cloned()
+        })
+        .flatten();
+    match retry_from {
+        Some(message) => {
+            tracing::info!(task = %id, node = %lease.node, "re-running a task whose process stopped");
+            let cancel = CancellationToken::new();
+            w.record.turn += 1;
+            let event = set_status(
+                &mut w.record.task,
+                pb::TaskStatus::now(pb::TaskState::Working, None),
+                None,
+            );
+            match live.commit(inner, &mut w, vec![event]).await {
+                Ok(_) => {}
+                Err(StoreError::Conflict) => return,
+                Err(e) => {
+                    tracing::warn!(task = %id, error = %e, "could not re-run an orphaned task");
+                    return;
+                }
+            }
+            w.running = true;
+            w.turn = w.record.turn;
+            w.cancel = cancel.clone();
+            push::kick(inner, live, &mut w).await;
+            let ctx = RequestContext {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                message,
+                task: Some(task.clone()),
+                configuration: None,
+                metadata: None,
+                principal: match &*scope.owner {
+                    "" => Principal::anonymous(),
+                    owner => Principal::named(owner),
+                },
+                tenant: scope.tenant.to_string(),
+                extensions: Vec::new(),
+                cancel,
+            };
+            let run = Run::existing(
+                inner.clone(),
+                live.clone(),
+                task.context_id.as_str().into(),
+                w.turn,
+            );
+            drop(w);
+            tokio::spawn(run.drive(inner.executor.clone(), ctx));
+        }
+        None => {
+            tracing::info!(task = %id, node = %lease.node, "failing a task whose process stopped");
+            let mut message = pb::Message::agent(
+                uuid::Uuid::new_v4().to_string(),
+                vec![pb::Part::text(format!(
+                    "the process executing this task ({}) stopped before it finished",
+                    lease.node
+                ))],
+            );
+            message.task_id = task.id.clone();
+            message.context_id = task.context_id.clone();
+            let event = set_status(
+                &mut w.record.task,
+                pb::TaskStatus::now(pb::TaskState::Failed, Some(message)),
+                None,
+            );
+            match live.commit(inner, &mut w, vec![event]).await {
+                Ok(_) => push::kick(inner, live, &mut w).await,
+                // Someone else recovered it, or its process came back in time.
+                Err(StoreError::Conflict) => {}
+                Err(e) => tracing::warn!(task = %id, error = %e, "could not fail an orphaned task"),
+            }
+        }
+    }
+}
+
+async fn follow_notices(weak: Weak<Inner>, mut feed: NoticeFeed) {
+    while let Some(notice) = feed.next().await {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        match notice {
+            Notice::Committed {
+                scope,
+                task_id,
+                seq,
+            } => {
+                if let Some(live) = inner.live_now(&scope, &task_id) {
+                    tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), Some(seq)));
+                }
+            }
+            Notice::Resync => {
+                for live in inner.lives() {
+                    tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), None));
+                }
+            }
+        }
+    }
+}
+
+/// Re-reads a task another process wrote (up to `seq`, or whatever is there).
+async fn catch_up(guard: LiveGuard, seq: Option<u64>) {
+    let live: &Live = &guard.live;
+    let mut w = live.writer.lock().await;
+    if seq.is_some_and(|s| s <= w.record.last_seq) {
+        return;
+    }
+    w.stale = true;
+    if let Err(e) = live.sync(&guard.inner, &mut w).await {
+        tracing::warn!(task = %live.task_id, error = %e, "could not follow a task written elsewhere");
+    }
+}
