@@ -84,6 +84,9 @@ impl PgStore {
         options: PgConnectOptions,
         schema: Option<&str>,
     ) -> Result<Self, OpenError> {
+        let node = uuid::Uuid::new_v4().simple().to_string();
+        // Names the store's connections in pg_stat_activity.
+        let options = options.application_name(&format!("trident-{node}"));
         let pool = PgPoolOptions::new()
             .max_connections(POOL)
             .connect_with(options)
@@ -94,7 +97,6 @@ impl PgStore {
         }
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen(CHANNEL).await?;
-        let node = uuid::Uuid::new_v4().simple().to_string();
         let subscribers = Arc::new(Subscribers::default());
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(listen(
@@ -115,6 +117,12 @@ impl PgStore {
     /// The pool (for tests and maintenance).
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The `application_name` of this store's connections (`trident-` and the id that marks
+    /// its own notifications).
+    pub fn application_name(&self) -> String {
+        format!("trident-{}", self.node)
     }
 }
 

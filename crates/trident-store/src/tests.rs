@@ -462,3 +462,44 @@ async fn postgres_migrations_apply_once_and_refuse_newer_databases() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_feed_resyncs_after_losing_its_connection() {
+    use futures::StreamExt as _;
+    use trident_core::store::Notice;
+    let Some(url) = postgres_url("postgres_feed_resyncs_after_losing_its_connection") else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let a = stores(Arc::new(
+            PgStore::connect_in_schema(&url, &schema).await.expect("a"),
+        ));
+        let b = PgStore::connect_in_schema(&url, &schema).await.expect("b");
+        let mut feed = trident_core::store::TaskStore::notices(&b).expect("feed");
+        // Cut every connection of b, the listener's among them.
+        let killed: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(b.application_name())
+        .fetch_all(admin_pool(&url).await.as_ref().expect("pool"))
+        .await
+        .expect("terminate");
+        assert!(!killed.is_empty(), "b has connections to cut");
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), feed.next())
+            .await
+            .expect("a resync within 10 s");
+        assert_eq!(next, Some(Notice::Resync), "a lost connection means resync");
+        // Listening again: a's next commit reaches b.
+        let b = stores(Arc::new(b));
+        contract::shared(&a, &b).await;
+    })
+    .await;
+}
+
+async fn admin_pool(url: &str) -> Result<sqlx::PgPool, sqlx::Error> {
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+}
