@@ -221,11 +221,14 @@ pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery, pg: bo
     filters(&mut page, true);
     if let Some(c) = &q.after {
         let ts = saturate(c.timestamp);
+        // The redundant `status_ts <= ts` is what an index range can use (PostgreSQL only
+        // filters on the OR), so a deep page starts at the cursor instead of the top.
+        let le = page.arg(Val::I64(ts));
         let a = page.arg(Val::I64(ts));
         let b = page.arg(Val::I64(ts));
         let i = page.arg(Val::Str(c.id.clone()));
         page.push(&format!(
-            " AND (status_ts < {a} OR (status_ts = {b} AND id > {i}))"
+            " AND status_ts <= {le} AND (status_ts < {a} OR (status_ts = {b} AND id > {i}))"
         ));
     }
     let l = page.arg(Val::I64(limit_plus_one(q.limit)));
