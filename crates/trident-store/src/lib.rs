@@ -1,0 +1,128 @@
+//! Durable implementations of Trident's store traits ([`TaskStore`], [`EventLog`],
+//! [`PushConfigStore`]):
+//!
+//! - [`SqliteStore`], the embedded default: one file in WAL mode, one writer task that
+//!   group-commits every queued write in one transaction, a small pool of readers.
+//! - [`PgStore`], cluster mode: several processes share one PostgreSQL database and learn of
+//!   each other's commits through `LISTEN`/`NOTIFY` ([`TaskStore::notices`]).
+//!
+//! Both pass `trident_core::store::contract`, the suite the in-memory store passes. [`open`]
+//! picks a store from a spec string.
+//!
+//! [`TaskStore`]: trident_core::store::TaskStore
+//! [`EventLog`]: trident_core::store::EventLog
+//! [`PushConfigStore`]: trident_core::store::PushConfigStore
+//! [`TaskStore::notices`]: trident_core::store::TaskStore::notices
+
+use std::sync::Arc;
+
+use trident_core::store::Stores;
+
+mod codec;
+mod migrate;
+mod postgres;
+mod sqlite;
+
+pub use migrate::{POSTGRES_VERSION, SQLITE_VERSION};
+pub use postgres::PgStore;
+pub use sqlite::{SqliteStore, WriterStats};
+
+/// Why a store could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The spec names no known store.
+    #[error(
+        "unknown store {0:?}: expected \"memory\", \"sqlite:PATH\" (or \"sqlite://PATH\"), \
+         or a PostgreSQL URL \"postgres://…\" / \"postgresql://…\" (optionally with ?schema=NAME)"
+    )]
+    Spec(String),
+    /// The database refused a connection or a statement.
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The database was migrated by a newer binary.
+    #[error(
+        "the database schema is at version {found}, newer than this binary knows ({known}); \
+         run a newer trident against it"
+    )]
+    TooNew {
+        /// The version recorded in the database.
+        found: i64,
+        /// The newest version this binary knows.
+        known: i64,
+    },
+    /// A PostgreSQL schema name that is not a plain identifier.
+    #[error("invalid schema name {0:?}: use ASCII letters, digits and underscores")]
+    SchemaName(String),
+}
+
+/// Opens the stores named by `spec`:
+///
+/// - `memory`: the in-memory store (nothing survives a restart);
+/// - `sqlite:PATH` or `sqlite://PATH`: a SQLite file, created if missing;
+/// - `postgres://…` or `postgresql://…`: a PostgreSQL database (its default schema, or the
+///   one named by a `schema=NAME` query parameter, created if missing).
+///
+/// The three stores of the result are one object.
+pub async fn open(spec: &str) -> Result<Stores, OpenError> {
+    if spec == "memory" {
+        return Ok(Stores::memory());
+    }
+    if let Some(path) = spec
+        .strip_prefix("sqlite://")
+        .or_else(|| spec.strip_prefix("sqlite:"))
+    {
+        if path.is_empty() {
+            return Err(OpenError::Spec(spec.to_owned()));
+        }
+        return Ok(stores(Arc::new(SqliteStore::open(path).await?)));
+    }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        let (url, schema) = split_schema(spec);
+        let store = match schema {
+            Some(schema) => PgStore::connect_in_schema(&url, &schema).await?,
+            None => PgStore::connect(&url).await?,
+        };
+        return Ok(stores(Arc::new(store)));
+    }
+    Err(OpenError::Spec(spec.to_owned()))
+}
+
+/// Takes a `schema=NAME` parameter out of a PostgreSQL URL's query string.
+fn split_schema(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_owned(), None);
+    };
+    let mut schema = None;
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.strip_prefix("schema=") {
+            Some(name) => {
+                schema = Some(name.to_owned());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let url = if rest.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", rest.join("&"))
+    };
+    (url, schema)
+}
+
+fn stores<S>(store: Arc<S>) -> Stores
+where
+    S: trident_core::store::TaskStore
+        + trident_core::store::EventLog
+        + trident_core::store::PushConfigStore,
+{
+    Stores {
+        tasks: store.clone(),
+        events: store.clone(),
+        push: store,
+    }
+}
+
+#[cfg(test)]
+mod tests;

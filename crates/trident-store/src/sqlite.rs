@@ -1,0 +1,818 @@
+//! The SQLite store: one file in WAL mode, one writer task with group commit, a pool of
+//! readers.
+
+use std::path::Path;
+use std::str::FromStr as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prost::Message as _;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Row as _, SqliteConnection};
+use tokio::sync::{mpsc, oneshot};
+use trident_core::store::{
+    EventLog, ListCursor, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery,
+    TaskRecord, TaskStore, events_continue, now_ms,
+};
+use trident_proto as pb;
+
+use crate::OpenError;
+use crate::codec::{
+    CounterDeltas, TaskRow, Val, backend, decode_event, decode_push, decode_record, decode_task,
+    encode_events, is_unique_violation, limit, limit_plus_one, list_sql, to_i64, to_u64,
+};
+
+/// Most write requests one transaction carries.
+const MAX_BATCH: usize = 256;
+/// Write requests that may wait for the writer before senders wait too.
+const QUEUE: usize = 4 * MAX_BATCH;
+/// Read connections.
+const READERS: u32 = 4;
+
+/// What the writer has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Write requests handled.
+    pub requests: u64,
+    /// Transactions committed or attempted (one per batch of queued requests).
+    pub transactions: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    transactions: AtomicU64,
+}
+
+/// The tasks, event logs and push configurations in one SQLite file.
+///
+/// Every write goes to a single writer task, which runs whatever is queued (up to 256
+/// requests) in one `BEGIN IMMEDIATE` transaction, each request inside its own savepoint: a
+/// refused request is rolled back alone, the others commit together with one fsync. Reads use
+/// a separate pool of connections (WAL readers do not block the writer).
+///
+/// Not shared: the file belongs to one process.
+pub struct SqliteStore {
+    writer: mpsc::Sender<Request>,
+    readers: SqlitePool,
+    counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+enum Op {
+    Commit {
+        row: TaskRow,
+        expected: Option<i64>,
+        /// Whether the events continue the log at `expected` (checked after existence, as
+        /// the in-memory store does, so a missing task is `NotFound` rather than `Conflict`).
+        continues: bool,
+        events: Vec<(i64, Vec<u8>)>,
+    },
+    RenewLeases {
+        node: String,
+        until_ms: i64,
+    },
+    PushPut {
+        scope: Scope,
+        task_id: String,
+        id: String,
+        body: Vec<u8>,
+    },
+    PushDelete {
+        scope: Scope,
+        task_id: String,
+        id: String,
+    },
+    Claim {
+        scope: Scope,
+        task_id: String,
+        node: String,
+        until_ms: i64,
+        from: i64,
+        now_ms: i64,
+    },
+    Delivered {
+        scope: Scope,
+        task_id: String,
+        node: String,
+        seq: i64,
+        until_ms: i64,
+    },
+    Release {
+        scope: Scope,
+        task_id: String,
+        node: String,
+    },
+}
+
+#[derive(Debug)]
+enum Out {
+    Unit,
+    Count(u64),
+    Bool(bool),
+    Claim(Option<u64>),
+}
+
+struct Request {
+    op: Op,
+    reply: oneshot::Sender<Result<Out, StoreError>>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database file at `path` and brings its schema up to
+    /// date.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
+        let options = SqliteConnectOptions::from_str("sqlite:")?
+            .filename(path.as_ref())
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(false);
+        let mut conn = options.connect().await?;
+        crate::migrate::sqlite(&mut conn).await?;
+        let readers = SqlitePoolOptions::new()
+            .max_connections(READERS)
+            .connect_with(options)
+            .await?;
+        let (writer, rx) = mpsc::channel(QUEUE);
+        let counters = Arc::new(Counters::default());
+        tokio::spawn(run_writer(conn, rx, counters.clone()));
+        Ok(Self {
+            writer,
+            readers,
+            counters,
+        })
+    }
+
+    /// What the writer has done so far.
+    pub fn stats(&self) -> WriterStats {
+        WriterStats {
+            requests: self.counters.requests.load(Ordering::Relaxed),
+            transactions: self.counters.transactions.load(Ordering::Relaxed),
+        }
+    }
+
+    async fn write(&self, op: Op) -> Result<Out, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.writer
+            .send(Request { op, reply })
+            .await
+            .map_err(|_| StoreError::Backend("the sqlite writer stopped".into()))?;
+        rx.await
+            .map_err(|_| StoreError::Backend("the sqlite writer stopped".into()))?
+    }
+}
+
+fn unexpected(out: Out) -> StoreError {
+    StoreError::Backend(format!("sqlite writer: unexpected reply {out:?}"))
+}
+
+/// The writer: takes every queued request (up to [`MAX_BATCH`]) and runs them in one
+/// transaction.
+async fn run_writer(
+    mut conn: SqliteConnection,
+    mut rx: mpsc::Receiver<Request>,
+    counters: Arc<Counters>,
+) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        counters
+            .requests
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        counters.transactions.fetch_add(1, Ordering::Relaxed);
+        let results = run_batch(&mut conn, &batch).await;
+        for (req, result) in batch.drain(..).zip(results) {
+            // The caller may have gone away; its write is committed all the same.
+            let _ = req.reply.send(result);
+        }
+    }
+    if let Err(e) = conn.close().await {
+        tracing::warn!(error = %e, "sqlite writer: closing the connection");
+    }
+}
+
+async fn exec(conn: &mut SqliteConnection, sql: &'static str) -> Result<(), sqlx::Error> {
+    sqlx::raw_sql(sql).execute(conn).await.map(|_| ())
+}
+
+/// Runs `batch` in one transaction, each request in its own savepoint.
+async fn run_batch(conn: &mut SqliteConnection, batch: &[Request]) -> Vec<Result<Out, StoreError>> {
+    let fail_all = |e: &sqlx::Error| -> Vec<Result<Out, StoreError>> {
+        tracing::error!(error = %e, "sqlite writer: transaction failed");
+        batch.iter().map(|_| Err(backend_ref(e))).collect()
+    };
+    if let Err(e) = exec(conn, "BEGIN IMMEDIATE").await {
+        return fail_all(&e);
+    }
+    let mut results = Vec::with_capacity(batch.len());
+    for req in batch {
+        if let Err(e) = exec(conn, "SAVEPOINT w").await {
+            let _ = exec(conn, "ROLLBACK").await;
+            return fail_all(&e);
+        }
+        let result = apply(conn, &req.op).await;
+        let end = if result.is_ok() {
+            exec(conn, "RELEASE w").await
+        } else {
+            match exec(conn, "ROLLBACK TO w").await {
+                Ok(()) => exec(conn, "RELEASE w").await,
+                Err(e) => Err(e),
+            }
+        };
+        if let Err(e) = end {
+            let _ = exec(conn, "ROLLBACK").await;
+            return fail_all(&e);
+        }
+        results.push(result);
+    }
+    if let Err(e) = exec(conn, "COMMIT").await {
+        let _ = exec(conn, "ROLLBACK").await;
+        return fail_all(&e);
+    }
+    results
+}
+
+fn backend_ref(e: &sqlx::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+/// One write request, inside the batch's transaction.
+async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Out, StoreError> {
+    match op {
+        Op::Commit {
+            row,
+            expected,
+            continues,
+            events,
+        } => commit(conn, row, *expected, *continues, events).await,
+        Op::RenewLeases { node, until_ms } => {
+            let r = sqlx::query(
+                "UPDATE tasks SET lease_until = ? WHERE lease_node = ? AND lease_node IS NOT NULL",
+            )
+            .bind(until_ms)
+            .bind(node)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            Ok(Out::Count(r.rows_affected()))
+        }
+        Op::PushPut {
+            scope,
+            task_id,
+            id,
+            body,
+        } => {
+            sqlx::query(
+                "INSERT INTO push_configs (tenant, owner, task_id, id, body) VALUES (?, ?, ?, ?, ?) \
+                 ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = excluded.body",
+            )
+            .bind(&*scope.tenant)
+            .bind(&*scope.owner)
+            .bind(task_id)
+            .bind(id)
+            .bind(body)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            Ok(Out::Unit)
+        }
+        Op::PushDelete { scope, task_id, id } => {
+            let r = sqlx::query(
+                "DELETE FROM push_configs WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?",
+            )
+            .bind(&*scope.tenant)
+            .bind(&*scope.owner)
+            .bind(task_id)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            Ok(Out::Bool(r.rows_affected() > 0))
+        }
+        Op::Claim {
+            scope,
+            task_id,
+            node,
+            until_ms,
+            from,
+            now_ms,
+        } => {
+            let delivered: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO deliveries (tenant, owner, task_id, delivered, node, until_ms) \
+                 VALUES (?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (tenant, owner, task_id) DO UPDATE \
+                 SET node = excluded.node, until_ms = excluded.until_ms \
+                 WHERE deliveries.node IS NULL OR deliveries.node = excluded.node \
+                 OR deliveries.until_ms < ? \
+                 RETURNING delivered",
+            )
+            .bind(&*scope.tenant)
+            .bind(&*scope.owner)
+            .bind(task_id)
+            .bind(from)
+            .bind(node)
+            .bind(until_ms)
+            .bind(now_ms)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(backend)?;
+            Ok(Out::Claim(delivered.map(to_u64)))
+        }
+        Op::Delivered {
+            scope,
+            task_id,
+            node,
+            seq,
+            until_ms,
+        } => {
+            let r = sqlx::query(
+                "UPDATE deliveries SET delivered = MAX(delivered, ?), until_ms = ? \
+                 WHERE tenant = ? AND owner = ? AND task_id = ? AND node = ?",
+            )
+            .bind(seq)
+            .bind(until_ms)
+            .bind(&*scope.tenant)
+            .bind(&*scope.owner)
+            .bind(task_id)
+            .bind(node)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            Ok(Out::Bool(r.rows_affected() > 0))
+        }
+        Op::Release {
+            scope,
+            task_id,
+            node,
+        } => {
+            sqlx::query(
+                "UPDATE deliveries SET node = NULL \
+                 WHERE tenant = ? AND owner = ? AND task_id = ? AND node = ?",
+            )
+            .bind(&*scope.tenant)
+            .bind(&*scope.owner)
+            .bind(task_id)
+            .bind(node)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            Ok(Out::Unit)
+        }
+    }
+}
+
+/// A commit; the single writer makes read-then-write safe.
+async fn commit(
+    conn: &mut SqliteConnection,
+    row: &TaskRow,
+    expected: Option<i64>,
+    continues: bool,
+    events: &[(i64, Vec<u8>)],
+) -> Result<Out, StoreError> {
+    let deltas = match expected {
+        Some(expected) => {
+            let old = sqlx::query(
+                "SELECT last_seq, state, context_id FROM tasks \
+                 WHERE tenant = ? AND owner = ? AND id = ?",
+            )
+            .bind(&row.tenant)
+            .bind(&row.owner)
+            .bind(&row.id)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(backend)?
+            .ok_or(StoreError::NotFound)?;
+            let stored: i64 = old.try_get(0).map_err(backend)?;
+            if stored != expected || !continues {
+                return Err(StoreError::Conflict);
+            }
+            let old_state: i32 = old.try_get(1).map_err(backend)?;
+            let old_context: String = old.try_get(2).map_err(backend)?;
+            sqlx::query(
+                "UPDATE tasks SET context_id = ?, state = ?, status_ts = ?, last_seq = ?, \
+                 turn = ?, lease_node = ?, lease_until = ?, snapshot = ? \
+                 WHERE tenant = ? AND owner = ? AND id = ?",
+            )
+            .bind(&row.context_id)
+            .bind(row.state)
+            .bind(row.status_ts)
+            .bind(row.last_seq)
+            .bind(row.turn)
+            .bind(&row.lease_node)
+            .bind(row.lease_until)
+            .bind(&row.snapshot)
+            .bind(&row.tenant)
+            .bind(&row.owner)
+            .bind(&row.id)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            CounterDeltas::updated(&old_context, old_state, row)
+        }
+        None => {
+            let r = sqlx::query(
+                "INSERT INTO tasks (tenant, owner, id, context_id, state, status_ts, last_seq, \
+                 turn, lease_node, lease_until, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (tenant, owner, id) DO NOTHING",
+            )
+            .bind(&row.tenant)
+            .bind(&row.owner)
+            .bind(&row.id)
+            .bind(&row.context_id)
+            .bind(row.state)
+            .bind(row.status_ts)
+            .bind(row.last_seq)
+            .bind(row.turn)
+            .bind(&row.lease_node)
+            .bind(row.lease_until)
+            .bind(&row.snapshot)
+            .execute(&mut *conn)
+            .await
+            .map_err(backend)?;
+            if r.rows_affected() == 0 {
+                return Err(StoreError::AlreadyExists);
+            }
+            if !continues {
+                return Err(StoreError::Conflict);
+            }
+            CounterDeltas::created(row)
+        }
+    };
+    for (seq, body) in events {
+        sqlx::query(
+            "INSERT INTO events (tenant, owner, task_id, seq, body) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&row.tenant)
+        .bind(&row.owner)
+        .bind(&row.id)
+        .bind(seq)
+        .bind(body)
+        .execute(&mut *conn)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                StoreError::Conflict
+            } else {
+                backend(e)
+            }
+        })?;
+    }
+    for (state, delta) in &deltas.states {
+        sqlx::query(
+            "INSERT INTO task_counts (tenant, owner, state, n) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (tenant, owner, state) DO UPDATE SET n = n + excluded.n",
+        )
+        .bind(&row.tenant)
+        .bind(&row.owner)
+        .bind(state)
+        .bind(delta)
+        .execute(&mut *conn)
+        .await
+        .map_err(backend)?;
+    }
+    for (context, state, delta) in &deltas.contexts {
+        sqlx::query(
+            "INSERT INTO context_counts (tenant, owner, context_id, state, n) \
+             VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant, owner, context_id, state) DO UPDATE SET n = n + excluded.n",
+        )
+        .bind(&row.tenant)
+        .bind(&row.owner)
+        .bind(context)
+        .bind(state)
+        .bind(delta)
+        .execute(&mut *conn)
+        .await
+        .map_err(backend)?;
+    }
+    Ok(Out::Unit)
+}
+
+fn bind_all<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>,
+    args: Vec<Val>,
+) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    for v in args {
+        q = match v {
+            Val::Str(s) => q.bind(s),
+            Val::I64(i) => q.bind(i),
+            Val::I32(i) => q.bind(i),
+        };
+    }
+    q
+}
+
+#[async_trait::async_trait]
+impl TaskStore for SqliteStore {
+    async fn commit(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: Option<u64>,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        let op = Op::Commit {
+            row: TaskRow::encode(scope, record)?,
+            expected: expected_seq.map(to_i64).transpose()?,
+            continues: events_continue(expected_seq.unwrap_or(0), record.last_seq, events),
+            events: encode_events(events)?,
+        };
+        match self.write(op).await? {
+            Out::Unit => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT snapshot, last_seq, turn, lease_node, lease_until FROM tasks \
+             WHERE tenant = ? AND owner = ? AND id = ?",
+        )
+        .bind(&*scope.tenant)
+        .bind(&*scope.owner)
+        .bind(id)
+        .fetch_optional(&self.readers)
+        .await
+        .map_err(backend)?;
+        row.map(|r| {
+            decode_record(
+                r.try_get::<&[u8], _>(0).map_err(backend)?,
+                r.try_get(1).map_err(backend)?,
+                r.try_get(2).map_err(backend)?,
+                r.try_get(3).map_err(backend)?,
+                r.try_get(4).map_err(backend)?,
+            )
+        })
+        .transpose()
+    }
+
+    /// A keyset page through the index matching the filters: O(page size). The total comes
+    /// from the per-state counters, except with `updated_since`, where it is a count of the
+    /// matching rows (O(matching rows)).
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        let sql = list_sql(scope, query, false);
+        let rows = bind_all(sqlx::query(AssertSqlSafe(sql.page)), sql.page_args)
+            .fetch_all(&self.readers)
+            .await
+            .map_err(backend)?;
+        let total: i64 = bind_all(sqlx::query(AssertSqlSafe(sql.total)), sql.total_args)
+            .fetch_one(&self.readers)
+            .await
+            .map_err(backend)?
+            .try_get(0)
+            .map_err(backend)?;
+        let mut tasks = rows
+            .iter()
+            .map(|r| decode_task(r.try_get::<&[u8], _>(0).map_err(backend)?))
+            .collect::<Result<Vec<pb::Task>, _>>()?;
+        let more = tasks.len() > query.limit;
+        tasks.truncate(query.limit);
+        let next = if more {
+            tasks.last().map(ListCursor::of)
+        } else {
+            None
+        };
+        Ok(TaskPage {
+            tasks,
+            total: usize::try_from(total).unwrap_or(0),
+            next,
+        })
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
+        match self
+            .write(Op::RenewLeases {
+                node: node.to_owned(),
+                until_ms,
+            })
+            .await?
+        {
+            Out::Count(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn lapsed_leases(
+        &self,
+        before_ms: i64,
+        limit_n: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT tenant, owner, id FROM tasks \
+             WHERE lease_node IS NOT NULL AND lease_until < ? LIMIT ?",
+        )
+        .bind(before_ms)
+        .bind(limit(limit_n))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(scoped_id).collect()
+    }
+}
+
+fn scoped_id(r: &sqlx::sqlite::SqliteRow) -> Result<(Scope, String), StoreError> {
+    let tenant: String = r.try_get(0).map_err(backend)?;
+    let owner: String = r.try_get(1).map_err(backend)?;
+    Ok((Scope::new(tenant, owner), r.try_get(2).map_err(backend)?))
+}
+
+#[async_trait::async_trait]
+impl EventLog for SqliteStore {
+    async fn read(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit_n: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, body FROM events WHERE tenant = ? AND owner = ? AND task_id = ? \
+             AND seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(&*scope.tenant)
+        .bind(&*scope.owner)
+        .bind(task_id)
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(limit(limit_n))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(backend)?;
+        rows.iter()
+            .map(|r| {
+                decode_event(
+                    r.try_get(0).map_err(backend)?,
+                    r.try_get::<&[u8], _>(1).map_err(backend)?,
+                )
+            })
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl PushConfigStore for SqliteStore {
+    async fn put(
+        &self,
+        scope: &Scope,
+        config: &pb::TaskPushNotificationConfig,
+    ) -> Result<(), StoreError> {
+        let op = Op::PushPut {
+            scope: scope.clone(),
+            task_id: config.task_id.clone(),
+            id: config.id.clone(),
+            body: config.encode_to_vec(),
+        };
+        match self.write(op).await? {
+            Out::Unit => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn get(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
+        let body: Option<Vec<u8>> = sqlx::query_scalar(
+            "SELECT body FROM push_configs WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?",
+        )
+        .bind(&*scope.tenant)
+        .bind(&*scope.owner)
+        .bind(task_id)
+        .bind(id)
+        .fetch_optional(&self.readers)
+        .await
+        .map_err(backend)?;
+        body.as_deref().map(decode_push).transpose()
+    }
+
+    async fn list(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: Option<&str>,
+        limit_n: usize,
+    ) -> Result<(Vec<pb::TaskPushNotificationConfig>, bool), StoreError> {
+        let bodies: Vec<Vec<u8>> = sqlx::query_scalar(
+            "SELECT body FROM push_configs WHERE tenant = ? AND owner = ? AND task_id = ? \
+             AND id > ? ORDER BY id LIMIT ?",
+        )
+        .bind(&*scope.tenant)
+        .bind(&*scope.owner)
+        .bind(task_id)
+        // Every id sorts after "" except "" itself, which `put` never stores (ids are set).
+        .bind(after.unwrap_or(""))
+        .bind(limit_plus_one(limit_n))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(backend)?;
+        let mut configs = bodies
+            .iter()
+            .map(|b| decode_push(b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let more = configs.len() > limit_n;
+        configs.truncate(limit_n);
+        Ok((configs, more))
+    }
+
+    async fn delete(&self, scope: &Scope, task_id: &str, id: &str) -> Result<bool, StoreError> {
+        let op = Op::PushDelete {
+            scope: scope.clone(),
+            task_id: task_id.to_owned(),
+            id: id.to_owned(),
+        };
+        match self.write(op).await? {
+            Out::Bool(b) => Ok(b),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn claim_delivery(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+        until_ms: i64,
+        from: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let op = Op::Claim {
+            scope: scope.clone(),
+            task_id: task_id.to_owned(),
+            node: node.to_owned(),
+            until_ms,
+            from: to_i64(from)?,
+            now_ms: now_ms(),
+        };
+        match self.write(op).await? {
+            Out::Claim(c) => Ok(c),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn delivered(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+        seq: u64,
+        until_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let op = Op::Delivered {
+            scope: scope.clone(),
+            task_id: task_id.to_owned(),
+            node: node.to_owned(),
+            seq: to_i64(seq)?,
+            until_ms,
+        };
+        match self.write(op).await? {
+            Out::Bool(b) => Ok(b),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn release_delivery(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        node: &str,
+    ) -> Result<(), StoreError> {
+        let op = Op::Release {
+            scope: scope.clone(),
+            task_id: task_id.to_owned(),
+            node: node.to_owned(),
+        };
+        match self.write(op).await? {
+            Out::Unit => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn pending_deliveries(
+        &self,
+        now_ms: i64,
+        limit_n: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT d.tenant, d.owner, d.task_id FROM deliveries d \
+             JOIN tasks t ON t.tenant = d.tenant AND t.owner = d.owner AND t.id = d.task_id \
+             WHERE (d.node IS NULL OR d.until_ms < ?) AND t.last_seq > d.delivered LIMIT ?",
+        )
+        .bind(now_ms)
+        .bind(limit(limit_n))
+        .fetch_all(&self.readers)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(scoped_id).collect()
+    }
+}

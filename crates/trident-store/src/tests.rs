@@ -1,0 +1,505 @@
+//! SQLite tests always; PostgreSQL tests when `TRIDENT_TEST_POSTGRES` names a server (e.g.
+//! `postgres://postgres@127.0.0.1:5432/test`), each run in a fresh schema dropped at the end.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sqlx::{ConnectOptions as _, Connection as _};
+use trident_core::store::{
+    LoggedEvent, Scope, StoreError, Stores, TaskQuery, TaskRecord, contract,
+};
+use trident_proto as pb;
+
+use crate::{OpenError, PgStore, SqliteStore, open, stores};
+
+/// A temporary directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "trident-store-test-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        Self(dir)
+    }
+
+    fn db(&self) -> PathBuf {
+        self.0.join("trident.db")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn task(id: &str, ctx: &str, state: pb::TaskState) -> pb::Task {
+    pb::Task {
+        id: id.into(),
+        context_id: ctx.into(),
+        status: Some(pb::TaskStatus::now(state, None)),
+        ..Default::default()
+    }
+}
+
+fn ev(task_id: &str, seq: u64) -> LoggedEvent {
+    LoggedEvent {
+        seq,
+        event: Arc::new(pb::StreamResponse::new(
+            pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
+                task_id: task_id.into(),
+                context_id: "c".into(),
+                status: Some(pb::TaskStatus::now(pb::TaskState::Working, None)),
+                metadata: None,
+            }),
+        )),
+    }
+}
+
+/// Totals follow state changes (the counters move with each commit).
+async fn totals_follow_state_changes(stores: &Stores) {
+    let scope = Scope::new("totals", "owner");
+    let mut rec = TaskRecord::new(task("x", "ctx", pb::TaskState::Working), 1);
+    stores
+        .tasks
+        .commit(&scope, &rec, None, &[ev("x", 1)])
+        .await
+        .expect("create");
+    rec.task.status = Some(pb::TaskStatus::now(pb::TaskState::Completed, None));
+    rec.last_seq = 2;
+    stores
+        .tasks
+        .commit(&scope, &rec, Some(1), &[ev("x", 2)])
+        .await
+        .expect("complete");
+    // A refused commit moves no counter.
+    assert_eq!(
+        stores.tasks.commit(&scope, &rec, Some(1), &[]).await,
+        Err(StoreError::Conflict)
+    );
+    let total = |state: Option<pb::TaskState>, context: Option<&str>| {
+        let query = TaskQuery {
+            state,
+            context_id: context.map(str::to_owned),
+            limit: 10,
+            ..Default::default()
+        };
+        let tasks = stores.tasks.clone();
+        let scope = scope.clone();
+        async move { tasks.list(&scope, &query).await.expect("list").total }
+    };
+    assert_eq!(total(None, None).await, 1);
+    assert_eq!(total(Some(pb::TaskState::Working), None).await, 0);
+    assert_eq!(total(Some(pb::TaskState::Completed), None).await, 1);
+    assert_eq!(total(None, Some("ctx")).await, 1);
+    assert_eq!(total(Some(pb::TaskState::Working), Some("ctx")).await, 0);
+    assert_eq!(total(Some(pb::TaskState::Completed), Some("ctx")).await, 1);
+    assert_eq!(total(None, Some("other")).await, 0);
+}
+
+#[tokio::test]
+async fn sqlite_passes_the_contract() {
+    let dir = TempDir::new();
+    let store = Arc::new(SqliteStore::open(dir.db()).await.expect("open"));
+    assert!(!trident_core::store::TaskStore::shared(&*store));
+    assert!(trident_core::store::TaskStore::notices(&*store).is_none());
+    let stores = stores(store);
+    contract::run(&stores).await;
+    totals_follow_state_changes(&stores).await;
+}
+
+#[tokio::test]
+async fn sqlite_group_commits_concurrent_writes() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(dir.db()).await.expect("open");
+    let scope = Scope::new("", "burst");
+    let before = store.stats();
+    let commits = (0..200).map(|i| {
+        let id = format!("t{i}");
+        let rec = TaskRecord::new(task(&id, "c", pb::TaskState::Working), 1);
+        let store = &store;
+        let scope = &scope;
+        async move {
+            trident_core::store::TaskStore::commit(store, scope, &rec, None, &[ev(&id, 1)]).await
+        }
+    });
+    let results = futures::future::join_all(commits).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    let after = store.stats();
+    let requests = after.requests - before.requests;
+    let transactions = after.transactions - before.transactions;
+    assert_eq!(requests, 200);
+    assert!(
+        transactions <= 10,
+        "200 concurrent commits took {transactions} transactions"
+    );
+    let page = trident_core::store::TaskStore::list(
+        &store,
+        &scope,
+        &TaskQuery {
+            limit: 1,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("list");
+    assert_eq!(page.total, 200);
+}
+
+#[tokio::test]
+async fn sqlite_a_refused_request_does_not_spoil_its_batch() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(dir.db()).await.expect("open");
+    let scope = Scope::new("", "batch");
+    let rec = TaskRecord::new(task("dup", "c", pb::TaskState::Working), 1);
+    // Eight creates of one id and eight of distinct ids, all queued together.
+    let first = [ev("dup", 1)];
+    let dups =
+        (0..8).map(|_| trident_core::store::TaskStore::commit(&store, &scope, &rec, None, &first));
+    let distinct: Vec<_> = (0..8)
+        .map(|i| TaskRecord::new(task(&format!("d{i}"), "c", pb::TaskState::Working), 1))
+        .collect();
+    let logs: Vec<_> = distinct.iter().map(|r| [ev(&r.task.id, 1)]).collect();
+    let others = distinct
+        .iter()
+        .zip(&logs)
+        .map(|(r, log)| trident_core::store::TaskStore::commit(&store, &scope, r, None, log));
+    let (dups, others) = futures::join!(
+        futures::future::join_all(dups),
+        futures::future::join_all(others)
+    );
+    assert_eq!(dups.iter().filter(|r| r.is_ok()).count(), 1, "{dups:?}");
+    assert!(
+        dups.iter()
+            .all(|r| matches!(r, Ok(()) | Err(StoreError::AlreadyExists)))
+    );
+    assert!(others.iter().all(Result::is_ok), "{others:?}");
+    let events = trident_core::store::EventLog::read(&store, &scope, "dup", 0, 10)
+        .await
+        .expect("read");
+    assert_eq!(events.len(), 1, "the refused creates appended nothing");
+}
+
+#[tokio::test]
+async fn sqlite_data_survives_reopening() {
+    let dir = TempDir::new();
+    let scope = Scope::new("t", "o");
+    let rec = TaskRecord::new(task("kept", "c", pb::TaskState::Working), 2);
+    let cfg = pb::TaskPushNotificationConfig {
+        id: "cfg".into(),
+        task_id: "kept".into(),
+        url: "http://hook".into(),
+        ..Default::default()
+    };
+    {
+        let stores = open(&format!("sqlite:{}", dir.db().display()))
+            .await
+            .expect("open");
+        stores
+            .tasks
+            .commit(&scope, &rec, None, &[ev("kept", 1), ev("kept", 2)])
+            .await
+            .expect("commit");
+        stores.push.put(&scope, &cfg).await.expect("put");
+    }
+    let stores = open(&format!("sqlite://{}", dir.db().display()))
+        .await
+        .expect("reopen");
+    assert_eq!(
+        stores.tasks.get(&scope, "kept").await.expect("get"),
+        Some(rec)
+    );
+    assert_eq!(
+        stores
+            .events
+            .read(&scope, "kept", 0, 10)
+            .await
+            .expect("read")
+            .iter()
+            .map(|e| e.seq)
+            .collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert_eq!(
+        stores.push.get(&scope, "kept", "cfg").await.expect("get"),
+        Some(cfg)
+    );
+}
+
+async fn sqlite_version(path: &std::path::Path) -> Vec<i64> {
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .connect()
+        .await
+        .expect("connect");
+    let versions = sqlx::query_scalar("SELECT version FROM trident_schema ORDER BY version")
+        .fetch_all(&mut conn)
+        .await
+        .expect("versions");
+    conn.close().await.expect("close");
+    versions
+}
+
+#[tokio::test]
+async fn sqlite_migrations_apply_once_and_refuse_newer_databases() {
+    let dir = TempDir::new();
+    drop(SqliteStore::open(dir.db()).await.expect("from empty"));
+    assert_eq!(sqlite_version(&dir.db()).await, [crate::SQLITE_VERSION]);
+    drop(SqliteStore::open(dir.db()).await.expect("reopen migrated"));
+    assert_eq!(
+        sqlite_version(&dir.db()).await,
+        [crate::SQLITE_VERSION],
+        "reopening applies nothing"
+    );
+
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.db())
+        .connect()
+        .await
+        .expect("connect");
+    sqlx::query("INSERT INTO trident_schema (version, applied_ms) VALUES (999, 0)")
+        .execute(&mut conn)
+        .await
+        .expect("insert");
+    conn.close().await.expect("close");
+    match SqliteStore::open(dir.db()).await {
+        Err(OpenError::TooNew { found, known }) => {
+            assert_eq!((found, known), (999, crate::SQLITE_VERSION));
+        }
+        other => panic!("a newer database must be refused, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn open_names_the_accepted_forms() {
+    let stores = open("memory").await.expect("memory");
+    assert!(!stores.tasks.shared());
+    for bad in ["", "mysql://x", "sqlite:", "file.db"] {
+        let err = open(bad).await.err().expect("refused");
+        assert!(matches!(err, OpenError::Spec(_)), "{bad}: {err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("memory") && text.contains("sqlite:PATH") && text.contains("postgres://"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        crate::split_schema("postgres://h/db?schema=s&sslmode=disable"),
+        (
+            "postgres://h/db?sslmode=disable".to_owned(),
+            Some("s".to_owned())
+        )
+    );
+    assert_eq!(
+        crate::split_schema("postgres://h/db"),
+        ("postgres://h/db".to_owned(), None)
+    );
+}
+
+// --- PostgreSQL ---------------------------------------------------------------------------
+
+/// The server URL, or `None` (and a note) when the PostgreSQL tests are off.
+fn postgres_url(test: &str) -> Option<String> {
+    match std::env::var("TRIDENT_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("{test}: skipped (set TRIDENT_TEST_POSTGRES to run it)");
+            None
+        }
+    }
+}
+
+/// Runs `body` with a fresh schema name, then drops the schema, even if `body` panicked.
+async fn with_schema<F, Fut>(url: &str, body: F)
+where
+    F: FnOnce(String, String) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let schema = format!("trident_test_{}", uuid::Uuid::new_v4().simple());
+    let result = tokio::spawn(body(url.to_owned(), schema.clone())).await;
+    let mut conn = sqlx::PgConnection::connect(url).await.expect("connect");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+    )))
+    .execute(&mut conn)
+    .await
+    .expect("drop schema");
+    conn.close().await.expect("close");
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_passes_the_contract_and_shares() {
+    let Some(url) = postgres_url("postgres_passes_the_contract_and_shares") else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let a = Arc::new(
+            PgStore::connect_in_schema(&url, &schema)
+                .await
+                .expect("connect a"),
+        );
+        let b = Arc::new(
+            PgStore::connect_in_schema(&url, &schema)
+                .await
+                .expect("connect b"),
+        );
+        let (a, b) = (stores(a), stores(b));
+        assert!(a.tasks.shared());
+        contract::run(&a).await;
+        totals_follow_state_changes(&a).await;
+        contract::shared(&a, &b).await;
+        contract::shared(&b, &a).await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_racing_creates_and_claims_have_one_winner() {
+    let Some(url) = postgres_url("postgres_racing_creates_and_claims_have_one_winner") else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let a = PgStore::connect_in_schema(&url, &schema).await.expect("a");
+        let b = PgStore::connect_in_schema(&url, &schema).await.expect("b");
+        let scope = Scope::new("race", "o");
+        let rec = TaskRecord::new(task("r", "c", pb::TaskState::Working), 1);
+        let first = [ev("r", 1)];
+        let creates = (0..8).map(|i| {
+            let store = if i % 2 == 0 { &a } else { &b };
+            trident_core::store::TaskStore::commit(store, &scope, &rec, None, &first)
+        });
+        let results = futures::future::join_all(creates).await;
+        assert_eq!(
+            results.iter().filter(|r| r.is_ok()).count(),
+            1,
+            "{results:?}"
+        );
+        assert!(
+            results
+                .iter()
+                .all(|r| matches!(r, Ok(()) | Err(StoreError::AlreadyExists))),
+            "{results:?}"
+        );
+        let far = trident_core::store::now_ms() + 60_000;
+        let claims = (0..8).map(|i| {
+            let store = if i % 2 == 0 { &a } else { &b };
+            let node = format!("node-{i}");
+            let scope = &scope;
+            async move {
+                trident_core::store::PushConfigStore::claim_delivery(
+                    store, scope, "r", &node, far, 0,
+                )
+                .await
+            }
+        });
+        let claims = futures::future::join_all(claims).await;
+        assert_eq!(
+            claims.iter().filter(|c| matches!(c, Ok(Some(0)))).count(),
+            1,
+            "{claims:?}"
+        );
+        assert!(claims.iter().all(|c| matches!(c, Ok(Some(0) | None))));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_migrations_apply_once_and_refuse_newer_databases() {
+    let Some(url) = postgres_url("postgres_migrations_apply_once_and_refuse_newer_databases")
+    else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let versions = |store: &PgStore| {
+            let pool = store.pool().clone();
+            async move {
+                sqlx::query_scalar::<_, i32>("SELECT version FROM trident_schema ORDER BY version")
+                    .fetch_all(&pool)
+                    .await
+                    .expect("versions")
+            }
+        };
+        let first = PgStore::connect_in_schema(&url, &schema)
+            .await
+            .expect("from empty");
+        assert_eq!(versions(&first).await, [1]);
+        let again = PgStore::connect_in_schema(&url, &schema)
+            .await
+            .expect("reopen migrated");
+        assert_eq!(versions(&again).await, [1], "reopening applies nothing");
+        sqlx::query("INSERT INTO trident_schema (version, applied_ms) VALUES (999, 0)")
+            .execute(again.pool())
+            .await
+            .expect("insert");
+        match PgStore::connect_in_schema(&url, &schema).await {
+            Err(OpenError::TooNew { found, known }) => {
+                assert_eq!((found, known), (999, crate::POSTGRES_VERSION));
+            }
+            other => panic!("a newer database must be refused, got {other:?}"),
+        }
+        assert!(matches!(
+            PgStore::connect_in_schema(&url, "bad-name; DROP").await,
+            Err(OpenError::SchemaName(_))
+        ));
+        // `open` with ?schema= reaches the same schema.
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let spec = format!("{url}{sep}schema={schema}x");
+        let stores = open(&spec).await.expect("open with schema");
+        assert!(stores.tasks.shared());
+        let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS \"{schema}x\" CASCADE"
+        )))
+        .execute(&mut conn)
+        .await
+        .expect("drop");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_feed_resyncs_after_losing_its_connection() {
+    use futures::StreamExt as _;
+    use trident_core::store::Notice;
+    let Some(url) = postgres_url("postgres_feed_resyncs_after_losing_its_connection") else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let a = stores(Arc::new(
+            PgStore::connect_in_schema(&url, &schema).await.expect("a"),
+        ));
+        let b = PgStore::connect_in_schema(&url, &schema).await.expect("b");
+        let mut feed = trident_core::store::TaskStore::notices(&b).expect("feed");
+        // Cut every connection of b, the listener's among them.
+        let killed: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE application_name = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(b.application_name())
+        .fetch_all(admin_pool(&url).await.as_ref().expect("pool"))
+        .await
+        .expect("terminate");
+        assert!(!killed.is_empty(), "b has connections to cut");
+        let next = tokio::time::timeout(std::time::Duration::from_secs(10), feed.next())
+            .await
+            .expect("a resync within 10 s");
+        assert_eq!(next, Some(Notice::Resync), "a lost connection means resync");
+        // Listening again: a's next commit reaches b.
+        let b = stores(Arc::new(b));
+        contract::shared(&a, &b).await;
+    })
+    .await;
+}
+
+async fn admin_pool(url: &str) -> Result<sqlx::PgPool, sqlx::Error> {
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+}
