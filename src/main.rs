@@ -48,6 +48,18 @@ struct Serve {
     /// Largest request body, in bytes, on every binding.
     #[arg(long, env = "TRIDENT_MAX_BODY", default_value_t = 4 << 20)]
     max_body: usize,
+    /// Where tasks live: `sqlite:PATH` (a file, created if missing), `postgres://…` (cluster
+    /// mode: every process on the same database serves every task) or `memory` (lost on
+    /// exit).
+    #[arg(long, env = "TRIDENT_STORE", default_value = "sqlite:trident.db")]
+    store: String,
+    /// Seconds a process's claim on a running task lasts without renewal; on PostgreSQL a
+    /// task whose process died ends FAILED within about 1.5 times this.
+    #[arg(long, env = "TRIDENT_LEASE_TTL", default_value_t = 10.0)]
+    lease_ttl: f64,
+    /// This process's id in task leases (default: a new UUIDv7 per start).
+    #[arg(long, env = "TRIDENT_NODE_ID")]
+    node_id: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -122,11 +134,19 @@ async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error>> {
         &interfaces,
     );
     let webhooks = trident_rest::HttpWebhooks::new(Duration::from_secs(10))?;
+    let lease_ttl = Duration::try_from_secs_f64(args.lease_ttl)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or("--lease-ttl must be a positive number of seconds")?;
     let config = EngineConfig {
         strict_version: args.strict_version,
+        lease_ttl,
+        node_id: args.node_id.clone(),
         ..EngineConfig::default()
     };
+    let stores = trident_store::open(&args.store).await?;
     let engine = Engine::builder(args.agent.executor())
+        .stores(stores)
         .card(card.clone())
         .webhooks(Arc::new(webhooks))
         .config(config)
@@ -138,8 +158,9 @@ async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error>> {
     options.grpc.max_request_size = args.max_body;
 
     println!(
-        "Trident serving the {} agent (in-memory store) on {addr}",
-        args.agent.name()
+        "Trident serving the {} agent on {addr} (store: {})",
+        args.agent.name(),
+        trident_store::describe(&args.store)
     );
     println!(
         "  agent card  {}{}",

@@ -2,9 +2,12 @@
 #![allow(unreachable_pub, missing_docs)]
 
 mod card;
+mod cluster;
 mod concurrency;
+mod durability;
 mod harness;
 mod list_property;
+mod process;
 mod push;
 mod store_contract;
 mod streams;

@@ -85,6 +85,26 @@ fn bindings_depend_on_neither_each_other_nor_the_store() {
 }
 
 #[test]
+fn the_store_crate_depends_on_no_binding() {
+    let deps = dependencies(&read(&root().join("crates/trident-store/Cargo.toml")));
+    for banned in [
+        "trident-grpc",
+        "trident-jsonrpc",
+        "trident-rest",
+        "trident-server",
+        "trident-client",
+        "tonic",
+        "axum",
+        "reqwest",
+    ] {
+        assert!(
+            !deps.iter().any(|d| d == banned),
+            "trident-store must not depend on {banned}"
+        );
+    }
+}
+
+#[test]
 fn only_trident_proto_runs_protobuf_codegen() {
     let mut builds = Vec::new();
     for dir in [root(), root().join("crates")] {

@@ -115,7 +115,8 @@ impl AgentExecutor for Slow {
 
 /// One agent with every demo behaviour, chosen by the first word of the user's text:
 /// `reply …` (direct message), `input` (asks, then greets), `auth` (AUTH_REQUIRED, then
-/// completes), `slow` (works until canceled), `stream N` (N chunks), `fail`, `reject`,
+/// completes), `slow` (works until canceled), `stream N [MS]` (N chunks, MS ms apart, default
+/// 2), `fail`, `reject`,
 /// anything else echoes. Used by the behaviour suite so one server covers every case.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Demo;
@@ -137,9 +138,10 @@ impl AgentExecutor for Demo {
             "slow" => Slow::default().execute(ctx, sink).await,
             "stream" => {
                 let chunks = words.next().and_then(|n| n.parse().ok()).unwrap_or(3);
+                let pause_ms = words.next().and_then(|n| n.parse().ok()).unwrap_or(2);
                 Stream {
                     chunks,
-                    pause: Duration::from_millis(2),
+                    pause: Duration::from_millis(pause_ms),
                 }
                 .execute(ctx, sink)
                 .await

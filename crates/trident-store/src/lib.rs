@@ -87,6 +87,30 @@ pub async fn open(spec: &str) -> Result<Stores, OpenError> {
     Err(OpenError::Spec(spec.to_owned()))
 }
 
+/// `spec` fit for a log line: a PostgreSQL URL's password is masked.
+pub fn describe(spec: &str) -> String {
+    let Some((scheme, rest)) = spec.split_once("://") else {
+        return spec.to_owned();
+    };
+    if !scheme.starts_with("postgres") {
+        return spec.to_owned();
+    }
+    let (authority, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split(':').next().unwrap_or("");
+            let masked = if user_info.contains(':') {
+                format!("{user}:***")
+            } else {
+                user.to_owned()
+            };
+            let slash = if rest.contains('/') { "/" } else { "" };
+            format!("{scheme}://{masked}@{host}{slash}{tail}")
+        }
+        None => spec.to_owned(),
+    }
+}
+
 /// Takes a `schema=NAME` parameter out of a PostgreSQL URL's query string.
 fn split_schema(url: &str) -> (String, Option<String>) {
     let Some((base, query)) = url.split_once('?') else {

@@ -503,3 +503,17 @@ async fn admin_pool(url: &str) -> Result<sqlx::PgPool, sqlx::Error> {
         .connect(url)
         .await
 }
+
+#[test]
+fn describe_masks_passwords() {
+    assert_eq!(
+        crate::describe("postgres://app:s3cret@db:5432/trident?schema=a"),
+        "postgres://app:***@db:5432/trident?schema=a"
+    );
+    assert_eq!(
+        crate::describe("postgres://postgres@127.0.0.1/test"),
+        "postgres://postgres@127.0.0.1/test"
+    );
+    assert_eq!(crate::describe("sqlite:trident.db"), "sqlite:trident.db");
+    assert_eq!(crate::describe("memory"), "memory");
+}

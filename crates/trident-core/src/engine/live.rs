@@ -276,6 +276,20 @@ pub(crate) fn closes_stream(event: &pb::StreamResponse) -> bool {
     }
 }
 
+/// Whether the event moves the task to a terminal state.
+fn ends_task(event: &pb::StreamResponse) -> bool {
+    use pb::stream_response::Payload;
+    match &event.payload {
+        Some(Payload::Task(t)) => t.state().is_terminal(),
+        Some(Payload::StatusUpdate(u)) => u.status.as_ref().is_some_and(|s| {
+            pb::TaskState::try_from(s.state)
+                .unwrap_or_default()
+                .is_terminal()
+        }),
+        _ => false,
+    }
+}
+
 struct Reader {
     guard: LiveGuard,
     cursor: u64,
@@ -294,7 +308,10 @@ impl Reader {
         loop {
             if let Some(e) = self.pending.pop_front() {
                 self.cursor = e.seq;
-                if closes_stream(&e.event) {
+                // A replay from an old cursor passes an INPUT_REQUIRED the task has since
+                // answered; only a terminal state or the latest interruption ends the stream.
+                let latest = self.progress.borrow().seq;
+                if closes_stream(&e.event) && (e.seq >= latest || ends_task(&e.event)) {
                     self.done = true;
                     self.pending.clear();
                 }

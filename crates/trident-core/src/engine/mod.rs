@@ -492,12 +492,14 @@ impl Inner {
                         format!("does not match task {}'s context", task.id),
                     ));
                 }
-                if !w.running {
+                // A task still working is busy, whichever process runs it.
+                let busy = !state.is_interrupted();
+                if !busy && !w.running {
                     break w;
                 }
-                // An interrupted task whose executor is still returning: wait for its turn to end
-                // (at most one executor per task). A task still working is busy.
-                if !state.is_interrupted() || tokio::time::Instant::now() >= wait_until {
+                // An interrupted task whose executor is still returning: wait for its turn to
+                // end (at most one executor per task).
+                if busy || tokio::time::Instant::now() >= wait_until {
                     return Err(A2aError::unsupported(format!(
                         "task {} is still {}; send follow-up messages once it asks for input",
                         task.id,

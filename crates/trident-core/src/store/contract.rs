@@ -55,7 +55,11 @@ pub async fn shared(a: &Stores, b: &Stores) {
     })
     .await
     .expect("b is told of a's commit within 10 s");
-    assert_eq!(notice, Some((scope, 1)), "the notice names the task and sequence");
+    assert_eq!(
+        notice,
+        Some((scope, 1)),
+        "the notice names the task and sequence"
+    );
 }
 
 fn ev(task_id: &str, seq: u64) -> LoggedEvent {
@@ -395,11 +399,20 @@ pub async fn leases_renew_and_lapse(stores: &Stores) {
     }
     stores
         .tasks
-        .commit(&scope, &TaskRecord::new(task("l4", "c", pb::TaskState::Completed, 1), 0), None, &[])
+        .commit(
+            &scope,
+            &TaskRecord::new(task("l4", "c", pb::TaskState::Completed, 1), 0),
+            None,
+            &[],
+        )
         .await
         .expect("create unleased");
     assert_eq!(
-        stores.tasks.renew_leases("node-a", 5_000).await.expect("renew"),
+        stores
+            .tasks
+            .renew_leases("node-a", 5_000)
+            .await
+            .expect("renew"),
         2
     );
     let mut lapsed: Vec<_> = stores

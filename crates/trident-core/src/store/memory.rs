@@ -252,7 +252,10 @@ impl TaskStore for MemoryStore {
             for (scope, ids) in shard.iter() {
                 for (id, record) in ids {
                     if found.len() < limit
-                        && record.lease.as_ref().is_some_and(|l| l.until_ms < before_ms)
+                        && record
+                            .lease
+                            .as_ref()
+                            .is_some_and(|l| l.until_ms < before_ms)
                     {
                         found.push((scope.clone(), id.to_string()));
                     }

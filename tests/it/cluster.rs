@@ -1,0 +1,297 @@
+//! Two real `trident serve` processes on one PostgreSQL database behave as one agent.
+//!
+//! Enabled by `TRIDENT_TEST_POSTGRES` (a server URL such as
+//! `postgres://postgres@127.0.0.1:5432/test`, which `.ci/run` sets); each test uses a fresh
+//! schema and drops it afterwards.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use trident_client::Binding;
+use trident_core::{A2aError, A2aService, CallContext, ErrorKind, StreamEvent};
+use trident_proto as pb;
+
+use crate::durability::{replay, seqs};
+use crate::harness::{collect, cx, msg, req, state_of, task_of, wait_for};
+use crate::process::Trident;
+
+/// Lease TTL the replicas run with: a dead replica's task fails within about 1.5 × this.
+const LEASE_TTL_SECS: f64 = 1.0;
+
+/// A fresh schema on the test server, dropped on drop.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Schema {
+    fn new() -> Option<Self> {
+        let url = std::env::var("TRIDENT_TEST_POSTGRES").ok()?;
+        let name = format!("trident_it_{}", uuid::Uuid::new_v4().simple());
+        Some(Self { url, name })
+    }
+
+    /// The `--store` value for this schema.
+    fn store(&self) -> String {
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{sep}schema={}", self.url, self.name)
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("psql")
+            .args([
+                self.url.as_str(),
+                "-qc",
+                &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name),
+            ])
+            .output();
+    }
+}
+
+async fn replicas(schema: &Schema, n: usize) -> Vec<Trident> {
+    let store = schema.store();
+    let ttl = LEASE_TTL_SECS.to_string();
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(
+            Trident::serve(&["--agent", "demo", "--store", &store, "--lease-ttl", &ttl]).await,
+        );
+    }
+    out
+}
+
+macro_rules! require_postgres {
+    () => {
+        match Schema::new() {
+            Some(s) => s,
+            None => {
+                eprintln!("skipped: TRIDENT_TEST_POSTGRES is not set");
+                return;
+            }
+        }
+    };
+}
+
+fn task_id_of(event: &StreamEvent) -> String {
+    match event.response.payload.as_ref() {
+        Some(pb::stream_response::Payload::Task(t)) => t.id.clone(),
+        other => panic!("a stream starts with the task, got {other:?}"),
+    }
+}
+
+/// Started on A, followed and cancelled on B: B's subscriber gets every event in order exactly
+/// once, and A's executor stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_and_cancel_through_another_replica() {
+    let schema = require_postgres!();
+    let nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+
+    let mut on_a = a
+        .send_streaming_message(&cx(), req(msg("stream 100000 20")))
+        .await
+        .expect("stream on A");
+    let first = on_a.next().await.expect("first").expect("event");
+    let id = task_id_of(&first);
+    // Replay from the start on B, then live events as A commits them.
+    let on_b = b
+        .subscribe_to_task(
+            &CallContext::new().with_last_event_id(0),
+            pb::SubscribeToTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("subscribe on B");
+    let on_b = tokio::spawn(collect(on_b));
+    // Let A produce a few chunks that B must relay live.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let canceled = b
+        .cancel_task(
+            &cx(),
+            pb::CancelTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("cancel on B");
+    assert_eq!(canceled.state(), pb::TaskState::Canceled);
+
+    let seen_b = on_b.await.expect("B's subscriber");
+    let n = seen_b.len() as u64;
+    assert!(n > 3, "B relayed A's live events: {n}");
+    assert_eq!(
+        seqs(&seen_b),
+        (1..=n).collect::<Vec<_>>(),
+        "B saw every event once, in order"
+    );
+    assert_eq!(
+        seen_b.last().and_then(state_of),
+        Some(pb::TaskState::Canceled)
+    );
+    let rest_a: Vec<StreamEvent> = tokio::time::timeout(
+        Duration::from_secs(10),
+        on_a.map(|e| e.expect("A's event")).collect(),
+    )
+    .await
+    .expect("A's stream ends after the cancel");
+    assert_eq!(
+        rest_a.last().and_then(state_of),
+        Some(pb::TaskState::Canceled),
+        "A's own stream ends CANCELED"
+    );
+    // A's executor stopped: no event follows CANCELED in the log, even a while later.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = replay(a.as_ref(), &id).await;
+    assert_eq!(
+        log, seen_b,
+        "the log is what B relayed, and nothing after it"
+    );
+}
+
+/// `kill -9` on the replica executing a task: B's subscriber sees FAILED within the lease bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_replica_task_fails_within_the_lease_bound() {
+    let schema = require_postgres!();
+    let mut nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::JsonRpc).await;
+    let b = nodes[1].client(Binding::Rest).await;
+
+    let mut on_a = a
+        .send_streaming_message(&cx(), req(msg("slow")))
+        .await
+        .expect("stream on A");
+    let id = task_id_of(&on_a.next().await.expect("first").expect("event"));
+    wait_for(b.as_ref(), &cx(), &id, |t| {
+        t.state() == pb::TaskState::Working
+    })
+    .await;
+    let on_b = b
+        .subscribe_to_task(
+            &cx(),
+            pb::SubscribeToTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("subscribe on B");
+    let killed = Instant::now();
+    nodes[0].kill();
+    drop(on_a);
+    let seen = collect(on_b).await;
+    let waited = killed.elapsed();
+    assert_eq!(
+        seen.last().and_then(state_of),
+        Some(pb::TaskState::Failed),
+        "B's subscriber sees the task fail"
+    );
+    // TTL + one sweep period (TTL / 2) + the notice; generous slack for a loaded CI machine.
+    let bound = Duration::from_secs_f64(LEASE_TTL_SECS * 1.5) + Duration::from_secs(5);
+    assert!(
+        waited < bound,
+        "FAILED arrived {waited:?} after the kill (bound {bound:?})"
+    );
+}
+
+/// 20 follow-ups and cancels racing on one task through two replicas leave one consistent
+/// state: every call gets a success or a clear refusal, both replicas agree, and the log
+/// replays to the snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_follow_ups_and_cancels_leave_one_state() {
+    let schema = require_postgres!();
+    let nodes = replicas(&schema, 2).await;
+    let clients: Vec<Arc<dyn A2aService>> = vec![
+        nodes[0].client(Binding::Rest).await,
+        nodes[1].client(Binding::Grpc).await,
+    ];
+    for round in 0..3 {
+        let asked = task_of(
+            clients[0]
+                .send_message(&cx(), req(msg("input")))
+                .await
+                .expect("send"),
+        );
+        assert_eq!(asked.state(), pb::TaskState::InputRequired);
+        let calls = (0..20).map(|i| {
+            let svc = clients[i % 2].clone();
+            let id = asked.id.clone();
+            async move {
+                if (i + round) % 3 == 0 {
+                    svc.cancel_task(
+                        &cx(),
+                        pb::CancelTaskRequest {
+                            id,
+                            ..Default::default()
+                        },
+                    )
+                    .await
+                    .map(|t| ("cancel", t.state()))
+                } else {
+                    let mut m = msg(&format!("answer {i}"));
+                    m.task_id = id;
+                    svc.send_message(&cx(), req(m))
+                        .await
+                        .map(|r| ("follow-up", task_of(r).state()))
+                }
+            }
+        });
+        let results: Vec<Result<(&str, pb::TaskState), A2aError>> =
+            futures::future::join_all(calls).await;
+        for r in &results {
+            if let Err(e) = r {
+                assert!(
+                    matches!(
+                        e.kind(),
+                        ErrorKind::UnsupportedOperation | ErrorKind::TaskNotCancelable
+                    ),
+                    "a losing call gets a clear refusal, not {:?}: {e}",
+                    e.kind()
+                );
+            }
+        }
+        let accepted_follow_ups = results
+            .iter()
+            .filter(|r| matches!(r, Ok(("follow-up", _))))
+            .count();
+        if accepted_follow_ups > 1 {
+            let log = replay(clients[1].as_ref(), &asked.id).await;
+            let states: Vec<_> = log.iter().map(|e| (e.seq, state_of(e))).collect();
+            panic!("at most one follow-up takes the turn: {results:?}; log {states:?}");
+        }
+        let final_a = wait_for(clients[0].as_ref(), &cx(), &asked.id, |t| {
+            t.state().is_terminal()
+        })
+        .await;
+        let final_b = wait_for(clients[1].as_ref(), &cx(), &asked.id, |t| {
+            t.state().is_terminal()
+        })
+        .await;
+        assert_eq!(final_a, final_b, "both replicas agree");
+        let log = replay(clients[1].as_ref(), &asked.id).await;
+        let n = log.len() as u64;
+        assert_eq!(seqs(&log), (1..=n).collect::<Vec<_>>(), "a gapless log");
+        let terminal: Vec<_> = log
+            .iter()
+            .filter(|e| state_of(e).is_some_and(|s| s.is_terminal()))
+            .collect();
+        assert_eq!(terminal.len(), 1, "exactly one terminal event: {log:?}");
+        assert_eq!(
+            log.last().and_then(state_of),
+            Some(final_a.state()),
+            "the log ends in the snapshot's state"
+        );
+        if final_a.state() == pb::TaskState::Canceled {
+            assert!(
+                results.iter().any(|r| matches!(r, Ok(("cancel", _)))),
+                "a CANCELED task was cancelled by one of the calls"
+            );
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! `trident serve` as a real child process: started on a free port, stopped with SIGKILL.
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use trident_client::Binding;
+use trident_core::A2aService;
+
+/// A running `trident serve`.
+pub struct Trident {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub origin: String,
+}
+
+impl Trident {
+    /// Starts `trident serve --listen 127.0.0.1:0 ARGS…` and waits until it serves.
+    pub async fn serve(args: &[&str]) -> Self {
+        let verbose = std::env::var_os("TRIDENT_TEST_VERBOSE").is_some();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env(
+                "RUST_LOG",
+                if verbose {
+                    "info,trident_core=debug"
+                } else {
+                    "warn"
+                },
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(if verbose {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
+            .spawn()
+            .expect("start trident serve");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let ready = tokio::task::spawn_blocking(move || {
+            let mut lines = stdout.lines();
+            for line in lines.by_ref() {
+                let line = line.ok()?;
+                if verbose {
+                    println!("[trident] {line}");
+                }
+                if let Some(url) = line.trim().strip_prefix("agent card") {
+                    let url = url.trim().to_owned();
+                    // Keep draining so the child never blocks on a full pipe.
+                    std::thread::spawn(move || {
+                        for line in lines.map_while(Result::ok) {
+                            if verbose {
+                                println!("[trident] {line}");
+                            }
+                        }
+                    });
+                    return Some(url);
+                }
+            }
+            None
+        });
+        let card_url = match tokio::time::timeout(Duration::from_secs(30), ready).await {
+            Ok(Ok(Some(url))) => url,
+            _ => {
+                let _ = child.kill();
+                let status = child.wait();
+                panic!(
+                    "trident serve {args:?} did not start (exit {status:?}); rerun with \
+                     TRIDENT_TEST_VERBOSE=1"
+                );
+            }
+        };
+        let origin = card_url
+            .split("/.well-known")
+            .next()
+            .unwrap_or(&card_url)
+            .to_owned();
+        Self { child, origin }
+    }
+
+    /// A client of this server over `binding`.
+    pub async fn client(&self, binding: Binding) -> Arc<dyn A2aService> {
+        trident_client::connect(&self.origin, &[binding])
+            .await
+            .expect("connect")
+            .service
+    }
+
+    /// `kill -9`: no shutdown code runs.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Trident {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(prefix: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("{prefix}-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        Self(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
