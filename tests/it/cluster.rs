@@ -295,3 +295,54 @@ async fn racing_follow_ups_and_cancels_leave_one_state() {
         }
     }
 }
+
+/// Push notifications of a task written by two replicas (A executes, B cancels) reach the
+/// webhook once per event, in log order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_notifications_are_sent_once_across_replicas() {
+    let schema = require_postgres!();
+    let nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::JsonRpc).await;
+    let (url, mut rx) = crate::push::receiver(0).await;
+    let config = pb::SendMessageConfiguration {
+        task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+            id: "hook".into(),
+            url,
+            ..Default::default()
+        }),
+        return_immediately: true,
+        ..Default::default()
+    };
+    let task = task_of(
+        a.send_message(
+            &cx(),
+            crate::harness::req_with(msg("stream 100000 20"), config),
+        )
+        .await
+        .expect("send on A"),
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    b.cancel_task(
+        &cx(),
+        pb::CancelTaskRequest {
+            id: task.id.clone(),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("cancel on B");
+    let log = replay(b.as_ref(), &task.id).await;
+    let mut received = Vec::new();
+    while received.len() < log.len() {
+        received.push(crate::push::next(&mut rx).await.body);
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1500), rx.recv())
+            .await
+            .is_err(),
+        "no event is sent twice"
+    );
+    let logged: Vec<pb::StreamResponse> = log.iter().map(|e| (*e.response).clone()).collect();
+    assert_eq!(received, logged, "every event once, in log order");
+}

@@ -9,6 +9,7 @@ mod harness;
 mod list_property;
 mod process;
 mod push;
+mod recovery;
 mod store_contract;
 mod streams;
 mod suite;

@@ -16,9 +16,9 @@ use trident_rest::HttpWebhooks;
 
 use crate::harness::{cx, follow_up, msg, req_with, task_of};
 
-struct Received {
-    headers: HeaderMap,
-    body: pb::StreamResponse,
+pub(crate) struct Received {
+    pub headers: HeaderMap,
+    pub body: pb::StreamResponse,
 }
 
 #[derive(Clone)]
@@ -38,7 +38,7 @@ async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: String) -> St
     StatusCode::OK
 }
 
-async fn receiver(refuse: usize) -> (String, mpsc::UnboundedReceiver<Received>) {
+pub(crate) async fn receiver(refuse: usize) -> (String, mpsc::UnboundedReceiver<Received>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let state = Receiver {
         tx,
@@ -73,7 +73,7 @@ fn engine() -> Arc<dyn A2aService> {
     )
 }
 
-async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
+pub(crate) async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
     tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
         .expect("notification in time")
