@@ -1,5 +1,5 @@
-//! What the behaviour suite runs against: a transport (in-process today; each binding's client
-//! to a real server once the bindings exist) and a server variant (capabilities, card, version
+//! What the behaviour suite runs against: a transport (the engine in process on each store, or
+//! each binding's client to a real server) and a server variant (capabilities, card, version
 //! policy). Every case builds what it needs through [`Fixture::new`].
 
 use std::sync::Arc;
@@ -18,6 +18,11 @@ use trident_proto as pb;
 pub enum Transport {
     /// Direct calls on `Arc<dyn A2aService>`.
     InProcess,
+    /// Direct calls on an engine whose store is a fresh SQLite file.
+    Sqlite,
+    /// Direct calls on an engine whose store is a fresh schema of the PostgreSQL server named
+    /// by `TRIDENT_TEST_POSTGRES` (the cases are skipped without it).
+    Postgres,
     /// Our gRPC client to a real server on an ephemeral port.
     Grpc,
     /// Our JSON-RPC client to a real server.
@@ -40,7 +45,61 @@ impl Transport {
             Transport::PyGrpc => Some(trident_client::Binding::Grpc),
             Transport::PyJsonRpc => Some(trident_client::Binding::JsonRpc),
             Transport::PyRest => Some(trident_client::Binding::Rest),
-            Transport::InProcess | Transport::Grpc | Transport::JsonRpc | Transport::Rest => None,
+            _ => None,
+        }
+    }
+
+    /// Whether this transport can run here (PostgreSQL needs `TRIDENT_TEST_POSTGRES`).
+    pub fn available(self) -> bool {
+        !matches!(self, Transport::Postgres) || std::env::var_os("TRIDENT_TEST_POSTGRES").is_some()
+    }
+}
+
+/// A durable store made for one fixture, removed with it.
+enum ScratchStore {
+    /// The directory is removed when the fixture drops.
+    Sqlite {
+        _dir: crate::process::TempDir,
+    },
+    Postgres {
+        url: String,
+        schema: String,
+    },
+}
+
+impl ScratchStore {
+    async fn open(transport: Transport) -> Option<(Self, trident_core::store::Stores)> {
+        match transport {
+            Transport::Sqlite => {
+                let dir = crate::process::TempDir::new("trident-suite");
+                let spec = format!("sqlite:{}", dir.0.join("suite.db").display());
+                let stores = trident_store::open(&spec).await.expect("open sqlite");
+                Some((Self::Sqlite { _dir: dir }, stores))
+            }
+            Transport::Postgres => {
+                let url = std::env::var("TRIDENT_TEST_POSTGRES").expect("TRIDENT_TEST_POSTGRES");
+                let schema = format!("trident_suite_{}", uuid::Uuid::new_v4().simple());
+                let sep = if url.contains('?') { '&' } else { '?' };
+                let stores = trident_store::open(&format!("{url}{sep}schema={schema}"))
+                    .await
+                    .expect("open postgres");
+                Some((Self::Postgres { url, schema }, stores))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Drop for ScratchStore {
+    fn drop(&mut self) {
+        if let Self::Postgres { url, schema } = self {
+            let _ = std::process::Command::new("psql")
+                .args([
+                    url.as_str(),
+                    "-qc",
+                    &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
+                ])
+                .output();
         }
     }
 }
@@ -61,6 +120,7 @@ pub struct Fixture {
     pub interfaces: Option<trident_server::Interfaces>,
     server: Option<tokio::task::JoinHandle<()>>,
     agent: Option<PythonAgent>,
+    _store: Option<ScratchStore>,
 }
 
 impl Drop for Fixture {
@@ -132,22 +192,30 @@ impl Fixture {
                 builder = builder.extended_card(ext);
             }
         }
+        let scratch = ScratchStore::open(transport).await;
+        if let Some((_, stores)) = &scratch {
+            builder = builder.stores(stores.clone());
+        }
         let engine = builder.card(card).build();
         let (interfaces, server) = match transport {
-            Transport::InProcess => {
+            Transport::InProcess | Transport::Sqlite | Transport::Postgres => {
                 return Self {
                     svc: Arc::new(engine),
                     interfaces: None,
                     server: None,
                     agent: None,
+                    _store: scratch.map(|(s, _)| s),
                 };
             }
             _ => spawn_server(engine).await,
         };
         let svc: Arc<dyn A2aService> = match transport {
-            Transport::InProcess | Transport::PyGrpc | Transport::PyJsonRpc | Transport::PyRest => {
-                unreachable!("handled above")
-            }
+            Transport::InProcess
+            | Transport::Sqlite
+            | Transport::Postgres
+            | Transport::PyGrpc
+            | Transport::PyJsonRpc
+            | Transport::PyRest => unreachable!("handled above"),
             Transport::Grpc => Arc::new(
                 trident_grpc::GrpcClient::connect(&interfaces.grpc)
                     .await
@@ -165,6 +233,7 @@ impl Fixture {
             interfaces: Some(interfaces),
             server: Some(server),
             agent: None,
+            _store: None,
         }
     }
 
@@ -200,6 +269,7 @@ impl Fixture {
             interfaces: Some(interfaces),
             server: None,
             agent: Some(agent),
+            _store: None,
         }
     }
 

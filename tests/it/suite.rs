@@ -1491,6 +1491,8 @@ macro_rules! suite {
     };
     ($($case:ident),* $(,)?) => {
         suite!(@transport in_process, InProcess, []; $($case),*);
+        suite!(@transport sqlite, Sqlite, []; $($case),*);
+        suite!(@transport postgres, Postgres, []; $($case),*);
         suite!(@transport grpc, Grpc, []; $($case),*);
         suite!(@transport jsonrpc, JsonRpc, []; $($case),*);
         suite!(@transport rest, Rest, []; $($case),*);
@@ -1504,7 +1506,12 @@ macro_rules! suite {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         $(#[$attr])*
         async fn $case() {
-            crate::suite::$case(crate::harness::Transport::$transport).await
+            let transport = crate::harness::Transport::$transport;
+            if !transport.available() {
+                eprintln!("skipped: {transport:?} needs TRIDENT_TEST_POSTGRES");
+                return;
+            }
+            crate::suite::$case(transport).await
         }
     };
 }
