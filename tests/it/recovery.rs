@@ -206,7 +206,8 @@ async fn undelivered_push_notifications_resume_at_start_up() {
     assert_eq!(
         stores
             .push
-            .claim_delivery(&scope, &task.id, "dead-node", now_ms() - 1, 1)
+            // Still valid when the engine starts: it is resumed once it lapses.
+            .claim_delivery(&scope, &task.id, "dead-node", now_ms() + 300, 1)
             .await
             .expect("claim"),
         Some(1)
@@ -215,6 +216,10 @@ async fn undelivered_push_notifications_resume_at_start_up() {
     let _engine = Engine::builder(Arc::new(Echo))
         .stores(stores)
         .webhooks(Arc::new(webhooks))
+        .config(EngineConfig {
+            lease_ttl: Duration::from_millis(600),
+            ..Default::default()
+        })
         .build();
     let kinds = [next(&mut rx).await.body, next(&mut rx).await.body];
     let states: Vec<_> = kinds
@@ -286,4 +291,22 @@ async fn on_postgres_only_expired_leases_are_recovered() {
             &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"),
         ])
         .output();
+}
+
+#[tokio::test]
+async fn every_orphan_is_recovered_not_only_the_first_batch() {
+    let dir = TempDir::new("trident-recovery");
+    let stores = sqlite(&dir).await;
+    let scope = Scope::new("", "");
+    let orphans = futures::future::join_all(
+        (0..250).map(|_| orphan(&stores, &scope, "dead-node", now_ms() + 60_000)),
+    )
+    .await;
+    let svc = engine(stores, Arc::new(Echo));
+    for task in &orphans {
+        wait_for(svc.as_ref(), &cx(), &task.id, |t| {
+            t.state() == pb::TaskState::Failed
+        })
+        .await;
+    }
 }

@@ -64,12 +64,20 @@ async fn sweeper(weak: Weak<Inner>, shared: bool) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        sweep(&inner, first).await;
-        first = false;
-        if !shared {
+        if first || shared {
+            sweep(&inner, first).await;
+        } else {
+            // A store nobody else uses, one TTL after start-up: the previous process's
+            // delivery claims have lapsed now, so its undelivered notifications can go out.
+            resume_deliveries(&inner).await;
             return;
         }
-        let period = inner.config.lease_ttl / 2;
+        first = false;
+        let period = if shared {
+            inner.config.lease_ttl / 2
+        } else {
+            inner.config.lease_ttl
+        };
         drop(inner);
         tokio::time::sleep(period).await;
     }
@@ -81,34 +89,71 @@ async fn sweep(inner: &Arc<Inner>, startup: bool) {
     let shared = inner.stores.tasks.shared();
     // A store nobody else uses: every lease found at start-up belongs to a stopped process.
     let before = if shared { now_ms() } else { i64::MAX };
-    match inner.stores.tasks.lapsed_leases(before, SWEEP_BATCH).await {
-        Ok(orphans) => {
-            for (scope, id) in orphans {
-                recover(inner, &scope, &id).await;
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "could not look for orphaned tasks"),
-    }
-    match inner
-        .stores
-        .push
-        .pending_deliveries(now_ms(), SWEEP_BATCH)
-        .await
-    {
-        Ok(pending) => {
-            for (scope, id) in pending {
-                if let Ok(guard) = inner.live(&scope, &id).await {
-                    let mut w = guard.live.writer.lock().await;
-                    let from = w.record.last_seq;
-                    push::kick_from(inner, &guard.live, &mut w, from).await;
+    // Recovered tasks lose their lease, so each batch brings new ones; a batch that brings
+    // nothing new (tasks that could not be recovered now) ends the pass.
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        match inner.stores.tasks.lapsed_leases(before, SWEEP_BATCH).await {
+            Ok(orphans) => {
+                let full = orphans.len() == SWEEP_BATCH;
+                let mut fresh = false;
+                for (scope, id) in orphans {
+                    if seen.insert((scope.clone(), id.clone())) {
+                        fresh = true;
+                        recover(inner, &scope, &id).await;
+                    }
+                }
+                if !full || !fresh {
+                    break;
                 }
             }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not look for orphaned tasks");
+                break;
+            }
         }
-        Err(e) => tracing::warn!(error = %e, "could not look for undelivered push notifications"),
     }
+    resume_deliveries(inner).await;
     if shared && !startup {
         for live in inner.lives() {
             catch_up(LiveGuard::new(inner.clone(), live), None).await;
+        }
+    }
+}
+
+/// Starts delivery for tasks whose outbox is behind and unclaimed (or whose claim lapsed).
+async fn resume_deliveries(inner: &Arc<Inner>) {
+    // Kicked tasks are claimed, so each batch brings new ones (see `sweep`).
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        match inner
+            .stores
+            .push
+            .pending_deliveries(now_ms(), SWEEP_BATCH)
+            .await
+        {
+            Ok(pending) => {
+                let full = pending.len() == SWEEP_BATCH;
+                let mut fresh = false;
+                for (scope, id) in pending {
+                    if !seen.insert((scope.clone(), id.clone())) {
+                        continue;
+                    }
+                    fresh = true;
+                    if let Ok(guard) = inner.live(&scope, &id).await {
+                        let mut w = guard.live.writer.lock().await;
+                        let from = w.record.last_seq;
+                        push::kick_from(inner, &guard.live, &mut w, from).await;
+                    }
+                }
+                if !full || !fresh {
+                    return;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not look for undelivered push notifications");
+                return;
+            }
         }
     }
 }
