@@ -50,6 +50,15 @@ pub enum OpenError {
         /// The newest version this binary knows.
         known: i64,
     },
+    /// Another process has the SQLite file open.
+    #[error(
+        "{0} is in use by another process (a SQLite store belongs to one process; \
+         use PostgreSQL to run several)"
+    )]
+    Locked(String),
+    /// A file could not be created or locked.
+    #[error("{0}")]
+    Io(String),
     /// A PostgreSQL schema name that is not a plain identifier.
     #[error("invalid schema name {0:?}: use ASCII letters, digits and underscores")]
     SchemaName(String),

@@ -59,6 +59,9 @@ pub struct SqliteStore {
     writer: mpsc::Sender<Request>,
     readers: SqlitePool,
     counters: Arc<Counters>,
+    /// An exclusive lock on `PATH.lock`, held while the store is open: a SQLite store belongs
+    /// to one process (which is why every lease found at start-up is an orphan).
+    _lock: std::fs::File,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -132,6 +135,22 @@ impl SqliteStore {
     /// Opens (creating if missing) the database file at `path` and brings its schema up to
     /// date.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
+        let mut lock_path = path.as_ref().as_os_str().to_owned();
+        lock_path.push(".lock");
+        let lock = std::fs::File::create(&lock_path)
+            .map_err(|e| OpenError::Io(format!("{}: {e}", Path::new(&lock_path).display())))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(OpenError::Locked(path.as_ref().display().to_string()));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(OpenError::Io(format!(
+                    "{}: {e}",
+                    Path::new(&lock_path).display()
+                )));
+            }
+        }
         let options = SqliteConnectOptions::from_str("sqlite:")?
             .filename(path.as_ref())
             .create_if_missing(true)
@@ -152,6 +171,7 @@ impl SqliteStore {
             writer,
             readers,
             counters,
+            _lock: lock,
         })
     }
 

@@ -517,3 +517,20 @@ fn describe_masks_passwords() {
     assert_eq!(crate::describe("sqlite:trident.db"), "sqlite:trident.db");
     assert_eq!(crate::describe("memory"), "memory");
 }
+
+#[tokio::test]
+async fn a_sqlite_file_belongs_to_one_store_at_a_time() {
+    let dir = std::env::temp_dir().join(format!("trident-lock-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("t.db");
+    let first = crate::SqliteStore::open(&path).await.expect("first open");
+    match crate::SqliteStore::open(&path).await {
+        Err(crate::OpenError::Locked(p)) => assert!(p.ends_with("t.db")),
+        other => panic!("a second open must be refused, got {other:?}"),
+    }
+    drop(first);
+    crate::SqliteStore::open(&path)
+        .await
+        .expect("open again once the first is closed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
