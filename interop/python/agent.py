@@ -285,7 +285,9 @@ def stop_on_stdin_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> N
     threading.Thread(target=watch, name='stdin-eof', daemon=True).start()
 
 
-async def serve(host: str, port: int, grpc_port: int, watch_stdin: bool) -> None:
+async def serve(
+    host: str, port: int, grpc_port: int, watch_stdin: bool, jsonrpc_only: bool = False
+) -> None:
     # Bind both listeners first so the card can name the real ports (port 0 = any free one).
     grpc_server = grpc.aio.server()
     grpc_port = grpc_server.add_insecure_port(f'{host}:{grpc_port}')
@@ -297,6 +299,11 @@ async def serve(host: str, port: int, grpc_port: int, watch_stdin: bool) -> None
     port = sock.getsockname()[1]
 
     card = agent_card(host, port, grpc_port)
+    if jsonrpc_only:
+        # An agent that speaks one binding (what `trident gateway` fronts in its tests).
+        card.supported_interfaces[:] = [
+            i for i in card.supported_interfaces if i.protocol_binding == 'JSONRPC'
+        ]
     push_configs = InMemoryPushNotificationConfigStore(owner_resolver=tenant_and_user)
     webhook_client = httpx.AsyncClient(timeout=10.0)
     handler = DefaultRequestHandler(
@@ -315,7 +322,7 @@ async def serve(host: str, port: int, grpc_port: int, watch_stdin: bool) -> None
             # Order matters: the REST routes end with a catch-all `/{tenant}` mount.
             *create_agent_card_routes(card),
             *create_jsonrpc_routes(handler, rpc_url='/'),
-            *create_rest_routes(handler),
+            *([] if jsonrpc_only else create_rest_routes(handler)),
         ],
         middleware=[Middleware(AuthenticationMiddleware, backend=TokenBackend())],
     )
@@ -323,7 +330,8 @@ async def serve(host: str, port: int, grpc_port: int, watch_stdin: bool) -> None
         uvicorn.Config(app, log_level='warning', lifespan='off', timeout_graceful_shutdown=1)
     )
 
-    await grpc_server.start()
+    if not jsonrpc_only:
+        await grpc_server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -362,9 +370,16 @@ def main() -> None:
         action='store_true',
         help='stop when stdin closes (for a parent process that may die without stopping us)',
     )
+    parser.add_argument(
+        '--jsonrpc-only',
+        action='store_true',
+        help='serve and advertise only the JSON-RPC binding',
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    asyncio.run(serve(args.host, args.port, args.grpc_port, args.exit_on_stdin_eof))
+    asyncio.run(
+        serve(args.host, args.port, args.grpc_port, args.exit_on_stdin_eof, args.jsonrpc_only)
+    )
 
 
 if __name__ == '__main__':

@@ -36,17 +36,27 @@ pub enum Transport {
     PyJsonRpc,
     /// Our HTTP+JSON client to the Python SDK agent.
     PyRest,
+    /// Our gRPC client to `trident gateway` in front of the Python SDK agent serving only
+    /// JSON-RPC.
+    GatewayGrpc,
+    /// Our HTTP+JSON client to that gateway.
+    GatewayRest,
 }
 
 impl Transport {
     /// The binding of a transport that reaches the Python SDK agent.
     fn python_binding(self) -> Option<trident_client::Binding> {
         match self {
-            Transport::PyGrpc => Some(trident_client::Binding::Grpc),
+            Transport::PyGrpc | Transport::GatewayGrpc => Some(trident_client::Binding::Grpc),
             Transport::PyJsonRpc => Some(trident_client::Binding::JsonRpc),
-            Transport::PyRest => Some(trident_client::Binding::Rest),
+            Transport::PyRest | Transport::GatewayRest => Some(trident_client::Binding::Rest),
             _ => None,
         }
+    }
+
+    /// Whether the transport goes through `trident gateway`.
+    fn via_gateway(self) -> bool {
+        matches!(self, Transport::GatewayGrpc | Transport::GatewayRest)
     }
 
     /// Whether this transport can run here (PostgreSQL needs `TRIDENT_TEST_POSTGRES`).
@@ -121,6 +131,7 @@ pub struct Fixture {
     server: Option<tokio::task::JoinHandle<()>>,
     agent: Option<PythonAgent>,
     _store: Option<ScratchStore>,
+    _gateway: Option<crate::process::Trident>,
 }
 
 impl Drop for Fixture {
@@ -167,7 +178,7 @@ pub const REQUIRED_EXT: &str = "https://example.com/ext/required/v1";
 impl Fixture {
     pub async fn new(transport: Transport, variant: Variant) -> Self {
         if let Some(binding) = transport.python_binding() {
-            return Self::python(binding, variant).await;
+            return Self::python(binding, variant, transport.via_gateway()).await;
         }
         let mut card = trident_core::default_card("Demo", "Every demo behaviour");
         let caps = card.capabilities.get_or_insert_with(Default::default);
@@ -205,6 +216,7 @@ impl Fixture {
                     server: None,
                     agent: None,
                     _store: scratch.map(|(s, _)| s),
+                    _gateway: None,
                 };
             }
             _ => spawn_server(engine).await,
@@ -215,7 +227,9 @@ impl Fixture {
             | Transport::Postgres
             | Transport::PyGrpc
             | Transport::PyJsonRpc
-            | Transport::PyRest => unreachable!("handled above"),
+            | Transport::PyRest
+            | Transport::GatewayGrpc
+            | Transport::GatewayRest => unreachable!("handled above"),
             Transport::Grpc => Arc::new(
                 trident_grpc::GrpcClient::connect(&interfaces.grpc)
                     .await
@@ -234,19 +248,35 @@ impl Fixture {
             server: Some(server),
             agent: None,
             _store: None,
+            _gateway: None,
         }
     }
 
-    /// Starts the Python SDK agent and connects our client of `binding` to it, through its card.
-    async fn python(binding: trident_client::Binding, variant: Variant) -> Self {
+    /// Starts the Python SDK agent and connects our client of `binding` to it, through its card
+    /// — or, `via_gateway`, starts it serving JSON-RPC only and connects to `trident gateway` in
+    /// front of it.
+    async fn python(binding: trident_client::Binding, variant: Variant, via_gateway: bool) -> Self {
         assert!(
             variant == Variant::default(),
             "the Python SDK agent has no capability switches: {variant:?}"
         );
-        let agent = PythonAgent::start().await;
-        let card = trident_client::fetch_card(&agent.card_url)
+        let agent = PythonAgent::start(if via_gateway {
+            &["--jsonrpc-only"][..]
+        } else {
+            &[]
+        })
+        .await;
+        let gateway = if via_gateway {
+            Some(crate::process::Trident::gateway(&agent.card_url, &[]).await)
+        } else {
+            None
+        };
+        let card_url = gateway
+            .as_ref()
+            .map_or_else(|| agent.card_url.clone(), |g| g.origin.clone());
+        let card = trident_client::fetch_card(&card_url)
             .await
-            .expect("the Python agent's card");
+            .expect("the agent's card");
         let (_, interface) = trident_client::choose(&card, &[binding])
             .unwrap_or_else(|| panic!("the Python agent's card offers {binding:?}"));
         let svc = trident_client::client(binding, &interface)
@@ -270,6 +300,7 @@ impl Fixture {
             server: None,
             agent: Some(agent),
             _store: None,
+            _gateway: gateway,
         }
     }
 
@@ -290,7 +321,7 @@ struct PythonAgent {
 }
 
 impl PythonAgent {
-    async fn start() -> Self {
+    async fn start(extra: &[&str]) -> Self {
         let python = std::env::var_os("TRIDENT_INTEROP_PYTHON").expect(
             "TRIDENT_INTEROP_PYTHON names a Python with the official a2a-sdk (see interop/run.sh)",
         );
@@ -306,6 +337,7 @@ impl PythonAgent {
             .arg(&script)
             .args(["--host", "127.0.0.1", "--port", "0", "--grpc-port", "0"])
             .arg("--exit-on-stdin-eof")
+            .args(extra)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(stderr)

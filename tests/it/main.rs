@@ -2,6 +2,7 @@
 #![allow(unreachable_pub, missing_docs)]
 
 mod card;
+mod cli;
 mod cluster;
 mod concurrency;
 mod durability;

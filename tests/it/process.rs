@@ -18,9 +18,20 @@ pub struct Trident {
 impl Trident {
     /// Starts `trident serve --listen 127.0.0.1:0 ARGS…` and waits until it serves.
     pub async fn serve(args: &[&str]) -> Self {
+        Self::start("serve", args).await
+    }
+
+    /// Starts `trident gateway --listen 127.0.0.1:0 --upstream UPSTREAM ARGS…`.
+    pub async fn gateway(upstream: &str, args: &[&str]) -> Self {
+        let mut all = vec!["--upstream", upstream];
+        all.extend_from_slice(args);
+        Self::start("gateway", &all).await
+    }
+
+    async fn start(command: &str, args: &[&str]) -> Self {
         let verbose = std::env::var_os("TRIDENT_TEST_VERBOSE").is_some();
         let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args([command, "--listen", "127.0.0.1:0"])
             .args(args)
             .env(
                 "RUST_LOG",
@@ -68,7 +79,7 @@ impl Trident {
                 let _ = child.kill();
                 let status = child.wait();
                 panic!(
-                    "trident serve {args:?} did not start (exit {status:?}); rerun with \
+                    "trident {command} {args:?} did not start (exit {status:?}); rerun with \
                      TRIDENT_TEST_VERBOSE=1"
                 );
             }

@@ -1487,6 +1487,9 @@ macro_rules! suite {
             suite!(@transport grpc, PyGrpc, $ignore; $($case),*);
             suite!(@transport jsonrpc, PyJsonRpc, $ignore; $($case),*);
             suite!(@transport rest, PyRest, $ignore; $($case),*);
+            // `trident gateway` in front of the Python agent serving JSON-RPC only.
+            suite!(@transport gateway_grpc, GatewayGrpc, $ignore; $($case),*);
+            suite!(@transport gateway_rest, GatewayRest, $ignore; $($case),*);
         }
     };
     ($($case:ident),* $(,)?) => {

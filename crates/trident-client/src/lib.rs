@@ -12,32 +12,12 @@
 use std::sync::Arc;
 
 use trident_core::{A2aError, A2aService, ErrorKind, PROTOCOL_VERSION};
+
+mod gateway;
+pub use gateway::Upstream;
 use trident_proto as pb;
 
-/// A protocol binding, as named in `AgentInterface.protocolBinding`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Binding {
-    /// `JSONRPC`
-    JsonRpc,
-    /// `HTTP+JSON`
-    Rest,
-    /// `GRPC`
-    Grpc,
-}
-
-impl Binding {
-    /// The card's name for this binding.
-    pub const fn card_name(self) -> &'static str {
-        match self {
-            Binding::JsonRpc => "JSONRPC",
-            Binding::Rest => "HTTP+JSON",
-            Binding::Grpc => "GRPC",
-        }
-    }
-
-    /// Every binding, in the default preference order.
-    pub const ALL: [Binding; 3] = [Binding::JsonRpc, Binding::Rest, Binding::Grpc];
-}
+pub use trident_core::Binding;
 
 /// A connected agent.
 pub struct Agent {
@@ -72,8 +52,7 @@ pub async fn fetch_card(origin: &str) -> Result<pb::AgentCard, A2aError> {
             origin.trim_end_matches('/')
         )
     };
-    let unavailable =
-        |e: reqwest::Error| A2aError::new(ErrorKind::Unavailable, format!("agent card {url}: {e}"));
+    let unavailable = |e: reqwest::Error| A2aError::transport(format!("agent card {url}: {e}"));
     let response = reqwest::get(&url).await.map_err(unavailable)?;
     if !response.status().is_success() {
         return Err(A2aError::new(

@@ -32,6 +32,31 @@ impl Principal {
     }
 }
 
+/// A protocol binding, as named in `AgentInterface.protocolBinding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Binding {
+    /// `JSONRPC`
+    JsonRpc,
+    /// `HTTP+JSON`
+    Rest,
+    /// `GRPC`
+    Grpc,
+}
+
+impl Binding {
+    /// The card's name for this binding.
+    pub const fn card_name(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => "JSONRPC",
+            Binding::Rest => "HTTP+JSON",
+            Binding::Grpc => "GRPC",
+        }
+    }
+
+    /// Every binding, in the default preference order.
+    pub const ALL: [Binding; 3] = [Binding::JsonRpc, Binding::Rest, Binding::Grpc];
+}
+
 /// Request-scoped facts a binding extracts from headers/metadata/path, passed to every
 /// [`A2aService`](crate::A2aService) method.
 #[derive(Debug, Clone, Default)]
@@ -52,10 +77,60 @@ pub struct CallContext {
     /// Resume point of a stream: deliver only events with a sequence number after this
     /// (SSE `Last-Event-ID`).
     pub last_event_id: Option<u64>,
-    /// Client side: the `Authorization` value a client sends with this call (for example
-    /// `Bearer …`), so one client can act for several callers, as a gateway does. Servers
-    /// never fill it; they resolve credentials into [`principal`](Self::principal).
+    /// The `Authorization` value of the call (for example `Bearer …`). Clients send it, so
+    /// one client can act for several callers; server adapters fill it with what the caller
+    /// sent, so a gateway forwards it upstream. The engine never hands it to an agent: agents
+    /// see the [`principal`](Self::principal) it was resolved to.
     pub credentials: Option<String>,
+    /// W3C trace context of the call (`traceparent`, and `tracestate` when present), read by
+    /// servers and sent by clients, so a trace continues across bindings and gateways.
+    pub trace: Option<TraceContext>,
+    /// The binding the call arrived on (set by server adapters; `None` in process).
+    pub binding: Option<Binding>,
+}
+
+/// A W3C trace context (<https://www.w3.org/TR/trace-context/>).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceContext {
+    /// `traceparent`: `00-<trace id>-<parent id>-<flags>`.
+    pub traceparent: String,
+    /// `tracestate`, vendor data carried along unchanged.
+    pub tracestate: Option<String>,
+}
+
+impl TraceContext {
+    /// Parses a `traceparent` (version `00`, non-zero ids); `None` when malformed.
+    pub fn parse(traceparent: &str, tracestate: Option<&str>) -> Option<Self> {
+        let v = traceparent.trim();
+        let parts: Vec<&str> = v.split('-').collect();
+        let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+        let zero = |s: &str| s.bytes().all(|b| b == b'0');
+        match parts.as_slice() {
+            [ver, trace, parent, flags]
+                if hex(ver, 2)
+                    && *ver != "ff"
+                    && hex(trace, 32)
+                    && !zero(trace)
+                    && hex(parent, 16)
+                    && !zero(parent)
+                    && hex(flags, 2) =>
+            {
+                Some(Self {
+                    traceparent: v.to_ascii_lowercase(),
+                    tracestate: tracestate
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The trace id (32 hex digits).
+    pub fn trace_id(&self) -> &str {
+        self.traceparent.get(3..35).unwrap_or("")
+    }
 }
 
 impl CallContext {
@@ -93,8 +168,9 @@ impl CallContext {
 
     /// Builds a context from service parameters (HTTP headers or gRPC metadata, looked up
     /// case-insensitively by `get`): `A2A-Version`, `A2A-Extensions` (and the v0.3
-    /// `X-A2A-Extensions`), and `Last-Event-ID`. A `Last-Event-ID` that is not a sequence number
-    /// is ignored.
+    /// `X-A2A-Extensions`), `Last-Event-ID`, `Authorization` and `traceparent`/`tracestate`.
+    /// A `Last-Event-ID` that is not a sequence number, and a malformed `traceparent`, are
+    /// ignored.
     pub fn from_service_params<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Self {
         let mut cx = Self {
             version: get("a2a-version")
@@ -109,12 +185,17 @@ impl CallContext {
             }
         }
         cx.last_event_id = get("last-event-id").and_then(|v| v.trim().parse().ok());
+        cx.credentials = get("authorization")
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned);
+        cx.trace = get("traceparent").and_then(|t| TraceContext::parse(t, get("tracestate")));
         cx
     }
 
     /// Client side: the service parameters a client sends for this call (lowercase names, as
     /// HTTP/2 and gRPC metadata want them): `a2a-version`, `a2a-extensions`, `last-event-id`,
-    /// `authorization`. The inverse of [`from_service_params`](Self::from_service_params).
+    /// `authorization`, `traceparent`, `tracestate`. The inverse of [`from_service_params`](Self::from_service_params).
     pub fn outgoing_service_params(&self) -> Vec<(&'static str, String)> {
         let mut params = Vec::with_capacity(4);
         if let Some(v) = &self.version {
@@ -128,6 +209,12 @@ impl CallContext {
         }
         if let Some(c) = &self.credentials {
             params.push(("authorization", c.clone()));
+        }
+        if let Some(t) = &self.trace {
+            params.push(("traceparent", t.traceparent.clone()));
+            if let Some(state) = &t.tracestate {
+                params.push(("tracestate", state.clone()));
+            }
         }
         params
     }

@@ -306,6 +306,7 @@ pub struct A2aError {
     message: String,
     metadata: BTreeMap<String, String>,
     violations: Vec<FieldViolation>,
+    transport: bool,
 }
 
 impl fmt::Display for A2aError {
@@ -322,7 +323,23 @@ impl A2aError {
             message: message.into(),
             metadata: BTreeMap::new(),
             violations: Vec::new(),
+            transport: false,
         }
+    }
+
+    /// A failure of the transport itself, raised by a client in this process (connection
+    /// refused, reset, timeout, an unreadable reply): `Unavailable`, but no agent said so.
+    pub fn transport(message: impl Into<String>) -> Self {
+        Self {
+            transport: true,
+            ..Self::new(ErrorKind::Unavailable, message)
+        }
+    }
+
+    /// Whether a client raised this error because the exchange failed, rather than decoding
+    /// it from the agent's answer.
+    pub fn is_transport(&self) -> bool {
+        self.transport
     }
 
     /// An error of `kind` with the table's default message.

@@ -21,7 +21,7 @@ pub mod engine;
 pub mod store;
 
 pub use auth::{Authenticator, StaticTokens};
-pub use context::{CallContext, Principal};
+pub use context::{Binding, CallContext, Principal, TraceContext};
 pub use engine::{
     Engine, EngineBuilder, EngineConfig, EngineStats, Limits, RetryPolicy, WebhookError,
     WebhookRequest, WebhookTransport,

@@ -38,10 +38,7 @@ impl GrpcClient {
     /// [`connect`](Self::connect) with explicit options.
     pub async fn connect_with(target: &str, opts: &GrpcOptions) -> Result<Self, A2aError> {
         let channel = endpoint(target, opts)?.connect().await.map_err(|e| {
-            A2aError::new(
-                ErrorKind::Unavailable,
-                format!("cannot connect to {target}: {}", source_chain(&e)),
-            )
+            A2aError::transport(format!("cannot connect to {target}: {}", source_chain(&e)))
         })?;
         Ok(Self::from_channel(channel, opts))
     }
@@ -178,10 +175,7 @@ async fn call<T>(
 ) -> Result<T, A2aError> {
     tokio::select! {
         r = fut => r.map(tonic::Response::into_inner).map_err(|s| error(&s)),
-        () = cx.cancelled.cancelled() => Err(A2aError::new(
-            ErrorKind::Unavailable,
-            "the call was cancelled by its caller",
-        )),
+        () = cx.cancelled.cancelled() => Err(A2aError::transport("the call was cancelled by its caller")),
     }
 }
 
@@ -195,10 +189,7 @@ async fn stream(
 ) -> Result<EventStream, A2aError> {
     let response = tokio::select! {
         r = fut => r.map_err(|s| error(&s))?,
-        () = cx.cancelled.cancelled() => return Err(A2aError::new(
-            ErrorKind::Unavailable,
-            "the call was cancelled by its caller",
-        )),
+        () = cx.cancelled.cancelled() => return Err(A2aError::transport("the call was cancelled by its caller")),
     };
     let first_seq: Option<u64> = response
         .metadata()

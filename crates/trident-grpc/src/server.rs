@@ -117,6 +117,7 @@ where
 fn context(md: &MetadataMap) -> CallContext {
     let mut cx =
         CallContext::from_service_params(|name| md.get(name).and_then(|v| v.to_str().ok()));
+    cx.binding = Some(trident_core::Binding::Grpc);
     cx.deadline = md
         .get(metadata::GRPC_TIMEOUT)
         .and_then(|v| v.to_str().ok())

@@ -48,7 +48,13 @@ pub fn error(s: &Status) -> A2aError {
     } else {
         s.message()
     };
-    let mut err = A2aError::new(kind, message);
+    // No A2A ErrorInfo and a local cause: the exchange failed here, no agent answered.
+    let local = info.is_none() && std::error::Error::source(s).is_some();
+    let mut err = if local && kind == ErrorKind::Unavailable {
+        A2aError::transport(message)
+    } else {
+        A2aError::new(kind, message)
+    };
     if let Some(info) = info {
         // HashMap order is arbitrary; A2aError keeps a sorted map anyway.
         for (k, v) in &info.metadata {

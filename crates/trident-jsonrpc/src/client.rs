@@ -22,7 +22,7 @@ pub struct JsonRpcClient {
 }
 
 fn unavailable(e: reqwest::Error) -> A2aError {
-    A2aError::new(ErrorKind::Unavailable, format!("JSON-RPC transport: {e}"))
+    A2aError::transport(format!("JSON-RPC transport: {e}"))
 }
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
@@ -179,8 +179,7 @@ impl JsonRpcClient {
             ));
         }
         let events = response.bytes_stream().eventsource().map(|item| {
-            let event =
-                item.map_err(|e| A2aError::new(ErrorKind::Unavailable, format!("SSE: {e}")))?;
+            let event = item.map_err(|e| A2aError::transport(format!("SSE: {e}")))?;
             let envelope: serde_json::Value =
                 serde_json::from_str(&event.data).map_err(|e| invalid("SSE data", e))?;
             let response: pb::StreamResponse =

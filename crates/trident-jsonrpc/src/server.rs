@@ -181,6 +181,7 @@ async fn handle(
         return json(error_json(id, &e));
     };
     let mut cx = CallContext::from_service_params(|n| header_str(&headers, n));
+    cx.binding = Some(trident_core::Binding::JsonRpc);
     if let Some(axum::Extension(p)) = principal {
         cx.principal = p;
     }

@@ -25,7 +25,7 @@ pub struct RestClient {
 }
 
 fn unavailable(e: reqwest::Error) -> A2aError {
-    A2aError::new(ErrorKind::Unavailable, format!("HTTP+JSON transport: {e}"))
+    A2aError::transport(format!("HTTP+JSON transport: {e}"))
 }
 
 impl RestClient {
@@ -148,8 +148,7 @@ impl RestClient {
             return Err(decode_error(status, &body));
         }
         let events = response.bytes_stream().eventsource().map(|item| {
-            let event =
-                item.map_err(|e| A2aError::new(ErrorKind::Unavailable, format!("SSE: {e}")))?;
+            let event = item.map_err(|e| A2aError::transport(format!("SSE: {e}")))?;
             let value: serde_json::Value = serde_json::from_str(&event.data).map_err(|e| {
                 A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}"))
             })?;

@@ -121,6 +121,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 fn call_context(headers: &HeaderMap, query: &[(String, String)]) -> CallContext {
     let mut cx = CallContext::from_service_params(|n| header_str(headers, n));
+    cx.binding = Some(trident_core::Binding::Rest);
     if cx.version.is_none() {
         // The spec allows the version as a query parameter too.
         cx.version = query

@@ -22,6 +22,8 @@ use axum::response::{IntoResponse, Response};
 use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION, Principal};
 use trident_proto as pb;
 
+mod observe;
+pub use observe::{Metrics, Observed, observed_stores};
 pub use trident_grpc::GrpcOptions;
 pub use trident_jsonrpc::JsonRpcOptions;
 pub use trident_rest::RestOptions;
@@ -30,6 +32,19 @@ pub use trident_rest::RestOptions;
 pub const JSONRPC_PATH: &str = "/";
 /// The well-known card path.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+/// Where [`ServerOptions::metrics`] are served.
+pub const METRICS_PATH: &str = "/metrics";
+
+async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        metrics.render(),
+    )
+        .into_response()
+}
 
 /// Settings of the combined listener.
 #[derive(Clone)]
@@ -46,6 +61,8 @@ pub struct ServerOptions {
     pub card_max_age: u32,
     /// Which bindings this listener serves (all by default; gRPC can get a listener of its own).
     pub bindings: Bindings,
+    /// Serve these metrics at `/metrics` (Prometheus text format) on the HTTP listener.
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// The bindings a listener serves.
@@ -89,6 +106,7 @@ impl Default for ServerOptions {
             grpc: GrpcOptions::default(),
             card_max_age: 300,
             bindings: Bindings::ALL,
+            metrics: None,
         }
     }
 }
@@ -304,6 +322,12 @@ pub fn app(
         router = router.route(
             CARD_PATH,
             axum::routing::get(serve_card).with_state(card_state),
+        );
+    }
+    if let (true, Some(metrics)) = (bindings.rest, &options.metrics) {
+        router = router.route(
+            METRICS_PATH,
+            axum::routing::get(serve_metrics).with_state(metrics.clone()),
         );
     }
     if bindings.jsonrpc {

@@ -618,6 +618,22 @@ impl Engine {
         &self.inner.card
     }
 
+    /// Call before the process exits: on a shared store the leases of the tasks this process
+    /// runs expire at once, so another process recovers them at its next sweep instead of
+    /// after the lease TTL. (A store nobody else uses recovers them at the next start.)
+    pub async fn shutdown(&self) {
+        if self.inner.stores.tasks.shared()
+            && let Err(e) = self
+                .inner
+                .stores
+                .tasks
+                .renew_leases(&self.inner.node, 0)
+                .await
+        {
+            tracing::warn!(error = %e, "could not release this process's task leases");
+        }
+    }
+
     /// What the engine holds in memory right now.
     pub fn stats(&self) -> EngineStats {
         let mut stats = EngineStats::default();

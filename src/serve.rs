@@ -1,0 +1,395 @@
+//! `trident serve` and `trident gateway`: an [`A2aService`] (the engine, or an upstream agent
+//! through a client) on all three bindings, until SIGTERM or Ctrl-C.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use trident_core::{A2aService, AgentExecutor, Engine, EngineConfig, agents};
+use trident_proto as pb;
+use trident_server::{Bindings, Interfaces, Metrics, Observed, ServerOptions};
+
+/// Listener settings shared by `serve` and `gateway`.
+#[derive(Args)]
+pub(crate) struct Listen {
+    /// Address to listen on (HTTP/1.1 and h2c on one port).
+    #[arg(long, env = "TRIDENT_LISTEN", default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Public origin written into the agent card (default: http://<listen>).
+    #[arg(long, env = "TRIDENT_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// Serve gRPC on its own listener at this address (default: on the main listener).
+    #[arg(long, env = "TRIDENT_GRPC_LISTEN")]
+    grpc_listen: Option<SocketAddr>,
+    /// Largest request body, in bytes, on every binding.
+    #[arg(long, env = "TRIDENT_MAX_BODY", default_value_t = 4 << 20)]
+    max_body: usize,
+    /// Seconds open streams may take to finish after SIGTERM/Ctrl-C.
+    #[arg(long, env = "TRIDENT_DRAIN", default_value_t = 10.0)]
+    drain: f64,
+}
+
+/// `trident serve`
+#[derive(Args)]
+pub(crate) struct Serve {
+    #[command(flatten)]
+    listen: Listen,
+    /// Which demo agent to serve (ignored with --exec).
+    #[arg(long, value_enum, env = "TRIDENT_AGENT", default_value_t = Agent::Echo)]
+    agent: Agent,
+    /// Run this command as the agent, one process per task turn, speaking the line-JSON
+    /// protocol of examples/README.md on stdin/stdout (run by `sh -c`).
+    #[arg(long, env = "TRIDENT_EXEC")]
+    exec: Option<String>,
+    /// With --exec: kill a turn's process after this many seconds (it fails the task).
+    #[arg(long, env = "TRIDENT_EXEC_TIMEOUT")]
+    exec_timeout: Option<f64>,
+    /// With --exec: at most this many agent processes at once (further turns wait).
+    #[arg(long, env = "TRIDENT_EXEC_MAX")]
+    exec_max: Option<usize>,
+    /// Refuse requests without `A2A-Version` (the spec reads them as 0.3; by default they are
+    /// served as 1.0).
+    #[arg(long, env = "TRIDENT_STRICT_VERSION")]
+    strict_version: bool,
+    /// Where tasks live: `sqlite:PATH` (a file, created if missing), `postgres://…` (cluster
+    /// mode: every process on the same database serves every task) or `memory` (lost on
+    /// exit).
+    #[arg(long, env = "TRIDENT_STORE", default_value = "sqlite:trident.db")]
+    store: String,
+    /// Seconds a process's claim on a running task lasts without renewal; on PostgreSQL a
+    /// task whose process died ends FAILED within about 1.5 times this.
+    #[arg(long, env = "TRIDENT_LEASE_TTL", default_value_t = 10.0)]
+    lease_ttl: f64,
+    /// This process's id in task leases (default: a new UUIDv7 per start).
+    #[arg(long, env = "TRIDENT_NODE_ID")]
+    node_id: Option<String>,
+}
+
+/// `trident gateway`
+#[derive(Args)]
+pub(crate) struct Gateway {
+    #[command(flatten)]
+    listen: Listen,
+    /// The agent to front: its origin or the URL of its card.
+    #[arg(long, env = "TRIDENT_UPSTREAM")]
+    upstream: String,
+    /// Binding to reach the upstream over (default: the first its card lists).
+    #[arg(long, value_enum, env = "TRIDENT_UPSTREAM_BINDING")]
+    upstream_binding: Option<crate::client::BindingArg>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Agent {
+    /// Completes with one artifact echoing the text.
+    Echo,
+    /// WORKING, artifact chunks, COMPLETED.
+    Stream,
+    /// Asks for input, completes on the follow-up.
+    Input,
+    /// Works until canceled.
+    Slow,
+    /// Answers with a direct message (no task).
+    Reply,
+    /// All of the above, chosen by the message's first word.
+    Demo,
+}
+
+impl Agent {
+    fn executor(self) -> Arc<dyn AgentExecutor> {
+        match self {
+            Agent::Echo => Arc::new(agents::Echo),
+            Agent::Stream => Arc::new(agents::Stream::default()),
+            Agent::Input => Arc::new(agents::Input),
+            Agent::Slow => Arc::new(agents::Slow::default()),
+            Agent::Reply => Arc::new(agents::Reply),
+            Agent::Demo => Arc::new(agents::Demo),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Agent::Echo => "echo",
+            Agent::Stream => "stream",
+            Agent::Input => "input",
+            Agent::Slow => "slow",
+            Agent::Reply => "reply",
+            Agent::Demo => "demo",
+        }
+    }
+}
+
+fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{flag} must be a positive number of seconds"))
+}
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("trident: {message}");
+    ExitCode::FAILURE
+}
+
+/// Bound listeners and the interfaces they serve.
+struct Bound {
+    addr: SocketAddr,
+    main: tokio::net::TcpListener,
+    grpc: Option<tokio::net::TcpListener>,
+    interfaces: Interfaces,
+}
+
+async fn bind(listen: &Listen) -> std::io::Result<Bound> {
+    let main = tokio::net::TcpListener::bind(listen.listen).await?;
+    let addr = main.local_addr()?;
+    let grpc = match listen.grpc_listen {
+        Some(a) => Some(tokio::net::TcpListener::bind(a).await?),
+        None => None,
+    };
+    let mut interfaces = match &listen.public_url {
+        Some(origin) => Interfaces::at(origin),
+        None => Interfaces::local(addr),
+    };
+    if let Some(g) = &grpc {
+        interfaces.grpc = g.local_addr()?.to_string();
+    }
+    Ok(Bound {
+        addr,
+        main,
+        grpc,
+        interfaces,
+    })
+}
+
+/// `trident serve`
+pub(crate) async fn serve(args: Serve) -> ExitCode {
+    let lease_ttl = match seconds(args.lease_ttl, "--lease-ttl") {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let bound = match bind(&args.listen).await {
+        Ok(b) => b,
+        Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen.listen)),
+    };
+    let (executor, description): (Arc<dyn AgentExecutor>, String) = match &args.exec {
+        Some(command) => {
+            let mut options = trident_exec::ExecOptions::new(command.clone());
+            if let Some(t) = args.exec_timeout {
+                match seconds(t, "--exec-timeout") {
+                    Ok(d) => options = options.timeout(d),
+                    Err(e) => return fail(e),
+                }
+            }
+            if let Some(n) = args.exec_max {
+                options = options.max_processes(n);
+            }
+            (
+                Arc::new(trident_exec::Exec::new(options)),
+                format!("`{command}`"),
+            )
+        }
+        None => (
+            args.agent.executor(),
+            format!("the {} agent", args.agent.name()),
+        ),
+    };
+    let name = match &args.exec {
+        Some(_) => "Trident exec agent".to_owned(),
+        None => format!("Trident {} agent", args.agent.name()),
+    };
+    let card = trident_server::card_with_interfaces(
+        trident_core::default_card(&name, "An agent served by Trident"),
+        &bound.interfaces,
+    );
+    let webhooks = match trident_rest::HttpWebhooks::new(Duration::from_secs(10)) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let stores = match trident_store::open(&args.store).await {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let metrics = Arc::new(Metrics::new());
+    let stores = trident_server::observed_stores(stores, metrics.clone());
+    let config = EngineConfig {
+        strict_version: args.strict_version,
+        lease_ttl,
+        node_id: args.node_id.clone(),
+        ..EngineConfig::default()
+    };
+    let engine = Engine::builder(executor)
+        .stores(stores)
+        .card(card.clone())
+        .webhooks(Arc::new(webhooks))
+        .config(config)
+        .build();
+    println!(
+        "Trident serving {description} on {} (store: {})",
+        bound.addr,
+        trident_store::describe(&args.store)
+    );
+    let svc: Arc<dyn A2aService> =
+        Arc::new(Observed::new(Arc::new(engine.clone()), metrics.clone()));
+    let code = run(svc, &card, bound, &args.listen, metrics).await;
+    // Tasks this process was running: hand them to the other replicas now rather than when
+    // their leases lapse (a store nobody else uses recovers them at the next start).
+    engine.shutdown().await;
+    code
+}
+
+/// `trident gateway`
+pub(crate) async fn gateway(args: Gateway) -> ExitCode {
+    let preference: Vec<trident_client::Binding> =
+        args.upstream_binding.map(Into::into).into_iter().collect();
+    let upstream_card = match trident_client::fetch_card(&args.upstream).await {
+        Ok(c) => c,
+        Err(e) => return fail(format!("upstream card: {e}")),
+    };
+    let preference = if preference.is_empty() {
+        // The upstream card's own order.
+        upstream_card
+            .supported_interfaces
+            .iter()
+            .filter_map(|i| {
+                trident_client::Binding::ALL
+                    .into_iter()
+                    .find(|b| i.protocol_binding.eq_ignore_ascii_case(b.card_name()))
+            })
+            .collect()
+    } else {
+        preference
+    };
+    let Some((binding, interface)) = trident_client::choose(&upstream_card, &preference) else {
+        return fail("the upstream card offers no binding this gateway speaks for A2A 1.x");
+    };
+    let client = match trident_client::client(binding, &interface).await {
+        Ok(c) => c,
+        Err(e) => return fail(format!("upstream: {e}")),
+    };
+    let bound = match bind(&args.listen).await {
+        Ok(b) => b,
+        Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen.listen)),
+    };
+    // The upstream's card with our interfaces; its signatures covered the upstream's
+    // interfaces, so they are dropped rather than served broken.
+    let mut card = trident_server::card_with_interfaces(upstream_card, &bound.interfaces);
+    card.signatures.clear();
+    println!(
+        "Trident gateway on {} for {} ({} over {})",
+        bound.addr,
+        card.name,
+        interface.url,
+        binding.card_name()
+    );
+    let metrics = Arc::new(Metrics::new());
+    let upstream: Arc<dyn A2aService> = Arc::new(trident_client::Upstream::new(client));
+    let svc: Arc<dyn A2aService> = Arc::new(Observed::new(upstream, metrics.clone()));
+    run(svc, &card, bound, &args.listen, metrics).await
+}
+
+/// Serves `svc` until SIGTERM or Ctrl-C, then lets open streams finish for `--drain`.
+async fn run(
+    svc: Arc<dyn A2aService>,
+    card: &pb::AgentCard,
+    bound: Bound,
+    listen: &Listen,
+    metrics: Arc<Metrics>,
+) -> ExitCode {
+    let drain = match seconds(listen.drain, "--drain") {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let mut options = ServerOptions {
+        metrics: Some(metrics),
+        ..ServerOptions::default()
+    };
+    options.rest.max_body = listen.max_body;
+    options.jsonrpc.max_body = listen.max_body;
+    options.grpc.max_request_size = listen.max_body;
+    let interfaces = &bound.interfaces;
+    println!(
+        "  agent card  {}{}",
+        interfaces.rest,
+        trident_server::CARD_PATH
+    );
+    println!("  JSONRPC     {}", interfaces.jsonrpc);
+    println!("  HTTP+JSON   {}", interfaces.rest);
+    println!("  GRPC        {}", interfaces.grpc);
+    println!(
+        "  metrics     {}{}",
+        interfaces.rest,
+        trident_server::METRICS_PATH
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        println!("shutting down: no new connections; open streams have {drain:?} to finish");
+        let _ = stop_tx.send(true);
+    });
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    };
+    let result = match bound.grpc {
+        None => match trident_server::app(svc, card, &options) {
+            Ok(app) => trident_server::serve(bound.main, app, stopped(), drain).await,
+            Err(e) => return fail(e),
+        },
+        Some(grpc_listener) => {
+            let http = trident_server::app(
+                svc.clone(),
+                card,
+                &ServerOptions {
+                    bindings: Bindings::HTTP,
+                    ..options.clone()
+                },
+            );
+            let grpc = trident_server::app(
+                svc,
+                card,
+                &ServerOptions {
+                    bindings: Bindings::GRPC,
+                    ..options
+                },
+            );
+            let (http, grpc) = match (http, grpc) {
+                (Ok(h), Ok(g)) => (h, g),
+                (Err(e), _) | (_, Err(e)) => return fail(e),
+            };
+            let (a, b) = tokio::join!(
+                trident_server::serve(bound.main, http, stopped(), drain),
+                trident_server::serve(grpc_listener, grpc, stopped(), drain)
+            );
+            a.and(b)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(e),
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}

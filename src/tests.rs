@@ -1,0 +1,83 @@
+//! Unit tests of the command line: settings from a file become flags of the command run.
+
+use clap::CommandFactory;
+
+use crate::{Cli, config};
+
+fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn file_settings_become_flags_of_the_command_run() {
+    let vars = [
+        ("TRIDENT_STORE".to_owned(), "memory".to_owned()),
+        ("TRIDENT_STRICT_VERSION".to_owned(), "true".to_owned()),
+        // A client setting: ignored by serve.
+        ("TRIDENT_TOKEN".to_owned(), "secret".to_owned()),
+    ];
+    let out = config::apply(
+        &Cli::command(),
+        args(&["trident", "serve", "--listen", "127.0.0.1:0"]),
+        &vars,
+    )
+    .expect("apply");
+    assert_eq!(
+        out,
+        args(&[
+            "trident",
+            "serve",
+            "--store=memory",
+            "--strict-version",
+            "--listen",
+            "127.0.0.1:0"
+        ])
+    );
+}
+
+#[test]
+fn flags_win_over_the_file() {
+    let vars = [("TRIDENT_STORE".to_owned(), "memory".to_owned())];
+    let out = config::apply(
+        &Cli::command(),
+        args(&["trident", "serve", "--store", "sqlite:x.db"]),
+        &vars,
+    )
+    .expect("apply");
+    assert_eq!(out, args(&["trident", "serve", "--store", "sqlite:x.db"]));
+}
+
+#[test]
+fn unknown_settings_are_refused() {
+    let vars = [("TRIDENT_STOR".to_owned(), "memory".to_owned())];
+    let err = config::apply(&Cli::command(), args(&["trident", "serve"]), &vars)
+        .expect_err("a typo is an error");
+    assert!(err.contains("stor"), "{err}");
+}
+
+#[test]
+fn nested_commands_get_their_settings() {
+    let vars = [("TRIDENT_TOKEN".to_owned(), "secret".to_owned())];
+    let out = config::apply(
+        &Cli::command(),
+        args(&["trident", "push", "list", "http://x", "t1"]),
+        &vars,
+    )
+    .expect("apply");
+    assert_eq!(
+        out,
+        args(&[
+            "trident",
+            "push",
+            "list",
+            "--token=secret",
+            "http://x",
+            "t1"
+        ])
+    );
+}
+
+#[test]
+fn the_command_line_is_consistent() {
+    Cli::command().debug_assert();
+}

@@ -1,0 +1,329 @@
+//! The `trident` command as a real process: every client command over each binding against a
+//! real `trident serve`, exit codes, `--json`, and `serve --exec` with the example agents.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use trident_proto as pb;
+
+use crate::process::Trident;
+
+const BINDINGS: [&str; 3] = ["grpc", "jsonrpc", "rest"];
+
+/// Runs `trident ARGS…` to completion (bounded in time).
+async fn trident(args: &[&str]) -> Output {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args(&args)
+            .env("RUST_LOG", "error")
+            .output()
+            .expect("run trident")
+    });
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("trident finished in time")
+        .expect("join")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[track_caller]
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout(o)
+}
+
+fn json<T: serde::de::DeserializeOwned>(o: &Output) -> T {
+    serde_json::from_str(ok(o).trim()).expect("ProtoJSON output")
+}
+
+fn json_lines<T: serde::de::DeserializeOwned>(o: &Output) -> Vec<T> {
+    ok(o)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("one ProtoJSON object per line"))
+        .collect()
+}
+
+fn task_of(resp: pb::SendMessageResponse) -> pb::Task {
+    match resp.payload {
+        Some(pb::send_message_response::Payload::Task(t)) => t,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_commands_over_every_binding() {
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let url = server.origin.as_str();
+    for b in BINDINGS {
+        let card = ok(&trident(&["card", url, "--binding", b]).await);
+        assert!(card.contains("Trident demo agent"), "{card}");
+        assert!(card.contains("GRPC") && card.contains("JSONRPC"), "{card}");
+        let card: pb::AgentCard = json(&trident(&["card", url, "--json"]).await);
+        assert_eq!(card.supported_interfaces.len(), 3);
+
+        // Blocking send, human and JSON.
+        let text = ok(&trident(&["send", url, "hello there", "--binding", b]).await);
+        assert!(
+            text.contains("COMPLETED") && text.contains("hello there"),
+            "{text}"
+        );
+        let done = task_of(json(
+            &trident(&["send", url, "hi", "--binding", b, "--json"]).await,
+        ));
+        assert_eq!(done.state(), pb::TaskState::Completed);
+
+        // Streaming, printed as events arrive.
+        let streamed = ok(&trident(&["send", url, "stream 3", "--stream", "--binding", b]).await);
+        assert!(
+            streamed.contains("WORKING")
+                && streamed.matches("artifact stream").count() == 3
+                && streamed.contains("COMPLETED"),
+            "{streamed}"
+        );
+        let events: Vec<pb::StreamResponse> =
+            json_lines(&trident(&["send", url, "stream 2", "--stream", "--json"]).await);
+        assert!(events.len() >= 4, "{events:?}");
+
+        // Input required, then a follow-up with --task.
+        let asked = task_of(json(
+            &trident(&["send", url, "input", "--binding", b, "--json"]).await,
+        ));
+        assert_eq!(asked.state(), pb::TaskState::InputRequired);
+        let answered =
+            ok(&trident(&["send", url, "Ada", "--task", &asked.id, "--binding", b]).await);
+        assert!(answered.contains("COMPLETED"), "{answered}");
+
+        // An A2A error is exit status 1 on every binding.
+        let missing = trident(&["get", url, "missing", "--binding", b]).await;
+        assert_eq!(missing.status.code(), Some(1));
+
+        // get with history.
+        let got = ok(&trident(&["get", url, &asked.id, "--history", "5", "--binding", b]).await);
+        assert!(
+            got.contains("history") && got.contains("user: Ada"),
+            "{got}"
+        );
+
+        // list: filters and --all.
+        let listed =
+            ok(&trident(&["list", url, "--state", "completed", "--all", "--binding", b]).await);
+        assert!(
+            listed.contains(&asked.id) && listed.contains(&done.id),
+            "{listed}"
+        );
+        let paged = ok(&trident(&["list", url, "--page-size", "1", "--binding", b]).await);
+        assert!(paged.contains("next page: --page-token"), "{paged}");
+
+        // cancel a slow task.
+        let slow = task_of(json(
+            &trident(&[
+                "send",
+                url,
+                "slow",
+                "--return-immediately",
+                "--json",
+                "--binding",
+                b,
+            ])
+            .await,
+        ));
+        let canceled = ok(&trident(&["cancel", url, &slow.id, "--binding", b]).await);
+        assert!(canceled.contains("CANCELED"), "{canceled}");
+
+        // subscribe from the start of a finished task's log.
+        let replay =
+            ok(&trident(&["subscribe", url, &done.id, "--after", "0", "--binding", b]).await);
+        assert!(
+            replay.starts_with("[  1] task") && replay.contains("COMPLETED"),
+            "{replay}"
+        );
+
+        // push set/get/list/delete.
+        let hook = "http://127.0.0.1:9/hook";
+        let set = ok(&trident(&[
+            "push",
+            "set",
+            url,
+            &slow.id,
+            hook,
+            "--id",
+            "h1",
+            "--binding",
+            b,
+        ])
+        .await);
+        assert!(set.contains("h1") && set.contains(hook), "{set}");
+        let got: pb::TaskPushNotificationConfig =
+            json(&trident(&["push", "get", url, &slow.id, "h1", "--json", "--binding", b]).await);
+        assert_eq!(got.url, hook);
+        let listed = ok(&trident(&["push", "list", url, &slow.id, "--binding", b]).await);
+        assert!(listed.contains("h1"), "{listed}");
+        ok(&trident(&["push", "delete", url, &slow.id, "h1", "--binding", b]).await);
+    }
+
+    // What those calls left in /metrics.
+    let metrics = reqwest::get(format!("{url}/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("body");
+    for binding in BINDINGS {
+        assert!(
+            metrics.contains(&format!(
+                "trident_requests_total{{binding=\"{binding}\",method=\"SendMessage\",outcome=\"ok\"}}"
+            )),
+            "{metrics}"
+        );
+    }
+    for expected in [
+        "outcome=\"TASK_NOT_FOUND\"",
+        "trident_request_duration_seconds_bucket{binding=\"rest\",method=\"GetTask\",le=\"+Inf\"}",
+        "trident_active_streams{binding=\"grpc\"} 0",
+        "trident_task_state_entered_total{state=\"TASK_STATE_CANCELED\"} 3",
+        "trident_store_duration_seconds_count{op=\"commit\"}",
+    ] {
+        assert!(metrics.contains(expected), "{expected} in\n{metrics}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_codes_tell_agent_errors_from_transport_failures() {
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let missing = trident(&["get", &server.origin, "no-such-task"]).await;
+    assert_eq!(missing.status.code(), Some(1), "an A2A error exits 1");
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("TaskNotFound"), "{stderr}");
+
+    // A port nobody listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dead = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let unreachable = trident(&["card", &dead]).await;
+    assert_eq!(
+        unreachable.status.code(),
+        Some(3),
+        "a transport failure exits 3"
+    );
+
+    let usage = trident(&["list", &server.origin, "--state", "sleepy"]).await;
+    assert_eq!(usage.status.code(), Some(2), "a usage error exits 2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_file_sets_what_flags_do_not() {
+    let dir = crate::process::TempDir::new("trident-config");
+    let db = dir.0.join("from-config.db");
+    let file = dir.0.join("trident.toml");
+    std::fs::write(
+        &file,
+        format!("store = \"sqlite:{}\"\nagent = \"demo\"\n", db.display()),
+    )
+    .expect("write config");
+    let config = file.display().to_string();
+    let server = Trident::serve(&["--config", &config]).await;
+    let out = ok(&trident(&["send", &server.origin, "reply hi"]).await);
+    assert!(
+        out.contains("agent: reply hi"),
+        "the demo agent answered: {out}"
+    );
+    assert!(db.exists(), "the store named in the file was used");
+}
+
+fn example(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/agents")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exec_runs_the_python_example_end_to_end() {
+    let agent = example("echo.py");
+    let server = Trident::serve(&["--exec", &agent, "--store", "memory"]).await;
+    let url = server.origin.as_str();
+
+    let streamed = ok(&trident(&["send", url, "hello", "--stream"]).await);
+    assert!(
+        streamed.contains("WORKING") && streamed.contains("COMPLETED"),
+        "{streamed}"
+    );
+    assert!(streamed.matches("artifact").count() >= 3, "{streamed}");
+
+    let asked = task_of(json(&trident(&["send", url, "ask", "--json"]).await));
+    assert_eq!(asked.state(), pb::TaskState::InputRequired);
+    let answered = ok(&trident(&["send", url, "Grace", "--task", &asked.id]).await);
+    assert!(
+        answered.contains("COMPLETED") && answered.contains("Grace"),
+        "{answered}"
+    );
+
+    let crashed = task_of(json(&trident(&["send", url, "crash", "--json"]).await));
+    assert_eq!(crashed.state(), pb::TaskState::Failed);
+    let why = crashed
+        .status
+        .as_ref()
+        .and_then(|s| s.message.as_ref())
+        .map(|m| m.text())
+        .unwrap_or_default();
+    assert!(
+        why.contains("exit"),
+        "the stderr tail and exit status: {why}"
+    );
+
+    let sleeping = task_of(json(
+        &trident(&["send", url, "sleep", "--return-immediately", "--json"]).await,
+    ));
+    // The agent says its pid in its WORKING status; wait for it, then cancel.
+    let mut pid = None;
+    for _ in 0..50 {
+        let task: pb::Task = json(&trident(&["get", url, &sleeping.id, "--json"]).await);
+        let text = task
+            .status
+            .as_ref()
+            .and_then(|s| s.message.as_ref())
+            .map(|m| m.text())
+            .unwrap_or_default();
+        if let Some(p) = text.strip_prefix("pid ") {
+            pid = p.trim().parse::<u32>().ok();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let pid = pid.expect("the agent reported its pid");
+    let proc_dir = format!("/proc/{pid}");
+    assert!(std::path::Path::new(&proc_dir).exists(), "the agent runs");
+    let canceled = ok(&trident(&["cancel", url, &sleeping.id]).await);
+    assert!(canceled.contains("CANCELED"), "{canceled}");
+    let mut gone = false;
+    for _ in 0..50 {
+        if !std::path::Path::new(&proc_dir).exists() {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the canceled agent process was killed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exec_runs_the_shell_example() {
+    let server = Trident::serve(&["--exec", &example("upper.sh"), "--store", "memory"]).await;
+    let out = ok(&trident(&["send", &server.origin, "quiet please"]).await);
+    assert!(
+        out.contains("QUIET PLEASE") && out.contains("COMPLETED"),
+        "{out}"
+    );
+}
