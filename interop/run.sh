@@ -81,7 +81,7 @@ EOF
 base_url=""
 for attempt in 1 2 3; do
   port="$(free_port)"
-  "$bin" serve --agent demo --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
+  "$bin" serve --agent demo --store memory --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 100); do
     if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
@@ -147,10 +147,10 @@ fi
 # the official Python SDK (interop/python/agent.py).
 log "our clients against the Python SDK agent"
 if TRIDENT_INTEROP_PYTHON="$venv/bin/python" cargo test --workspace --locked --test it suite::python_sdk -- --ignored >&2; then
-  echo "ok   rust-clients python-sdk-agent (behaviour suite, 3 bindings)"
+  echo "ok   rust-clients python-sdk-agent (behaviour suite: 3 bindings, and gRPC + HTTP+JSON through trident gateway in front of its JSON-RPC)"
   passed=$((passed + 1))
 else
-  echo "FAIL rust-clients python-sdk-agent (behaviour suite, 3 bindings)"
+  echo "FAIL rust-clients python-sdk-agent (behaviour suite: 3 bindings, and gRPC + HTTP+JSON through trident gateway in front of its JSON-RPC)"
   failed=$((failed + 1))
 fi
 

@@ -301,9 +301,9 @@ async def serve(
     card = agent_card(host, port, grpc_port)
     if jsonrpc_only:
         # An agent that speaks one binding (what `trident gateway` fronts in its tests).
-        card.supported_interfaces[:] = [
-            i for i in card.supported_interfaces if i.protocol_binding == 'JSONRPC'
-        ]
+        keep = [i for i in card.supported_interfaces if i.protocol_binding == 'JSONRPC']
+        del card.supported_interfaces[:]
+        card.supported_interfaces.extend(keep)
     push_configs = InMemoryPushNotificationConfigStore(owner_resolver=tenant_and_user)
     webhook_client = httpx.AsyncClient(timeout=10.0)
     handler = DefaultRequestHandler(
