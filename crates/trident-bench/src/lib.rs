@@ -23,6 +23,11 @@
 //! servers' connections (`axum::serve` and `trident serve` leave Nagle's algorithm on);
 //! `--trident-store discard` runs Trident on a store that keeps nothing, to split the engine's
 //! cost from the in-memory store's; `--server-runtime current` uses a current-thread runtime.
+//! `--trident-store sqlite` runs Trident on `trident serve`'s durable default, a SQLite file
+//! (in a fresh temporary directory per server, removed when the server stops).
+//!
+//! `trident-bench list --store sqlite|postgres` is a second benchmark: the latency of one
+//! ListTasks page, measured on the store itself (no HTTP), as the store grows (see [`list`]).
 //!
 //! The pieces run alone too:
 //!
@@ -41,6 +46,7 @@
 
 pub mod cpu;
 pub mod discard;
+pub mod list;
 pub mod load;
 pub mod payload;
 pub mod raw;

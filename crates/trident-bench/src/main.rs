@@ -1,11 +1,13 @@
-//! `trident-bench`: the command line of the load benchmark (see the library's docs).
+//! `trident-bench`: the command line of the benchmarks (see the library's docs).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use trident_bench::cpu::Clock;
+use trident_bench::list::{Backend, ListConfig};
 use trident_bench::load::{Binding, Load, measure};
 use trident_bench::run::{RunConfig, detail_table, pin_self, summary_table, taskset_available};
 use trident_bench::server::{Mode, Store};
@@ -14,7 +16,8 @@ use trident_bench::{ServerRuntime, server};
 #[derive(Parser)]
 #[command(
     name = "trident-bench",
-    about = "Server CPU per blocking SendMessage on each A2A binding: Trident vs a raw echo"
+    about = "Server CPU per blocking SendMessage on each A2A binding (Trident vs a raw echo), \
+             and ListTasks page latency of the durable stores"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -40,6 +43,9 @@ enum Command {
         /// The store behind Trident's engine (discard: a diagnostic that keeps nothing).
         #[arg(long, value_enum, default_value_t = Store::Memory)]
         store: Store,
+        /// The SQLite file of `--store sqlite` (created if missing, left in place).
+        #[arg(long)]
+        sqlite_path: Option<PathBuf>,
     },
     /// Drive one binding of a running server and print requests/s (and CPU per request with
     /// --server-pid).
@@ -90,6 +96,25 @@ enum Command {
         #[arg(long)]
         no_pin: bool,
     },
+    /// Time ListTasks pages on a durable store (called directly, not over HTTP) as it grows to
+    /// each size; print markdown tables.
+    List {
+        /// The store: a fresh SQLite file, or a fresh schema of a PostgreSQL database.
+        #[arg(long, value_enum)]
+        store: Backend,
+        /// The PostgreSQL server (the schema `trident_bench_<uuid>` is created and dropped).
+        #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/test")]
+        pg_url: String,
+        /// Store sizes (tasks) to measure at, filled cumulatively.
+        #[arg(long, value_delimiter = ',', default_value = "10000,100000,1000000")]
+        sizes: Vec<usize>,
+        /// Timed calls per case and size.
+        #[arg(long, default_value_t = 200)]
+        samples: usize,
+        /// Commits in flight while loading.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -100,10 +125,16 @@ fn main() -> ExitCode {
             runtime,
             nodelay,
             store,
-        } => runtime
-            .build()
-            .map_err(|e| e.to_string())
-            .and_then(|rt| rt.block_on(server::serve(mode, listen, nodelay, store))),
+            sqlite_path,
+        } => runtime.build().map_err(|e| e.to_string()).and_then(|rt| {
+            rt.block_on(server::serve(
+                mode,
+                listen,
+                nodelay,
+                store,
+                sqlite_path.as_deref(),
+            ))
+        }),
         Command::Load {
             binding,
             target,
@@ -143,6 +174,23 @@ fn main() -> ExitCode {
             };
             run(config)
         })(),
+        Command::List {
+            store,
+            pg_url,
+            sizes,
+            samples,
+            concurrency,
+        } => tokio::runtime::Runtime::new()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                rt.block_on(trident_bench::list::run(&ListConfig {
+                    backend: store,
+                    pg_url,
+                    sizes,
+                    samples: samples.max(1),
+                    concurrency,
+                }))
+            }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

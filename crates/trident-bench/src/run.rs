@@ -4,12 +4,13 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cpu::Clock;
 use crate::load::{Binding, Load, Summary, Window, measure};
-use crate::server::{Mode, READY};
+use crate::server::{Mode, READY, Store};
 
 /// Settings of a run.
 #[derive(Debug, Clone)]
@@ -53,6 +54,8 @@ struct Server {
     /// Kept open so that the child never writes to a closed pipe.
     _stdout: BufReader<ChildStdout>,
     addr: SocketAddr,
+    /// A temporary directory holding the server's SQLite file, removed when it stops.
+    data_dir: Option<PathBuf>,
 }
 
 impl Server {
@@ -73,15 +76,30 @@ impl Server {
         if config.server_nodelay {
             cmd.arg("--nodelay");
         }
+        let mut data_dir = None;
         if mode == Mode::Trident {
             cmd.args(["--store", config.trident_store.name()]);
+            if config.trident_store == Store::Sqlite {
+                let dir = std::env::temp_dir()
+                    .join(format!("trident-bench-{}", uuid::Uuid::new_v4().simple()));
+                std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                cmd.arg("--sqlite-path").arg(dir.join("tasks.db"));
+                data_dir = Some(dir);
+            }
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
-        let mut child = cmd.spawn().map_err(|e| format!("spawn server: {e}"))?;
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(e) => {
+                remove(data_dir.as_ref());
+                return Err(format!("spawn server: {e}"));
+            }
+        };
         let Some(stdout) = child.stdout.take() else {
             let _ = child.kill();
+            remove(data_dir.as_ref());
             return Err("no stdout pipe".to_owned());
         };
         let mut stdout = BufReader::new(stdout);
@@ -92,6 +110,7 @@ impl Server {
             child,
             _stdout: stdout,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir,
         };
         read.map_err(|e| format!("reading the server's address: {e}"))?;
         server.addr = line
@@ -125,6 +144,15 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        remove(self.data_dir.as_ref());
+    }
+}
+
+fn remove(dir: Option<&PathBuf>) {
+    if let Some(dir) = dir
+        && let Err(e) = std::fs::remove_dir_all(dir)
+    {
+        eprintln!("removing {}: {e}", dir.display());
     }
 }
 

@@ -3,10 +3,12 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 
+use trident_core::store::Stores;
 use trident_core::{Engine, agents};
 use trident_server::{Interfaces, ServerOptions};
 
@@ -39,6 +41,10 @@ pub enum Store {
     /// Keeps nothing ([`crate::discard`]): a diagnostic, to see the engine's cost without the
     /// store's.
     Discard,
+    /// A SQLite file (`trident_store::SqliteStore`, `trident serve`'s default: WAL,
+    /// `synchronous=FULL`, group commit). `run` creates it fresh in a temporary directory and
+    /// removes it when the server stops.
+    Sqlite,
 }
 
 impl Store {
@@ -47,6 +53,27 @@ impl Store {
         match self {
             Store::Memory => "memory",
             Store::Discard => "discard",
+            Store::Sqlite => "sqlite",
+        }
+    }
+
+    /// Opens the store (`sqlite` is the file at `sqlite_path`, which it requires).
+    pub async fn open(self, sqlite_path: Option<&Path>) -> Result<Stores, String> {
+        match self {
+            Store::Memory => Ok(Stores::memory()),
+            Store::Discard => Ok(crate::discard::stores()),
+            Store::Sqlite => {
+                let path = sqlite_path.ok_or("--store sqlite needs --sqlite-path")?;
+                let store = trident_store::SqliteStore::open(path)
+                    .await
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let store = Arc::new(store);
+                Ok(Stores {
+                    tasks: store.clone(),
+                    events: store.clone(),
+                    push: store,
+                })
+            }
         }
     }
 }
@@ -54,8 +81,8 @@ impl Store {
 /// The line a server prints on stdout once it listens, followed by its address.
 pub const READY: &str = "listening on ";
 
-/// The router of `mode` for a server reachable at `addr` (`store` is Trident's).
-pub fn router(mode: Mode, addr: SocketAddr, store: Store) -> Result<axum::Router, String> {
+/// The router of `mode` for a server reachable at `addr` (`stores` are Trident's).
+pub fn router(mode: Mode, addr: SocketAddr, stores: Stores) -> Result<axum::Router, String> {
     match mode {
         Mode::Raw => Ok(crate::raw::router()),
         Mode::Trident => {
@@ -63,11 +90,9 @@ pub fn router(mode: Mode, addr: SocketAddr, store: Store) -> Result<axum::Router
                 trident_core::default_card("Trident bench echo", "The echo agent, benchmarked"),
                 &Interfaces::local(addr),
             );
-            let builder = Engine::builder(Arc::new(agents::Echo));
-            let engine = match store {
-                Store::Memory => builder.build(),
-                Store::Discard => builder.stores(crate::discard::stores()).build(),
-            };
+            let engine = Engine::builder(Arc::new(agents::Echo))
+                .stores(stores)
+                .build();
             trident_server::app(Arc::new(engine), &card, &ServerOptions::default())
                 .map_err(|e| e.to_string())
         }
@@ -76,18 +101,24 @@ pub fn router(mode: Mode, addr: SocketAddr, store: Store) -> Result<axum::Router
 
 /// Binds `listen`, prints [`READY`] and the bound address on stdout, and serves `mode` until
 /// the process is killed. With `nodelay`, accepted sockets get `TCP_NODELAY` (`axum::serve`,
-/// like `trident_server::serve`, leaves Nagle's algorithm on).
+/// like `trident_server::serve`, leaves Nagle's algorithm on). Trident's store is `store`
+/// (at `sqlite_path` for [`Store::Sqlite`]).
 pub async fn serve(
     mode: Mode,
     listen: SocketAddr,
     nodelay: bool,
     store: Store,
+    sqlite_path: Option<&Path>,
 ) -> Result<(), String> {
+    let stores = match mode {
+        Mode::Raw => Stores::memory(),
+        Mode::Trident => store.open(sqlite_path).await?,
+    };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("bind {listen}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = router(mode, addr, store)?;
+    let app = router(mode, addr, stores)?;
     {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{READY}{addr}").map_err(|e| e.to_string())?;
