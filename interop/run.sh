@@ -81,7 +81,7 @@ EOF
 base_url=""
 for attempt in 1 2 3; do
   port="$(free_port)"
-  "$bin" serve --agent demo --store memory --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
+  "$bin" serve --agent demo --store memory --push-allow 127.0.0.1 --listen "127.0.0.1:$port" >"$server_log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 100); do
     if ! kill -0 "$server_pid" 2>/dev/null; then break; fi

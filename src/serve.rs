@@ -65,6 +65,10 @@ pub(crate) struct Serve {
     /// This process's id in task leases (default: a new UUIDv7 per start).
     #[arg(long, env = "TRIDENT_NODE_ID")]
     node_id: Option<String>,
+    /// Webhooks may reach this host, address or CIDR range even though it is not public
+    /// (loopback, private, link-local…). Repeat, or comma-separate. Default: public only.
+    #[arg(long, env = "TRIDENT_PUSH_ALLOW", value_delimiter = ',')]
+    push_allow: Vec<String>,
 }
 
 /// `trident gateway`
@@ -202,7 +206,17 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         trident_core::default_card(&name, "An agent served by Trident"),
         &bound.interfaces,
     );
-    let webhooks = match trident_rest::HttpWebhooks::new(Duration::from_secs(10)) {
+    let mut webhook_policy = trident_core::WebhookPolicy::new();
+    for entry in &args.push_allow {
+        webhook_policy = match webhook_policy.allow(entry) {
+            Ok(p) => p,
+            Err(e) => return fail(format!("--push-allow {e}")),
+        };
+    }
+    let webhooks = match trident_rest::HttpWebhooks::with_policy(
+        Duration::from_secs(10),
+        webhook_policy.clone(),
+    ) {
         Ok(w) => w,
         Err(e) => return fail(e),
     };
@@ -216,6 +230,7 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         strict_version: args.strict_version,
         lease_ttl,
         node_id: args.node_id.clone(),
+        webhook_policy,
         ..EngineConfig::default()
     };
     let engine = Engine::builder(executor)

@@ -63,7 +63,15 @@ fn task_of(resp: pb::SendMessageResponse) -> pb::Task {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_commands_over_every_binding() {
-    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let server = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--push-allow",
+        "127.0.0.1",
+    ])
+    .await;
     let url = server.origin.as_str();
     for b in BINDINGS {
         let card = ok(&trident(&["card", url, "--binding", b]).await);

@@ -57,7 +57,17 @@ async fn replicas(schema: &Schema, n: usize) -> Vec<Trident> {
     let mut out = Vec::new();
     for _ in 0..n {
         out.push(
-            Trident::serve(&["--agent", "demo", "--store", &store, "--lease-ttl", &ttl]).await,
+            Trident::serve(&[
+                "--agent",
+                "demo",
+                "--store",
+                &store,
+                "--lease-ttl",
+                &ttl,
+                "--push-allow",
+                "127.0.0.1",
+            ])
+            .await,
         );
     }
     out

@@ -1,16 +1,16 @@
-//! What the behaviour suite runs against: a transport (the engine in process on each store, or
-//! each binding's client to a real server) and a server variant (capabilities, card, version
-//! policy). Every case builds what it needs through [`Fixture::new`].
+//! What the behaviour suite runs against here: a transport (the engine in process on each
+//! store, or each binding's client to a real server) and a server variant (capabilities, card,
+//! version policy). The cases live in `trident-conformance`; [`Local`] is the target that builds
+//! their servers through [`Fixture::new`]. The cases' helpers are re-exported for the other
+//! test modules.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+pub use trident_conformance::helpers::*;
+pub use trident_conformance::{REQUIRED_EXT, Variant};
 use trident_core::agents::Demo;
-use trident_core::{
-    A2aError, A2aService, CallContext, Engine, EngineConfig, ErrorKind, EventStream, Principal,
-    StreamEvent,
-};
+use trident_core::{A2aService, Engine, EngineConfig};
 use trident_proto as pb;
 
 /// How the suite reaches the engine.
@@ -114,16 +114,6 @@ impl Drop for ScratchStore {
     }
 }
 
-/// Server-side switches a case may need.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Variant {
-    pub no_push: bool,
-    pub no_streaming: bool,
-    pub extended_card: Option<Option<pb::AgentCard>>,
-    pub required_extension: Option<&'static str>,
-    pub strict_version: bool,
-}
-
 pub struct Fixture {
     pub svc: Arc<dyn A2aService>,
     /// The server's interfaces, when there is a server.
@@ -151,6 +141,8 @@ pub async fn spawn_server(
 ) -> (trident_server::Interfaces, tokio::task::JoinHandle<()>) {
     let options = trident_server::ServerOptions {
         authenticator: Some(Arc::new(test_tokens())),
+        // The suite also calls anonymously; unknown credentials are still refused.
+        allow_anonymous: true,
         ..Default::default()
     };
     spawn_server_with(engine, options).await
@@ -172,8 +164,6 @@ pub async fn spawn_server_with(
     });
     (interfaces, server)
 }
-
-pub const REQUIRED_EXT: &str = "https://example.com/ext/required/v1";
 
 impl Fixture {
     pub async fn new(transport: Transport, variant: Variant) -> Self {
@@ -309,11 +299,27 @@ impl Fixture {
     }
 }
 
+/// The suite's target here: a server of `Transport` built for each fixture, exactly as the
+/// variant asks, with the test tokens (`Bearer token-<name>` is `<name>`).
+pub struct Local(pub Transport);
+
+#[async_trait::async_trait]
+impl trident_conformance::Target for Local {
+    async fn fixture(
+        &self,
+        variant: Variant,
+    ) -> Result<trident_conformance::Fixture, trident_conformance::Skip> {
+        let f = Fixture::new(self.0, variant).await;
+        Ok(trident_conformance::Fixture::of(f.svc.clone()).with_guard(f))
+    }
+}
+
 /// `interop/python/agent.py` running under `$TRIDENT_INTEROP_PYTHON` on free loopback ports;
 /// killed on drop. Its stderr is discarded unless `TRIDENT_INTEROP_VERBOSE` is set.
-struct PythonAgent {
+pub struct PythonAgent {
     child: std::process::Child,
-    card_url: String,
+    /// The URL of its agent card.
+    pub card_url: String,
     /// Kept open so the agent never writes to a closed pipe.
     _stdout: std::io::BufReader<std::process::ChildStdout>,
     /// The agent exits when this closes, even if this process dies without killing it.
@@ -321,7 +327,8 @@ struct PythonAgent {
 }
 
 impl PythonAgent {
-    async fn start(extra: &[&str]) -> Self {
+    /// Starts the agent with these extra arguments and waits until it serves.
+    pub async fn start(extra: &[&str]) -> Self {
         let python = std::env::var_os("TRIDENT_INTEROP_PYTHON").expect(
             "TRIDENT_INTEROP_PYTHON names a Python with the official a2a-sdk (see interop/run.sh)",
         );
@@ -368,7 +375,7 @@ impl PythonAgent {
         }
     }
 
-    fn stop(&mut self) {
+    pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -391,18 +398,6 @@ fn read_card_url(
     }
 }
 
-pub fn cx() -> CallContext {
-    CallContext::new()
-}
-
-/// A caller named `principal`: in process it is the principal itself; over the wire it is the
-/// bearer token `token-<principal>`, which the test servers' authenticator maps back.
-pub fn cx_as(principal: &str) -> CallContext {
-    CallContext::new()
-        .with_principal(Principal::named(principal))
-        .with_credentials(format!("Bearer token-{principal}"))
-}
-
 /// Maps `Bearer token-<name>` to `<name>` for the names the suite uses.
 fn test_tokens() -> trident_core::StaticTokens {
     ["alice", "bob", "mallory", "a"]
@@ -410,109 +405,4 @@ fn test_tokens() -> trident_core::StaticTokens {
         .fold(trident_core::StaticTokens::new(), |t, n| {
             t.with(format!("token-{n}"), n)
         })
-}
-
-pub fn msg(text: &str) -> pb::Message {
-    pb::Message::user(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)])
-}
-
-pub fn req(message: pb::Message) -> pb::SendMessageRequest {
-    pb::SendMessageRequest {
-        message: Some(message),
-        ..Default::default()
-    }
-}
-
-pub fn req_with(
-    message: pb::Message,
-    configuration: pb::SendMessageConfiguration,
-) -> pb::SendMessageRequest {
-    pb::SendMessageRequest {
-        message: Some(message),
-        configuration: Some(configuration),
-        ..Default::default()
-    }
-}
-
-/// Sends `text` blocking and returns the task.
-pub async fn send_task(svc: &dyn A2aService, cx: &CallContext, text: &str) -> pb::Task {
-    task_of(svc.send_message(cx, req(msg(text))).await.expect("send"))
-}
-
-/// Continues `task` with `text`.
-pub async fn follow_up(
-    svc: &dyn A2aService,
-    cx: &CallContext,
-    task: &pb::Task,
-    text: &str,
-) -> Result<pb::Task, A2aError> {
-    let mut m = msg(text);
-    m.task_id = task.id.clone();
-    svc.send_message(cx, req(m)).await.map(task_of)
-}
-
-pub fn task_of(resp: pb::SendMessageResponse) -> pb::Task {
-    match resp.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => t,
-        other => panic!("expected a task, got {other:?}"),
-    }
-}
-
-pub fn assert_kind<T>(result: Result<T, A2aError>, kind: ErrorKind) -> A2aError {
-    match result {
-        Err(e) if e.kind() == kind => e,
-        Err(e) => panic!("expected {kind:?}, got {:?}: {e}", e.kind()),
-        Ok(_) => panic!("expected {kind:?}, got a success"),
-    }
-}
-
-/// Reads a stream to its end (bounded in time).
-pub async fn collect(stream: EventStream) -> Vec<StreamEvent> {
-    tokio::time::timeout(
-        Duration::from_secs(20),
-        stream.map(|e| e.expect("stream event")).collect(),
-    )
-    .await
-    .expect("stream ended in time")
-}
-
-pub fn payload(e: &StreamEvent) -> &pb::stream_response::Payload {
-    e.response.payload.as_ref().expect("payload")
-}
-
-pub fn state_of(e: &StreamEvent) -> Option<pb::TaskState> {
-    match payload(e) {
-        pb::stream_response::Payload::Task(t) => Some(t.state()),
-        pb::stream_response::Payload::StatusUpdate(u) => u
-            .status
-            .as_ref()
-            .and_then(|s| pb::TaskState::try_from(s.state).ok()),
-        _ => None,
-    }
-}
-
-/// Polls GetTask until `pred` holds (bounded in time).
-pub async fn wait_for(
-    svc: &dyn A2aService,
-    cx: &CallContext,
-    id: &str,
-    pred: impl Fn(&pb::Task) -> bool,
-) -> pb::Task {
-    for _ in 0..400 {
-        let t = svc
-            .get_task(
-                cx,
-                pb::GetTaskRequest {
-                    id: id.into(),
-                    ..Default::default()
-                },
-            )
-            .await
-            .expect("get");
-        if pred(&t) {
-            return t;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("task {id} never reached the expected state");
 }

@@ -61,12 +61,18 @@ fn engine() -> Arc<dyn A2aService> {
         initial_backoff: Duration::from_millis(20),
         max_backoff: Duration::from_millis(100),
     };
-    let webhooks = HttpWebhooks::new(Duration::from_secs(5)).expect("client");
+    // The receiver is on loopback, which the default policy refuses.
+    let policy = trident_core::WebhookPolicy::new()
+        .allow("127.0.0.1")
+        .expect("policy");
+    let webhooks =
+        HttpWebhooks::with_policy(Duration::from_secs(5), policy.clone()).expect("client");
     Arc::new(
         Engine::builder(Arc::new(Demo))
             .webhooks(Arc::new(webhooks))
             .config(EngineConfig {
                 push_retry: retry,
+                webhook_policy: policy,
                 ..Default::default()
             })
             .build(),
@@ -227,4 +233,123 @@ async fn configs_added_later_get_later_events_and_deleted_ones_get_nothing() {
             .is_err(),
         "no notification after delete"
     );
+}
+
+/// A webhook on loopback is refused when the configuration is created, unless allow-listed.
+#[tokio::test]
+async fn loopback_webhooks_are_refused_unless_allow_listed() {
+    let strict: Arc<dyn A2aService> = Arc::new(Engine::builder(Arc::new(Demo)).build());
+    let task = task_of(
+        strict
+            .send_message(&cx(), crate::harness::req(msg("input")))
+            .await
+            .expect("send"),
+    );
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost:9/hook",
+        "http://[::1]:9/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://10.0.0.5/hook",
+    ] {
+        let refused = strict
+            .create_task_push_notification_config(
+                &cx(),
+                pb::TaskPushNotificationConfig {
+                    task_id: task.id.clone(),
+                    url: url.into(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect_err(url);
+        assert_eq!(
+            refused.kind(),
+            trident_core::ErrorKind::InvalidParams,
+            "{url}: {refused}"
+        );
+    }
+    let allowed: Arc<dyn A2aService> = Arc::new(
+        Engine::builder(Arc::new(Demo))
+            .config(EngineConfig {
+                webhook_policy: trident_core::WebhookPolicy::new()
+                    .allow("127.0.0.1")
+                    .expect("policy"),
+                ..Default::default()
+            })
+            .build(),
+    );
+    let task = task_of(
+        allowed
+            .send_message(&cx(), crate::harness::req(msg("input")))
+            .await
+            .expect("send"),
+    );
+    allowed
+        .create_task_push_notification_config(
+            &cx(),
+            pb::TaskPushNotificationConfig {
+                task_id: task.id.clone(),
+                url: "http://127.0.0.1:9/hook".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("allow-listed");
+}
+
+/// The sender checks every connection: a name that resolves to a private address is refused
+/// when connecting (a name public at configuration time may be rebound later), and so is a
+/// literal one.
+#[tokio::test]
+async fn the_sender_refuses_private_addresses_at_connect_time() {
+    let (url, mut rx) = receiver(0).await;
+    let port = url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .expect("port")
+        .to_owned();
+    let sender = HttpWebhooks::new(Duration::from_secs(2)).expect("client");
+    for target in [
+        format!("http://localhost:{port}/hook"),
+        format!("http://127.0.0.1:{port}/hook"),
+    ] {
+        let err = trident_core::WebhookTransport::post(
+            &sender,
+            &trident_core::WebhookRequest {
+                url: target.clone(),
+                headers: Vec::new(),
+                body: b"{}".to_vec(),
+            },
+        )
+        .await
+        .expect_err(&target);
+        assert!(err.to_string().contains("loopback"), "{target}: {err}");
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), rx.recv())
+            .await
+            .is_err(),
+        "nothing reached the receiver"
+    );
+    // Allow-listed, the same sender delivers.
+    let open = HttpWebhooks::with_policy(
+        Duration::from_secs(2),
+        trident_core::WebhookPolicy::new()
+            .allow("localhost")
+            .expect("policy"),
+    )
+    .expect("client");
+    trident_core::WebhookTransport::post(
+        &open,
+        &trident_core::WebhookRequest {
+            url: format!("http://localhost:{port}/hook"),
+            headers: vec![("content-type", "application/a2a+json".to_owned())],
+            body: br#"{"task":{"id":"t","contextId":"c"}}"#.to_vec(),
+        },
+    )
+    .await
+    .expect("allow-listed delivery");
+    next(&mut rx).await;
 }

@@ -212,12 +212,17 @@ async fn undelivered_push_notifications_resume_at_start_up() {
             .expect("claim"),
         Some(1)
     );
-    let webhooks = HttpWebhooks::new(Duration::from_secs(5)).expect("client");
+    let policy = trident_core::WebhookPolicy::new()
+        .allow("127.0.0.1")
+        .expect("policy");
+    let webhooks =
+        HttpWebhooks::with_policy(Duration::from_secs(5), policy.clone()).expect("client");
     let _engine = Engine::builder(Arc::new(Echo))
         .stores(stores)
         .webhooks(Arc::new(webhooks))
         .config(EngineConfig {
             lease_ttl: Duration::from_millis(600),
+            webhook_policy: policy,
             ..Default::default()
         })
         .build();

@@ -9,7 +9,7 @@
 //!
 //! This crate knows no transport and no database.
 
-mod auth;
+pub mod auth;
 mod context;
 mod error;
 mod executor;
@@ -20,11 +20,14 @@ pub mod agents;
 pub mod engine;
 pub mod store;
 
-pub use auth::{Authenticator, StaticTokens};
+pub use auth::{
+    Access, AnyOf, ApiKeys, AuthRejection, Authenticator, Authorizer, BearerTokens, Credentials,
+    DenyByDefault, HeaderList, StaticTokens,
+};
 pub use context::{Binding, CallContext, Principal, TraceContext};
 pub use engine::{
-    Engine, EngineBuilder, EngineConfig, EngineStats, Limits, RetryPolicy, WebhookError,
-    WebhookRequest, WebhookTransport,
+    Engine, EngineBuilder, EngineConfig, EngineStats, Limits, PolicyError, RetryPolicy,
+    WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport, host_port, non_public,
 };
 pub use error::{
     A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation, Wire,

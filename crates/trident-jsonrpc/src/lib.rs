@@ -11,4 +11,4 @@ mod client;
 mod server;
 
 pub use client::JsonRpcClient;
-pub use server::{JsonRpcOptions, error_object, router};
+pub use server::{JsonRpcOptions, error_object, error_reply, router};

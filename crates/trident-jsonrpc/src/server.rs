@@ -59,6 +59,22 @@ pub fn error_object(e: &A2aError) -> ErrorObjectOwned {
     )
 }
 
+/// The error reply to the JSON-RPC request `body` (HTTP 200, the envelope echoing the
+/// request's id, or `null` when it cannot be read): for errors raised before the request
+/// reaches the endpoint, such as a refused authentication.
+pub fn error_reply(body: &[u8], e: &A2aError) -> Response {
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow)]
+        id: Option<&'a serde_json::value::RawValue>,
+    }
+    let id = serde_json::from_slice::<IdOnly<'_>>(body)
+        .ok()
+        .and_then(|e| e.id)
+        .map_or("null", |raw| raw.get());
+    json(error_json(id, e))
+}
+
 fn json(body: String) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }

@@ -3,11 +3,14 @@
 //! - [`router`]: the server adapter, with routes derived from the `google.api.http` rules of
 //!   our proto ([`Routes`]), AIP-193 errors and SSE streams.
 //! - [`RestClient`]: `A2aService` over HTTP+JSON.
+//! - [`openapi::document`]: the OpenAPI 3.1 document of the binding, generated from the same
+//!   descriptor set.
 //! - [`HttpWebhooks`]: push-notification delivery, the outbound half every A2A server needs
 //!   whatever binding it speaks (webhooks are plain HTTP POSTs of HTTP+JSON bodies).
 
 mod client;
 mod error;
+pub mod openapi;
 pub mod routes;
 mod server;
 
@@ -16,40 +19,97 @@ pub use error::{decode_error, error_body};
 pub use routes::Routes;
 pub use server::{RestOptions, error_response, router, sse};
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use trident_core::{WebhookError, WebhookRequest, WebhookTransport};
+use trident_core::{WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport, host_port};
 
-/// Delivers push notifications over HTTP(S) with reqwest. Redirects are not followed and each
-/// attempt times out (the engine retries with backoff).
+/// Delivers push notifications over HTTP(S) with reqwest. Redirects are not followed, each
+/// attempt times out (the engine retries with backoff), and every connection is checked
+/// against a [`WebhookPolicy`]: a name is resolved by our own resolver, which refuses
+/// addresses the policy forbids (so a name that was public when the configuration was
+/// created cannot be rebound to an internal address), and a literal address is checked
+/// before the request is made.
 #[derive(Debug, Clone)]
 pub struct HttpWebhooks {
     client: reqwest::Client,
+    policy: Arc<WebhookPolicy>,
 }
 
 impl HttpWebhooks {
-    /// A sender whose attempts time out after `timeout`.
+    /// A sender whose attempts time out after `timeout`, to public addresses only.
     pub fn new(timeout: Duration) -> Result<Self, reqwest::Error> {
+        Self::with_policy(timeout, WebhookPolicy::default())
+    }
+
+    /// A sender whose destinations `policy` decides.
+    pub fn with_policy(timeout: Duration, policy: WebhookPolicy) -> Result<Self, reqwest::Error> {
+        let policy = Arc::new(policy);
         let client = reqwest::Client::builder()
             .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
             .redirect(reqwest::redirect::Policy::none())
+            .dns_resolver(Arc::new(PolicyResolver {
+                policy: policy.clone(),
+            }))
             .user_agent(concat!("trident/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Self { client })
+        Ok(Self { client, policy })
+    }
+}
+
+/// Resolves names with the system resolver and drops what the policy forbids.
+struct PolicyResolver {
+    policy: Arc<WebhookPolicy>,
+}
+
+impl reqwest::dns::Resolve for PolicyResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let mut allowed = Vec::with_capacity(addrs.len());
+            let mut refused = None;
+            for a in addrs {
+                match policy.check_addr(&host, a.ip()) {
+                    Ok(()) => allowed.push(a),
+                    Err(e) => refused = Some(e),
+                }
+            }
+            match (allowed.is_empty(), refused) {
+                (true, Some(e)) => Err(Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
+                _ => Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs),
+            }
+        })
     }
 }
 
 #[async_trait::async_trait]
 impl WebhookTransport for HttpWebhooks {
     async fn post(&self, request: &WebhookRequest) -> Result<(), WebhookError> {
+        let (host, _) = host_port(&request.url)
+            .ok_or_else(|| WebhookError::Transport("not an http(s) URL".into()))?;
+        if let Ok(addr) = host.parse::<std::net::IpAddr>() {
+            self.policy
+                .check_addr(&host, addr)
+                .map_err(|e| WebhookError::Transport(e.to_string()))?;
+        }
         let mut builder = self.client.post(&request.url).body(request.body.clone());
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
         }
-        let response = builder
-            .send()
-            .await
-            .map_err(|e| WebhookError::Transport(e.to_string()))?;
+        let response = builder.send().await.map_err(|e| {
+            // The policy's refusal sits at the bottom of the error chain.
+            let mut source: Option<&dyn std::error::Error> = Some(&e);
+            let mut text = e.to_string();
+            while let Some(s) = source {
+                text = s.to_string();
+                source = s.source();
+            }
+            WebhookError::Transport(text)
+        })?;
         let status = response.status();
         if status.is_success() {
             Ok(())

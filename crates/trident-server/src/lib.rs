@@ -49,8 +49,12 @@ async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
 /// Settings of the combined listener.
 #[derive(Clone)]
 pub struct ServerOptions {
-    /// Resolves `Authorization` into the caller for every binding (anonymous without it).
+    /// Authenticates every request on every binding. Once set, only the public agent card is
+    /// reachable without valid credentials (see [`allow_anonymous`](Self::allow_anonymous)).
     pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// With an authenticator: let requests without credentials through as the anonymous
+    /// principal (credentials that are sent must still be valid). Off by default: fail closed.
+    pub allow_anonymous: bool,
     /// HTTP+JSON settings.
     pub rest: RestOptions,
     /// JSON-RPC settings.
@@ -101,6 +105,7 @@ impl Default for ServerOptions {
     fn default() -> Self {
         Self {
             authenticator: None,
+            allow_anonymous: false,
             rest: RestOptions::default(),
             jsonrpc: JsonRpcOptions::default(),
             grpc: GrpcOptions::default(),
@@ -115,6 +120,7 @@ impl std::fmt::Debug for ServerOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerOptions")
             .field("authenticator", &self.authenticator.is_some())
+            .field("allow_anonymous", &self.allow_anonymous)
             .field("rest", &self.rest)
             .field("jsonrpc", &self.jsonrpc)
             .field("grpc", &self.grpc)
@@ -124,21 +130,76 @@ impl std::fmt::Debug for ServerOptions {
     }
 }
 
-/// The layer all bindings share: puts the authenticated [`Principal`] into the request's
-/// extensions, where each binding reads it into its `CallContext`.
+/// What the authentication layer needs.
+#[derive(Clone)]
+struct Gate {
+    authenticator: Arc<dyn Authenticator>,
+    allow_anonymous: bool,
+    /// Largest JSON-RPC body read to echo the request id in a refusal.
+    jsonrpc_max_body: usize,
+}
+
+/// Request headers as [`trident_core::Credentials`].
+struct HeaderCredentials<'a>(&'a HeaderMap);
+
+impl trident_core::Credentials for HeaderCredentials<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// The layer all bindings share: authenticates the request, puts the [`Principal`] into its
+/// extensions (each binding copies it into its `CallContext`), and refuses — in the binding's
+/// own error format, with `WWW-Authenticate` on HTTP — what it cannot authenticate. Only the
+/// public agent card is reachable without credentials, unless anonymous callers are allowed.
+/// Credentials that are sent but invalid are refused even then.
 async fn authenticate(
-    State(auth): State<Arc<dyn Authenticator>>,
+    State(gate): State<Gate>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let credentials = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    if let Some(principal) = auth.authenticate(credentials) {
-        request.extensions_mut().insert::<Principal>(principal);
+    if request.uri().path() == CARD_PATH {
+        return next.run(request).await;
     }
-    next.run(request).await
+    let outcome = gate
+        .authenticator
+        .authenticate(&HeaderCredentials(request.headers()))
+        .await;
+    let rejection = match outcome {
+        Ok(Some(principal)) => {
+            request.extensions_mut().insert::<Principal>(principal);
+            return next.run(request).await;
+        }
+        Ok(None) if gate.allow_anonymous => return next.run(request).await,
+        Ok(None) => trident_core::AuthRejection::Missing,
+        Err(rejection) => rejection,
+    };
+    tracing::debug!(path = %request.uri().path(), %rejection, "request refused");
+    let error = rejection.to_error();
+    let grpc = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"));
+    if grpc {
+        return trident_grpc::status(&error).into_http::<axum::body::Body>();
+    }
+    let challenges = gate.authenticator.challenges(&rejection);
+    let mut response =
+        if request.method() == axum::http::Method::POST && request.uri().path() == JSONRPC_PATH {
+            let body = axum::body::to_bytes(request.into_body(), gate.jsonrpc_max_body)
+                .await
+                .unwrap_or_default();
+            trident_jsonrpc::error_reply(&body, &error)
+        } else {
+            trident_rest::error_response(&error)
+        };
+    for challenge in challenges {
+        if let Ok(v) = HeaderValue::try_from(challenge) {
+            response.headers_mut().append(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    response
 }
 
 /// The URLs of the three interfaces of a server reachable at `addr` (or at `public`, an
@@ -323,6 +384,18 @@ pub fn app(
             CARD_PATH,
             axum::routing::get(serve_card).with_state(card_state),
         );
+        // The OpenAPI 3.1 document of the HTTP+JSON binding (generated from the descriptor).
+        let openapi: Arc<str> = trident_rest::openapi::try_document()
+            .map_err(|e| ServerError(format!("openapi: {e}")))?
+            .to_string()
+            .into();
+        router = router.route(
+            trident_rest::openapi::PATH,
+            axum::routing::get(move || {
+                let body = openapi.to_string();
+                async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+            }),
+        );
     }
     if let (true, Some(metrics)) = (bindings.rest, &options.metrics) {
         router = router.route(
@@ -360,7 +433,11 @@ pub fn app(
     }
     Ok(match &options.authenticator {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
-            auth.clone(),
+            Gate {
+                authenticator: auth.clone(),
+                allow_anonymous: options.allow_anonymous,
+                jsonrpc_max_body: options.jsonrpc.max_body,
+            },
             authenticate,
         )),
         None => router,

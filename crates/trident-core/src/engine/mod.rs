@@ -20,6 +20,7 @@ use trident_proto as pb;
 
 mod cluster;
 pub(crate) mod live;
+mod policy;
 pub(crate) mod push;
 pub(crate) mod run;
 mod validate;
@@ -27,14 +28,16 @@ mod validate;
 use live::{Live, LiveGuard, follow};
 use run::{Creation, First, Run};
 
+use crate::auth::{Access, Authorizer};
 use crate::store::{
     Lease, ListCursor, Scope, ShardExt, Sharded, StoreError, Stores, TaskQuery, now_ms,
 };
 use crate::{
-    A2aError, A2aService, AgentExecutor, CallContext, ErrorKind, EventStream, RequestContext,
-    StreamEvent,
+    A2aError, A2aService, AgentExecutor, CallContext, ErrorKind, EventStream, Operation,
+    RequestContext, StreamEvent,
 };
 
+pub use policy::{PolicyError, WebhookPolicy, host_port, non_public};
 pub use push::{RetryPolicy, WebhookError, WebhookRequest, WebhookTransport, webhook_request};
 
 /// Limits on what a request may carry. Each violation is an `InvalidParams` error.
@@ -79,6 +82,8 @@ pub struct EngineConfig {
     pub lease_ttl: std::time::Duration,
     /// This process's id in leases and delivery claims (default: a fresh UUIDv7 per start).
     pub node_id: Option<String>,
+    /// Where webhooks may point (default: public addresses only).
+    pub webhook_policy: WebhookPolicy,
 }
 
 impl Default for EngineConfig {
@@ -91,6 +96,7 @@ impl Default for EngineConfig {
             turn_end_wait: std::time::Duration::from_secs(10),
             lease_ttl: std::time::Duration::from_secs(10),
             node_id: None,
+            webhook_policy: WebhookPolicy::default(),
         }
     }
 }
@@ -102,10 +108,17 @@ pub struct EngineBuilder {
     extended_card: Option<pb::AgentCard>,
     stores: Option<Stores>,
     webhooks: Option<Arc<dyn WebhookTransport>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     config: EngineConfig,
 }
 
 impl EngineBuilder {
+    /// Asks `authorizer` before every call (after authentication, before any store access).
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
     /// Uses these stores (default: in memory).
     pub fn stores(mut self, stores: Stores) -> Self {
         self.stores = Some(stores);
@@ -157,6 +170,7 @@ impl EngineBuilder {
                 extended_card: self.extended_card,
                 stores: self.stores.unwrap_or_else(Stores::memory),
                 webhooks: self.webhooks,
+                authorizer: self.authorizer,
                 config: self.config,
                 live: Sharded::new(),
             }),
@@ -192,6 +206,7 @@ pub(crate) struct Inner {
     extended_card: Option<pb::AgentCard>,
     pub(crate) stores: Stores,
     pub(crate) webhooks: Option<Arc<dyn WebhookTransport>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) config: EngineConfig,
     live: Sharded<Arc<Live>>,
 }
@@ -314,8 +329,15 @@ impl Inner {
         }
     }
 
-    /// Version, required extensions, scope: the checks every operation starts with.
-    fn admit(&self, cx: &CallContext, tenant: &str) -> Result<Scope, A2aError> {
+    /// Version, required extensions, authorization, scope: the checks every operation starts
+    /// with.
+    fn admit(
+        &self,
+        cx: &CallContext,
+        tenant: &str,
+        operation: Operation,
+        message: Option<&pb::Message>,
+    ) -> Result<Scope, A2aError> {
         match cx
             .version
             .as_deref()
@@ -361,6 +383,14 @@ impl Inner {
                 ));
             }
         };
+        if let Some(authorizer) = &self.authorizer {
+            authorizer.authorize(&Access {
+                principal: &cx.principal,
+                tenant,
+                operation,
+                message,
+            })?;
+        }
         Ok(Scope::new(tenant, cx.principal.id().unwrap_or("")))
     }
 
@@ -378,6 +408,15 @@ impl Inner {
         }
     }
 
+    /// Refuses a webhook URL the [`WebhookPolicy`] forbids (checked again at every delivery).
+    async fn check_webhook(&self, url: &str) -> Result<(), A2aError> {
+        self.config
+            .webhook_policy
+            .check_url(url)
+            .await
+            .map_err(|e| A2aError::invalid_field("url", e.to_string()))
+    }
+
     fn require_push(&self) -> Result<(), A2aError> {
         if self.capability(|c| c.push_notifications) {
             Ok(())
@@ -393,7 +432,12 @@ impl Inner {
         req: pb::SendMessageRequest,
         streaming: bool,
     ) -> Result<Started, A2aError> {
-        let scope = self.admit(cx, &req.tenant)?;
+        let op = if streaming {
+            Operation::SendStreamingMessage
+        } else {
+            Operation::SendMessage
+        };
+        let scope = self.admit(cx, &req.tenant, op, req.message.as_ref())?;
         if streaming {
             self.require_streaming()?;
         }
@@ -409,8 +453,9 @@ impl Inner {
         let mut push = configuration
             .as_ref()
             .and_then(|c| c.task_push_notification_config.clone());
-        if push.is_some() {
+        if let Some(p) = &push {
             self.require_push()?;
+            self.check_webhook(&p.url).await?;
         }
         let cancel = CancellationToken::new();
         let mut ctx = RequestContext {
@@ -609,6 +654,7 @@ impl Engine {
             extended_card: None,
             stores: None,
             webhooks: None,
+            authorizer: None,
             config: EngineConfig::default(),
         }
     }
@@ -782,7 +828,9 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::GetTaskRequest,
     ) -> Result<pb::Task, A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::GetTask, None)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
         validate::history_length(req.history_length)?;
         let mut task = self.inner.record(&scope, &req.id).await?.task;
@@ -795,7 +843,9 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::ListTasksRequest,
     ) -> Result<pb::ListTasksResponse, A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::ListTasks, None)?;
         validate::history_length(req.history_length)?;
         let page_size = req.page_size.unwrap_or(50);
         if !(1..=100).contains(&page_size) {
@@ -857,7 +907,9 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::CancelTaskRequest,
     ) -> Result<pb::Task, A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::CancelTask, None)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
         let guard = self.inner.live(&scope, &req.id).await?;
         let live = &guard.live;
@@ -907,7 +959,9 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::SubscribeToTaskRequest,
     ) -> Result<EventStream, A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::SubscribeToTask, None)?;
         self.inner.require_streaming()?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
         let guard = self.inner.live(&scope, &req.id).await?;
@@ -945,11 +999,17 @@ impl A2aService for Engine {
         cx: &CallContext,
         mut req: pb::TaskPushNotificationConfig,
     ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::CreateTaskPushNotificationConfig,
+            None,
+        )?;
         self.inner.require_push()?;
         validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         let task_id = req.task_id.clone();
         validate::bind_push(&mut req, &task_id, &scope)?;
+        self.inner.check_webhook(&req.url).await?;
         let guard = self.inner.live(&scope, &task_id).await?;
         let live = &guard.live;
         let mut w = live.writer.lock().await;
@@ -972,7 +1032,12 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::GetTaskPushNotificationConfigRequest,
     ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::GetTaskPushNotificationConfig,
+            None,
+        )?;
         self.inner.require_push()?;
         validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
@@ -1001,7 +1066,12 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::ListTaskPushNotificationConfigsRequest,
     ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::ListTaskPushNotificationConfigs,
+            None,
+        )?;
         self.inner.require_push()?;
         validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         let limit = match req.page_size {
@@ -1049,7 +1119,8 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::GetExtendedAgentCardRequest,
     ) -> Result<pb::AgentCard, A2aError> {
-        self.inner.admit(cx, &req.tenant)?;
+        self.inner
+            .admit(cx, &req.tenant, Operation::GetExtendedAgentCard, None)?;
         if !self.inner.capability(|c| c.extended_agent_card) {
             return Err(A2aError::unsupported(
                 "this agent has no extended agent card",
@@ -1072,7 +1143,12 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2aError> {
-        let scope = self.inner.admit(cx, &req.tenant)?;
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::DeleteTaskPushNotificationConfig,
+            None,
+        )?;
         self.inner.require_push()?;
         validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
