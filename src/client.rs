@@ -331,7 +331,9 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         return print_json(&resp);
     }
     match resp.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => print_text(&task_text(&t, true)),
+        Some(pb::send_message_response::Payload::Task(t)) => {
+            print_text(&task_text(&t, args.history.is_some()))
+        }
         Some(pb::send_message_response::Payload::Message(m)) => {
             print_text(&format!("{}\n", message_line(&m)))
         }

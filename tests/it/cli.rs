@@ -335,3 +335,43 @@ async fn serve_exec_runs_the_shell_example() {
         "{out}"
     );
 }
+
+/// SIGTERM: no new connections, open streams finish within the drain period, exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_open_streams_finish_then_exits() {
+    use futures::StreamExt;
+    let mut server =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--drain", "5"]).await;
+    let svc = server.client(trident_client::Binding::Rest).await;
+    // 10 chunks 100 ms apart: still streaming when the signal arrives.
+    let mut stream = svc
+        .send_streaming_message(
+            &trident_core::CallContext::new(),
+            crate::harness::req(crate::harness::msg("stream 10 100")),
+        )
+        .await
+        .expect("stream");
+    let first = stream.next().await.expect("first").expect("event");
+    assert!(first.seq.is_some());
+    let status = tokio::task::spawn_blocking(move || {
+        let status = server.terminate(Duration::from_secs(10));
+        (server, status)
+    });
+    let rest: Vec<_> = stream.collect().await;
+    let (_server, status) = status.await.expect("join");
+    assert!(
+        rest.iter().all(Result::is_ok),
+        "the open stream finished cleanly: {rest:?}"
+    );
+    assert_eq!(
+        rest.last()
+            .and_then(|e| e.as_ref().ok())
+            .and_then(crate::harness::state_of),
+        Some(pb::TaskState::Completed),
+        "the stream ran to the end during the drain"
+    );
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "exited 0 after the drain: {status:?}"
+    );
+}

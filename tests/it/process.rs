@@ -100,6 +100,21 @@ impl Trident {
             .service
     }
 
+    /// SIGTERM, then waits (bounded) for the process to exit; its exit status.
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// `kill -9`: no shutdown code runs.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
