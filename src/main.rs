@@ -9,6 +9,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 
 mod client;
 mod config;
+mod conformance;
 mod serve;
 
 #[cfg(test)]
@@ -54,6 +55,8 @@ enum Command {
     /// Manage a task's push-notification webhooks.
     #[command(subcommand)]
     Push(client::Push),
+    /// Run the behaviour suite against an agent over every binding its card declares.
+    Conformance(conformance::Args),
 }
 
 fn main() -> ExitCode {
@@ -100,6 +103,7 @@ async fn run(command: Command) -> ExitCode {
     let result = match command {
         Command::Serve(args) => return serve::serve(args).await,
         Command::Gateway(args) => return serve::gateway(args).await,
+        Command::Conformance(args) => return conformance::run(args).await,
         Command::Card(target) => client::card(&target).await,
         Command::Send(args) => client::send(&args).await,
         Command::Get(args) => client::get(&args).await,

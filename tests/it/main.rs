@@ -5,6 +5,7 @@ mod card;
 mod cli;
 mod cluster;
 mod concurrency;
+mod conformance;
 mod durability;
 mod harness;
 mod list_property;

@@ -1,0 +1,392 @@
+//! The A2A behaviour suite, written once and run two ways: `tests/it` runs every case against
+//! servers it builds itself (in process, on each store, over each binding, with any
+//! [`Variant`]), and `trident conformance URL` runs the same cases against any agent, over each
+//! binding its card declares ([`Remote`]).
+//!
+//! A case is an `async fn(&dyn Target) -> Result<(), Skip>`: it asks the [`Target`] for the
+//! [`Fixture`] it needs, calls it through `Arc<dyn A2aService>`, and checks the answers with
+//! asserts. A panic is the failure signal; [`run_case`] turns one into [`Outcome::Fail`] with
+//! its message and location.
+
+// The cases and their helpers assert with `expect`/`unwrap`-style panics on purpose: a panic
+// is how a case reports a failed check (tests/it sees a failed test, the runner a FAIL).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use trident_core::{A2aService, CallContext, Principal};
+use trident_proto as pb;
+
+pub mod cases;
+pub mod helpers;
+mod remote;
+
+pub use remote::Remote;
+
+/// The extension URI the `required_extension` variant's card requires.
+pub const REQUIRED_EXT: &str = "https://example.com/ext/required/v1";
+
+/// Where a case's server comes from.
+#[async_trait::async_trait]
+pub trait Target: Send + Sync {
+    /// A server built as `variant` (or one that behaves so), and a client of it; `Err` when
+    /// this target cannot provide one.
+    async fn fixture(&self, variant: Variant) -> Result<Fixture, Skip>;
+}
+
+/// Why a case did not run: its target cannot provide what it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip(pub String);
+
+impl Skip {
+    /// A skip for `reason`.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self(reason.into())
+    }
+}
+
+impl std::fmt::Display for Skip {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Server-side switches a case may need.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Variant {
+    /// Push notifications off in the card's capabilities.
+    pub no_push: bool,
+    /// Streaming off in the card's capabilities.
+    pub no_streaming: bool,
+    /// `Some(None)`: the card declares an extended card but none is configured;
+    /// `Some(Some(card))`: this extended card is served to authenticated callers.
+    pub extended_card: Option<Option<pb::AgentCard>>,
+    /// An extension the card marks required.
+    pub required_extension: Option<&'static str>,
+    /// A missing `A2A-Version` is refused instead of read as 1.0.
+    pub strict_version: bool,
+}
+
+impl Variant {
+    /// What a server must be built with to be this variant, for people.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.no_push {
+            parts.push("push notifications off".to_owned());
+        }
+        if self.no_streaming {
+            parts.push("streaming off".to_owned());
+        }
+        match &self.extended_card {
+            Some(None) => parts.push("an extended card declared but not configured".to_owned()),
+            Some(Some(card)) => parts.push(format!("the extended card {:?}", card.name)),
+            None => {}
+        }
+        if let Some(uri) = self.required_extension {
+            parts.push(format!("the required extension {uri}"));
+        }
+        if self.strict_version {
+            parts.push("a strict A2A-Version policy (missing version refused)".to_owned());
+        }
+        if parts.is_empty() {
+            "the default settings".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// A server and a client of it, for one case. Whatever keeps the server alive lives (and is
+/// stopped) with the fixture.
+pub struct Fixture {
+    /// The client (or the engine itself, in process).
+    pub svc: Arc<dyn A2aService>,
+    /// The server's card, when the target knows it; cases skip on capabilities it turns off.
+    pub card: Option<pb::AgentCard>,
+    /// `Authorization` values per principal name; `Bearer token-<name>` when absent.
+    tokens: Arc<HashMap<String, String>>,
+    _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Fixture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fixture")
+            .field("card", &self.card.as_ref().map(|c| &c.name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fixture {
+    /// A fixture calling `svc`.
+    pub fn of(svc: Arc<dyn A2aService>) -> Self {
+        Self {
+            svc,
+            card: None,
+            tokens: Arc::default(),
+            _guard: None,
+        }
+    }
+
+    /// Keeps `guard` (a server, a child process, a scratch store…) alive as long as this.
+    pub fn with_guard(mut self, guard: impl std::any::Any + Send + Sync) -> Self {
+        self._guard = Some(Box::new(guard));
+        self
+    }
+
+    /// The server's card.
+    pub fn with_card(mut self, card: pb::AgentCard) -> Self {
+        self.card = Some(card);
+        self
+    }
+
+    /// `Authorization` values per principal name, for [`cx_as`](Self::cx_as).
+    pub fn with_tokens(mut self, tokens: Arc<HashMap<String, String>>) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// A fixture of `target` built as `variant`.
+    pub async fn new(target: &dyn Target, variant: Variant) -> Result<Self, Skip> {
+        target.fixture(variant).await
+    }
+
+    /// A fixture of `target` with the default settings.
+    pub async fn default(target: &dyn Target) -> Result<Self, Skip> {
+        target.fixture(Variant::default()).await
+    }
+
+    /// A caller named `principal`: in process the principal itself; over the wire the
+    /// `Authorization` value the target maps to it (`Bearer token-<principal>` by default).
+    pub fn cx_as(&self, principal: &str) -> CallContext {
+        match self.tokens.get(principal) {
+            Some(authorization) => CallContext::new()
+                .with_principal(Principal::named(principal))
+                .with_credentials(authorization.clone()),
+            None => helpers::cx_as(principal),
+        }
+    }
+
+    fn capabilities(&self) -> Option<&pb::AgentCapabilities> {
+        self.card.as_ref().and_then(|c| c.capabilities.as_ref())
+    }
+
+    /// Skips unless the card (when known) declares streaming.
+    pub fn needs_streaming(&self) -> Result<(), Skip> {
+        match self.capabilities() {
+            Some(c) if c.streaming != Some(true) => {
+                Err(Skip::new("the card does not declare streaming"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Skips unless the card (when known) declares push notifications.
+    pub fn needs_push(&self) -> Result<(), Skip> {
+        match self.capabilities() {
+            Some(c) if c.push_notifications != Some(true) => {
+                Err(Skip::new("the card does not declare push notifications"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Skips when the card (when known) declares an extended card.
+    pub fn needs_no_extended_card(&self) -> Result<(), Skip> {
+        match self.capabilities() {
+            Some(c) if c.extended_agent_card == Some(true) => Err(Skip::new(
+                "the card declares an extended card (the case starts from a server without one)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Skips when the server does not tell callers apart: `task` was created by `alice`, and
+    /// both `mallory` and an anonymous caller can read it. That is what a server that ignores
+    /// credentials (or does not know these tokens) does, so scoping cannot be checked.
+    pub async fn needs_distinct_principals(&self, task: &pb::Task) -> Result<(), Skip> {
+        let get = |cx: CallContext| {
+            let svc = self.svc.clone();
+            let id = task.id.clone();
+            async move {
+                svc.get_task(
+                    &cx,
+                    pb::GetTaskRequest {
+                        id,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .is_ok()
+            }
+        };
+        if get(self.cx_as("mallory")).await && get(helpers::cx()).await {
+            return Err(Skip::new(
+                "the server does not tell callers apart (mallory and an anonymous caller both \
+                 read alice's task): it ignores credentials or does not know these tokens \
+                 (see --token)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One case of the suite.
+#[derive(Clone, Copy)]
+pub struct Case {
+    /// The rule it checks, as a snake_case sentence (also its test name in tests/it).
+    pub name: &'static str,
+    /// Runs it against a target.
+    pub run: for<'a> fn(&'a dyn Target) -> BoxFuture<'a, Result<(), Skip>>,
+}
+
+impl std::fmt::Debug for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Calls `$m!(case, case, …)` with the name of every case in [`cases`], in order: the one list
+/// from which both [`CASES`] and the per-transport tests of tests/it are expanded.
+#[macro_export]
+macro_rules! with_cases {
+    ($m:ident) => {
+        $m! {
+            task_ids_are_generated_by_the_server_and_unique,
+            message_to_terminal_task_is_unsupported_operation,
+            follow_up_to_interrupted_task_continues_it_in_order,
+            follow_up_right_after_blocking_return_is_accepted,
+            auth_required_task_accepts_messages_and_resumes,
+            direct_message_reply_creates_no_task,
+            agent_failure_ends_task_failed_with_message,
+            agent_error_before_any_event_reaches_the_caller,
+            send_rejects_invalid_messages_with_invalid_params,
+            limits_are_enforced_with_invalid_params,
+            unknown_task_id_is_task_not_found,
+            context_id_is_generated_when_absent_and_kept_when_given,
+            context_is_inferred_from_task_and_mismatch_rejected,
+            second_message_to_working_task_is_refused,
+            push_config_in_send_requires_push_capability,
+            blocking_send_returns_terminal_task_with_artifacts,
+            blocking_send_returns_at_interrupted_state,
+            return_immediately_returns_task_in_progress,
+            stream_starts_with_task_and_closes_at_terminal_state,
+            message_only_stream_has_exactly_one_message,
+            stream_closes_at_input_required,
+            streaming_requires_the_capability,
+            subscribe_starts_with_snapshot_then_live_events_without_gap_or_duplicate,
+            concurrent_streams_each_get_every_event_in_order,
+            resume_after_sequence_number_delivers_the_rest_exactly_once,
+            subscribe_to_terminal_or_unknown_task_fails,
+            closing_a_stream_does_not_cancel_the_task,
+            history_length_unset_zero_n_and_negative,
+            list_tasks_pages_filters_and_counts,
+            list_tasks_omits_artifacts_unless_asked_and_trims_history,
+            list_tasks_status_timestamp_after_is_inclusive,
+            cancel_reaches_the_executor_and_ends_canceled,
+            cancel_of_finished_or_unknown_task_fails,
+            cancel_interrupted_task,
+            other_principals_and_tenants_see_task_not_found,
+            tenant_in_request_must_match_transport_tenant,
+            push_operations_require_the_capability,
+            extended_card_rules,
+            required_extension_must_be_activated,
+            unsupported_version_is_rejected_and_missing_version_is_configurable,
+            push_config_create_get_list_delete,
+        }
+    };
+}
+
+macro_rules! case_table {
+    ($($name:ident),* $(,)?) => {
+        mod boxed {
+            use super::*;
+            $(
+                pub(super) fn $name(t: &dyn Target) -> BoxFuture<'_, Result<(), Skip>> {
+                    Box::pin(cases::$name(t))
+                }
+            )*
+        }
+
+        /// Every case, in order.
+        pub const CASES: &[Case] = &[$(Case { name: stringify!($name), run: boxed::$name }),*];
+    };
+}
+
+with_cases!(case_table);
+
+/// How a case ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every check held.
+    Pass,
+    /// A check failed (the panic message and where), or the case timed out.
+    Fail(String),
+    /// The target could not provide what the case needs.
+    Skip(String),
+}
+
+tokio::task_local! {
+    /// Where the running case panicked, filled by the hook [`run_case`] installs.
+    static PANIC_AT: Arc<Mutex<Option<String>>>;
+}
+
+/// Installs (once) a panic hook that, inside [`run_case`], records where the case panicked
+/// instead of printing; elsewhere it defers to the previous hook.
+fn capture_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()));
+            let recorded = PANIC_AT.try_with(|slot| {
+                if let Ok(mut slot) = slot.lock() {
+                    slot.get_or_insert_with(|| at.unwrap_or_default());
+                }
+            });
+            if recorded.is_err() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `case` against `target` on its own task, bounded by `timeout`: a panic becomes
+/// [`Outcome::Fail`] with its message (and location), a [`Skip`] becomes [`Outcome::Skip`].
+/// Panics inside cases are not printed (a hook records their location instead).
+pub async fn run_case(case: Case, target: Arc<dyn Target>, timeout: Duration) -> Outcome {
+    capture_panics();
+    let at = Arc::new(Mutex::new(None));
+    let run = case.run;
+    let handle = tokio::spawn(PANIC_AT.scope(at.clone(), async move { run(&*target).await }));
+    let abort = handle.abort_handle();
+    let outcome = match tokio::time::timeout(timeout, handle).await {
+        Err(_) => {
+            abort.abort();
+            return Outcome::Fail(format!("timed out after {} s", timeout.as_secs()));
+        }
+        Ok(outcome) => outcome,
+    };
+    match outcome {
+        Ok(Ok(())) => Outcome::Pass,
+        Ok(Err(skip)) => Outcome::Skip(skip.0),
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "panicked".to_owned());
+            let location = at.lock().ok().and_then(|mut a| a.take());
+            Outcome::Fail(match location {
+                Some(l) if !l.is_empty() => format!("{message} (at {l})"),
+                _ => message,
+            })
+        }
+        Err(e) => Outcome::Fail(format!("the case's task ended: {e}")),
+    }
+}
