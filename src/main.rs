@@ -7,9 +7,11 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod auth;
 mod client;
 mod config;
 mod conformance;
+mod openapi;
 mod serve;
 
 #[cfg(test)]
@@ -57,6 +59,8 @@ enum Command {
     Push(client::Push),
     /// Run the behaviour suite against an agent over every binding its card declares.
     Conformance(conformance::Args),
+    /// Write the OpenAPI 3.1 document of the HTTP+JSON binding (default docs/openapi.json).
+    Openapi(openapi::Args),
 }
 
 fn main() -> ExitCode {
@@ -111,6 +115,7 @@ async fn run(command: Command) -> ExitCode {
         Command::Cancel(args) => client::cancel(&args).await,
         Command::Subscribe(args) => client::subscribe(&args).await,
         Command::Push(cmd) => client::push(&cmd).await,
+        Command::Openapi(args) => return openapi::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

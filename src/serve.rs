@@ -29,6 +29,43 @@ pub(crate) struct Listen {
     /// Seconds open streams may take to finish after SIGTERM/Ctrl-C.
     #[arg(long, env = "TRIDENT_DRAIN", default_value_t = 10.0)]
     drain: f64,
+    /// Requests per second each caller may make (0: unlimited); over it: HTTP 429 /
+    /// RESOURCE_EXHAUSTED.
+    #[arg(long, env = "TRIDENT_RATE_LIMIT", default_value_t = 0.0)]
+    rate_limit: f64,
+    /// Requests a caller may make at once above the rate.
+    #[arg(long, env = "TRIDENT_RATE_BURST", default_value_t = 20)]
+    rate_burst: u32,
+    /// Streams each caller may have open at once (0: unlimited).
+    #[arg(long, env = "TRIDENT_MAX_STREAMS", default_value_t = 0)]
+    max_streams: usize,
+    /// Who may call: a TOML file of bearer tokens, API keys, JWT issuer and authorization
+    /// rules (see README). Once any scheme is set, only the public card is reachable without
+    /// credentials.
+    #[arg(long, env = "TRIDENT_AUTH")]
+    auth: Option<std::path::PathBuf>,
+    /// Accept `Authorization: Bearer TOKEN` as PRINCIPAL (repeatable; PRINCIPAL=TOKEN).
+    #[arg(long, value_name = "PRINCIPAL=TOKEN")]
+    bearer: Vec<String>,
+}
+
+impl Listen {
+    /// `svc` behind the per-caller limits, observed.
+    fn wrap(&self, svc: Arc<dyn A2aService>, metrics: &Arc<Metrics>) -> Arc<dyn A2aService> {
+        let limited: Arc<dyn A2aService> = if self.rate_limit > 0.0 || self.max_streams > 0 {
+            Arc::new(trident_server::Limited::new(
+                svc,
+                trident_server::CallerLimits {
+                    rate: self.rate_limit,
+                    burst: self.rate_burst,
+                    max_streams: self.max_streams,
+                },
+            ))
+        } else {
+            svc
+        };
+        Arc::new(Observed::new(limited, metrics.clone()))
+    }
 }
 
 /// `trident serve`
@@ -202,10 +239,17 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         Some(_) => "Trident exec agent".to_owned(),
         None => format!("Trident {} agent", args.agent.name()),
     };
-    let card = trident_server::card_with_interfaces(
+    let security = match crate::auth::load(args.listen.auth.as_deref(), &args.listen.bearer) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let mut card = trident_server::card_with_interfaces(
         trident_core::default_card(&name, "An agent served by Trident"),
         &bound.interfaces,
     );
+    if let Some(auth) = &security.authenticator {
+        trident_core::auth::declare_security(&mut card, auth.as_ref());
+    }
     let mut webhook_policy = trident_core::WebhookPolicy::new();
     for entry in &args.push_allow {
         webhook_policy = match webhook_policy.allow(entry) {
@@ -233,20 +277,22 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         webhook_policy,
         ..EngineConfig::default()
     };
-    let engine = Engine::builder(executor)
+    let mut builder = Engine::builder(executor)
         .stores(stores)
         .card(card.clone())
         .webhooks(Arc::new(webhooks))
-        .config(config)
-        .build();
+        .config(config);
+    if let Some(authorizer) = security.authorizer.clone() {
+        builder = builder.authorizer(authorizer);
+    }
+    let engine = builder.build();
     println!(
         "Trident serving {description} on {} (store: {})",
         bound.addr,
         trident_store::describe(&args.store)
     );
-    let svc: Arc<dyn A2aService> =
-        Arc::new(Observed::new(Arc::new(engine.clone()), metrics.clone()));
-    let code = run(svc, &card, bound, &args.listen, metrics).await;
+    let svc = args.listen.wrap(Arc::new(engine.clone()), &metrics);
+    let code = run(svc, &card, bound, &args.listen, metrics, &security).await;
     // Tasks this process was running: hand them to the other replicas now rather than when
     // their leases lapse (a store nobody else uses recovers them at the next start).
     engine.shutdown().await;
@@ -287,9 +333,18 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
         Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen.listen)),
     };
     // The upstream's card with our interfaces; its signatures covered the upstream's
-    // interfaces, so they are dropped rather than served broken.
+    // interfaces, so they are dropped rather than served broken. Its security declarations
+    // stay: credentials pass through to the upstream, which checks them. With --auth the
+    // gateway also checks callers itself, before anything reaches the upstream.
     let mut card = trident_server::card_with_interfaces(upstream_card, &bound.interfaces);
     card.signatures.clear();
+    let security = match crate::auth::load(args.listen.auth.as_deref(), &args.listen.bearer) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if let Some(auth) = &security.authenticator {
+        trident_core::auth::declare_security(&mut card, auth.as_ref());
+    }
     println!(
         "Trident gateway on {} for {} ({} over {})",
         bound.addr,
@@ -299,8 +354,8 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
     );
     let metrics = Arc::new(Metrics::new());
     let upstream: Arc<dyn A2aService> = Arc::new(trident_client::Upstream::new(client));
-    let svc: Arc<dyn A2aService> = Arc::new(Observed::new(upstream, metrics.clone()));
-    run(svc, &card, bound, &args.listen, metrics).await
+    let svc = args.listen.wrap(upstream, &metrics);
+    run(svc, &card, bound, &args.listen, metrics, &security).await
 }
 
 /// Serves `svc` until SIGTERM or Ctrl-C, then lets open streams finish for `--drain`.
@@ -310,6 +365,7 @@ async fn run(
     bound: Bound,
     listen: &Listen,
     metrics: Arc<Metrics>,
+    security: &crate::auth::Security,
 ) -> ExitCode {
     let drain = match seconds(listen.drain, "--drain") {
         Ok(d) => d,
@@ -317,6 +373,8 @@ async fn run(
     };
     let mut options = ServerOptions {
         metrics: Some(metrics),
+        authenticator: security.authenticator.clone(),
+        allow_anonymous: security.allow_anonymous,
         ..ServerOptions::default()
     };
     options.rest.max_body = listen.max_body;

@@ -353,3 +353,31 @@ async fn the_sender_refuses_private_addresses_at_connect_time() {
     .expect("allow-listed delivery");
     next(&mut rx).await;
 }
+
+/// Webhooks over HTTPS: the sender speaks TLS (here to a plain-HTTP listener, so the
+/// handshake fails — with a TLS error, not "scheme not supported").
+#[tokio::test]
+async fn https_webhooks_use_tls() {
+    let (url, _rx) = receiver(0).await;
+    let https = url.replacen("http://", "https://", 1);
+    let sender = HttpWebhooks::with_policy(
+        Duration::from_secs(2),
+        trident_core::WebhookPolicy::allow_any(),
+    )
+    .expect("client");
+    let err = trident_core::WebhookTransport::post(
+        &sender,
+        &trident_core::WebhookRequest {
+            url: https,
+            headers: Vec::new(),
+            body: b"{}".to_vec(),
+        },
+    )
+    .await
+    .expect_err("not a TLS server");
+    let text = err.to_string().to_ascii_lowercase();
+    assert!(
+        !text.contains("scheme") && !text.contains("builder"),
+        "TLS was attempted: {text}"
+    );
+}

@@ -47,6 +47,8 @@ pub enum ErrorKind {
     PermissionDenied,
     /// The server is temporarily unable to serve the request.
     Unavailable,
+    /// The caller exceeded a limit (request rate, concurrent streams); retry later.
+    ResourceExhausted,
 }
 
 /// The wire representation of an [`ErrorKind`] on each binding.
@@ -68,7 +70,7 @@ pub struct Wire {
 
 impl ErrorKind {
     /// Every kind, in table order.
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::TaskNotFound,
         ErrorKind::TaskNotCancelable,
         ErrorKind::PushNotificationNotSupported,
@@ -86,6 +88,7 @@ impl ErrorKind {
         ErrorKind::Unauthenticated,
         ErrorKind::PermissionDenied,
         ErrorKind::Unavailable,
+        ErrorKind::ResourceExhausted,
     ];
 
     /// THE wire table (spec Appendix A). Unauthenticated/permission-denied JSON-RPC codes are
@@ -230,6 +233,16 @@ impl ErrorKind {
                 "UNAVAILABLE",
                 "Service unavailable",
             ),
+            // Not in the spec: HTTP 429, gRPC RESOURCE_EXHAUSTED, and a JSON-RPC code in the
+            // style of the Go SDK's -31401/-31403.
+            ResourceExhausted => (
+                -31429,
+                429,
+                8,
+                "RESOURCE_EXHAUSTED",
+                "RESOURCE_EXHAUSTED",
+                "Too many requests",
+            ),
         };
         Wire {
             jsonrpc,
@@ -254,7 +267,7 @@ impl ErrorKind {
     /// Kinds in the order a bare code (without ErrorInfo) is best read as: the generic kinds
     /// first, so a plain `INVALID_ARGUMENT` or HTTP 400 is `InvalidParams`, not one of the A2A
     /// errors that happen to share the code.
-    const GUESS_ORDER: [ErrorKind; 17] = [
+    const GUESS_ORDER: [ErrorKind; 18] = [
         ErrorKind::InvalidParams,
         ErrorKind::Internal,
         ErrorKind::TaskNotFound,
@@ -272,6 +285,7 @@ impl ErrorKind {
         ErrorKind::VersionNotSupported,
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
+        ErrorKind::ResourceExhausted,
     ];
 
     /// The most likely kind of a gRPC status code without ErrorInfo.

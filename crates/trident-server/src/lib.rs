@@ -22,7 +22,9 @@ use axum::response::{IntoResponse, Response};
 use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION, Principal};
 use trident_proto as pb;
 
+mod limits;
 mod observe;
+pub use limits::{CallerLimits, Limited};
 pub use observe::{Metrics, Observed, observed_stores};
 pub use trident_grpc::GrpcOptions;
 pub use trident_jsonrpc::JsonRpcOptions;

@@ -37,7 +37,7 @@ const fn row(
 }
 
 #[rustfmt::skip]
-const APPENDIX_A: [Row; 17] = [
+const APPENDIX_A: [Row; 18] = [
     // The nine A2A errors [SPEC].
     row(ErrorKind::TaskNotFound,                   -32001, 404, "NOT_FOUND",           "TASK_NOT_FOUND",                     "Task not found"),
     row(ErrorKind::TaskNotCancelable,              -32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE",                "Task cannot be canceled"),
@@ -59,6 +59,8 @@ const APPENDIX_A: [Row; 17] = [
     row(ErrorKind::PermissionDenied,               -31403, 403, "PERMISSION_DENIED",   "UNAUTHORIZED",                       "Permission denied"),
     // HTTP 503 / gRPC UNAVAILABLE [SPEC examples]; JSON-RPC shares -32603, told apart by reason.
     row(ErrorKind::Unavailable,                    -32603, 503, "UNAVAILABLE",         "UNAVAILABLE",                        "Service unavailable"),
+    // Ours: per-caller limits (HTTP 429, gRPC RESOURCE_EXHAUSTED).
+    row(ErrorKind::ResourceExhausted,              -31429, 429, "RESOURCE_EXHAUSTED",  "RESOURCE_EXHAUSTED",                 "Too many requests"),
 ];
 
 #[test]

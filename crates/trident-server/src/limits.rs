@@ -1,0 +1,270 @@
+//! Per-caller limits: a request rate (token bucket) and a number of concurrent streams, keyed
+//! by the authenticated principal (anonymous callers share one key). A caller over a limit
+//! gets `ResourceExhausted` (HTTP 429, gRPC RESOURCE_EXHAUSTED, JSON-RPC -31429) on every
+//! binding; other callers are unaffected. Request body size is limited per binding
+//! (`RestOptions::max_body` and friends).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::StreamExt;
+use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream};
+use trident_proto as pb;
+
+/// The limits, per caller.
+#[derive(Debug, Clone, Copy)]
+pub struct CallerLimits {
+    /// Sustained requests per second (`0`: unlimited).
+    pub rate: f64,
+    /// Requests allowed in a burst above the rate.
+    pub burst: u32,
+    /// Streams open at once (`0`: unlimited).
+    pub max_streams: usize,
+}
+
+impl Default for CallerLimits {
+    fn default() -> Self {
+        Self {
+            rate: 0.0,
+            burst: 0,
+            max_streams: 0,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Caller {
+    tokens: f64,
+    refilled: Instant,
+    streams: usize,
+}
+
+const SHARDS: usize = 32;
+/// Callers kept per shard before idle ones are forgotten.
+const SHARD_CAPACITY: usize = 4096;
+
+/// An [`A2aService`] that enforces [`CallerLimits`].
+pub struct Limited {
+    inner: Arc<dyn A2aService>,
+    limits: CallerLimits,
+    callers: Arc<[Mutex<HashMap<Arc<str>, Caller>>]>,
+}
+
+impl std::fmt::Debug for Limited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limited")
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Releases a stream slot when the stream is dropped.
+struct Slot {
+    callers: Arc<[Mutex<HashMap<Arc<str>, Caller>>]>,
+    key: Arc<str>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut shard = lock(&self.callers[shard_of(&self.key)]);
+        if let Some(c) = shard.get_mut(&self.key) {
+            c.streams = c.streams.saturating_sub(1);
+        }
+    }
+}
+
+fn shard_of(key: &str) -> usize {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    (BuildHasherDefault::<DefaultHasher>::default().hash_one(key) as usize) % SHARDS
+}
+
+impl Limited {
+    /// Enforces `limits` in front of `inner`.
+    pub fn new(inner: Arc<dyn A2aService>, limits: CallerLimits) -> Self {
+        Self {
+            inner,
+            limits,
+            callers: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    fn key(cx: &CallContext) -> Arc<str> {
+        cx.principal.id().unwrap_or("").into()
+    }
+
+    /// Takes a token for one request (and a stream slot for a stream).
+    fn admit(&self, cx: &CallContext, stream: bool) -> Result<Option<Slot>, A2aError> {
+        let key = Self::key(cx);
+        let now = Instant::now();
+        let mut shard = lock(&self.callers[shard_of(&key)]);
+        if shard.len() >= SHARD_CAPACITY && !shard.contains_key(&key) {
+            // Forget callers with nothing open whose bucket has refilled.
+            let rate = self.limits.rate;
+            let burst = f64::from(self.limits.burst.max(1));
+            shard.retain(|_, c| {
+                c.streams > 0 || c.tokens + now.duration_since(c.refilled).as_secs_f64() * rate < burst
+            });
+        }
+        let burst = f64::from(self.limits.burst.max(1));
+        let caller = shard.entry(key.clone()).or_insert(Caller {
+            tokens: burst,
+            refilled: now,
+            streams: 0,
+        });
+        if self.limits.rate > 0.0 {
+            let elapsed = now.duration_since(caller.refilled).as_secs_f64();
+            caller.tokens = (caller.tokens + elapsed * self.limits.rate).min(burst);
+            caller.refilled = now;
+            if caller.tokens < 1.0 {
+                let wait = (1.0 - caller.tokens) / self.limits.rate;
+                return Err(A2aError::new(
+                    ErrorKind::ResourceExhausted,
+                    format!(
+                        "request rate limit of {} per second exceeded; retry in {wait:.1} s",
+                        self.limits.rate
+                    ),
+                )
+                .with_meta("retryAfterSeconds", format!("{:.0}", wait.ceil())));
+            }
+            caller.tokens -= 1.0;
+        }
+        if !stream {
+            return Ok(None);
+        }
+        if self.limits.max_streams > 0 && caller.streams >= self.limits.max_streams {
+            return Err(A2aError::new(
+                ErrorKind::ResourceExhausted,
+                format!(
+                    "at most {} streams may be open at once per caller",
+                    self.limits.max_streams
+                ),
+            ));
+        }
+        caller.streams += 1;
+        Ok(Some(Slot {
+            callers: self.callers.clone(),
+            key,
+        }))
+    }
+
+    fn hold(stream: EventStream, slot: Option<Slot>) -> EventStream {
+        match slot {
+            None => stream,
+            Some(slot) => stream
+                .map(move |item| {
+                    let _keep = &slot;
+                    item
+                })
+                .boxed(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl A2aService for Limited {
+    async fn send_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<pb::SendMessageResponse, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.send_message(cx, req).await
+    }
+
+    async fn send_streaming_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        let slot = self.admit(cx, true)?;
+        let stream = self.inner.send_streaming_message(cx, req).await?;
+        Ok(Self::hold(stream, slot))
+    }
+
+    async fn get_task(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.get_task(cx, req).await
+    }
+
+    async fn list_tasks(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.list_tasks(cx, req).await
+    }
+
+    async fn cancel_task(
+        &self,
+        cx: &CallContext,
+        req: pb::CancelTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.cancel_task(cx, req).await
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        cx: &CallContext,
+        req: pb::SubscribeToTaskRequest,
+    ) -> Result<EventStream, A2aError> {
+        let slot = self.admit(cx, true)?;
+        let stream = self.inner.subscribe_to_task(cx, req).await?;
+        Ok(Self::hold(stream, slot))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::TaskPushNotificationConfig,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.create_task_push_notification_config(cx, req).await
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskPushNotificationConfigRequest,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.get_task_push_notification_config(cx, req).await
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTaskPushNotificationConfigsRequest,
+    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.list_task_push_notification_configs(cx, req).await
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        cx: &CallContext,
+        req: pb::GetExtendedAgentCardRequest,
+    ) -> Result<pb::AgentCard, A2aError> {
+        self.admit(cx, false)?;
+        self.inner.get_extended_agent_card(cx, req).await
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        self.admit(cx, false)?;
+        self.inner.delete_task_push_notification_config(cx, req).await
+    }
+}

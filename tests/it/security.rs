@@ -1,0 +1,192 @@
+//! Security behaviour through real `trident serve` processes: per-caller limits on every
+//! binding, and authentication per scheme and binding.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use trident_client::Binding;
+use trident_core::{CallContext, ErrorKind};
+use trident_proto as pb;
+
+use crate::harness::{msg, req};
+use crate::process::Trident;
+
+const BINDINGS: [Binding; 3] = [Binding::Grpc, Binding::JsonRpc, Binding::Rest];
+
+/// Over its request rate a caller gets ResourceExhausted, on every binding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_over_its_rate_is_refused_on_every_binding() {
+    let server = Trident::serve(&[
+        "--agent",
+        "echo",
+        "--store",
+        "memory",
+        "--rate-limit",
+        "0.5",
+        "--rate-burst",
+        "2",
+    ])
+    .await;
+    for binding in BINDINGS {
+        let svc = server.client(binding).await;
+        // The burst, then refusals (the bucket refills at one token per 2 s).
+        let mut outcomes = Vec::new();
+        for _ in 0..4 {
+            outcomes.push(
+                svc.send_message(&CallContext::new(), req(msg("hi")))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.kind()),
+            );
+        }
+        assert!(
+            outcomes.contains(&Err(ErrorKind::ResourceExhausted)),
+            "{binding:?}: {outcomes:?}"
+        );
+        // Let the bucket refill before the next binding.
+        tokio::time::sleep(Duration::from_millis(4100)).await;
+    }
+}
+
+/// A caller may hold at most --max-streams streams; closing one frees its slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_streams_are_limited_per_caller() {
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory", "--max-streams", "1"]).await;
+    for binding in BINDINGS {
+        let svc = server.client(binding).await;
+        let mut first = svc
+            .send_streaming_message(&CallContext::new(), req(msg("slow")))
+            .await
+            .expect("first stream");
+        let _ = first.next().await;
+        let second = svc
+            .send_streaming_message(&CallContext::new(), req(msg("slow")))
+            .await;
+        let refused = match second {
+            Err(e) => e.kind(),
+            Ok(mut s) => match s.next().await {
+                Some(Err(e)) => e.kind(),
+                other => panic!("{binding:?}: a second stream was served: {other:?}"),
+            },
+        };
+        assert_eq!(refused, ErrorKind::ResourceExhausted, "{binding:?}");
+        drop(first);
+        // The slot is released once the server notices the client left.
+        let mut reopened = false;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if let Ok(mut s) = svc
+                .send_streaming_message(&CallContext::new(), req(msg("stream 1")))
+                .await
+                && matches!(s.next().await, Some(Ok(_)))
+            {
+                reopened = true;
+                break;
+            }
+        }
+        assert!(reopened, "{binding:?}: the slot was freed");
+    }
+}
+
+/// Once a scheme is configured, only the public card is reachable without credentials; every
+/// binding refuses with its own error (and WWW-Authenticate on HTTP).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bearer_tokens_fail_closed_on_every_binding() {
+    let server = Trident::serve(&[
+        "--agent",
+        "echo",
+        "--store",
+        "memory",
+        "--bearer",
+        "alice=token-of-alice",
+    ])
+    .await;
+    let card = trident_client::fetch_card(&server.origin)
+        .await
+        .expect("the public card needs no credentials");
+    assert!(
+        card.security_schemes.contains_key("bearer"),
+        "the card declares the scheme: {:?}",
+        card.security_schemes
+    );
+    for binding in BINDINGS {
+        let svc = server.client(binding).await;
+        let get = || pb::GetTaskRequest {
+            id: "x".into(),
+            ..Default::default()
+        };
+        let missing = svc.get_task(&CallContext::new(), get()).await;
+        assert_eq!(
+            missing.map_err(|e| e.kind()).err(),
+            Some(ErrorKind::Unauthenticated),
+            "{binding:?}: no credentials"
+        );
+        let wrong = svc
+            .get_task(&CallContext::new().with_credentials("Bearer nope"), get())
+            .await;
+        assert_eq!(
+            wrong.map_err(|e| e.kind()).err(),
+            Some(ErrorKind::Unauthenticated),
+            "{binding:?}: unknown token"
+        );
+        let malformed = svc
+            .get_task(&CallContext::new().with_credentials("Bearer"), get())
+            .await;
+        assert_eq!(
+            malformed.map_err(|e| e.kind()).err(),
+            Some(ErrorKind::Unauthenticated),
+            "{binding:?}: malformed header"
+        );
+        let alice = CallContext::new().with_credentials("Bearer token-of-alice");
+        let task = svc
+            .send_message(&alice, req(msg("hi")))
+            .await
+            .expect("valid token");
+        assert!(matches!(
+            task.payload,
+            Some(pb::send_message_response::Payload::Task(_))
+        ));
+    }
+    // HTTP: 401 with a challenge; other paths (metrics) are closed too.
+    let http = reqwest::Client::new();
+    for path in ["/tasks/x", "/metrics"] {
+        let r = http
+            .get(format!("{}{path}", server.origin))
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(r.status(), 401, "{path}");
+        let challenge = r
+            .headers()
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        assert!(challenge.starts_with("Bearer realm="), "{path}: {challenge}");
+    }
+    let r = http
+        .get(format!("{}/tasks/x", server.origin))
+        .header("authorization", "Bearer nope")
+        .send()
+        .await
+        .expect("request");
+    let challenge = r
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    // JSON-RPC: the error envelope echoes the request id.
+    let body: serde_json::Value = http
+        .post(format!("{}/", server.origin))
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": "req-7", "method": "GetTask", "params": {"id": "x"}}))
+        .send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(body["id"], "req-7");
+    assert_eq!(body["error"]["code"], -31401);
+}
