@@ -40,6 +40,9 @@ struct Caller {
     streams: usize,
 }
 
+/// Callers by key, split into independently locked shards.
+type Shards = Arc<[Mutex<HashMap<Arc<str>, Caller>>]>;
+
 const SHARDS: usize = 32;
 /// Callers kept per shard before idle ones are forgotten.
 const SHARD_CAPACITY: usize = 4096;
@@ -48,7 +51,7 @@ const SHARD_CAPACITY: usize = 4096;
 pub struct Limited {
     inner: Arc<dyn A2aService>,
     limits: CallerLimits,
-    callers: Arc<[Mutex<HashMap<Arc<str>, Caller>>]>,
+    callers: Shards,
 }
 
 impl std::fmt::Debug for Limited {
@@ -65,7 +68,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Releases a stream slot when the stream is dropped.
 struct Slot {
-    callers: Arc<[Mutex<HashMap<Arc<str>, Caller>>]>,
+    callers: Shards,
     key: Arc<str>,
 }
 
@@ -107,7 +110,8 @@ impl Limited {
             let rate = self.limits.rate;
             let burst = f64::from(self.limits.burst.max(1));
             shard.retain(|_, c| {
-                c.streams > 0 || c.tokens + now.duration_since(c.refilled).as_secs_f64() * rate < burst
+                c.streams > 0
+                    || c.tokens + now.duration_since(c.refilled).as_secs_f64() * rate < burst
             });
         }
         let burst = f64::from(self.limits.burst.max(1));
@@ -229,7 +233,9 @@ impl A2aService for Limited {
         req: pb::TaskPushNotificationConfig,
     ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
         self.admit(cx, false)?;
-        self.inner.create_task_push_notification_config(cx, req).await
+        self.inner
+            .create_task_push_notification_config(cx, req)
+            .await
     }
 
     async fn get_task_push_notification_config(
@@ -247,7 +253,9 @@ impl A2aService for Limited {
         req: pb::ListTaskPushNotificationConfigsRequest,
     ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
         self.admit(cx, false)?;
-        self.inner.list_task_push_notification_configs(cx, req).await
+        self.inner
+            .list_task_push_notification_configs(cx, req)
+            .await
     }
 
     async fn get_extended_agent_card(
@@ -265,6 +273,8 @@ impl A2aService for Limited {
         req: pb::DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2aError> {
         self.admit(cx, false)?;
-        self.inner.delete_task_push_notification_config(cx, req).await
+        self.inner
+            .delete_task_push_notification_config(cx, req)
+            .await
     }
 }
