@@ -92,7 +92,7 @@ pub enum VerifyError {
 
 /// Checks that at least one of `card.signatures` is a valid JWS (ES256, RS256, RS384 or
 /// RS512) over [`canonical_card`] by a key of `keys`, found by the protected header's `kid`
-/// (or, without `kid`, any key of the right type). Returns the `kid` of the key that verified
+/// (else the unprotected `header`'s; without any `kid`, every key of the right type). Returns the `kid` of the key that verified
 /// (`""` if that key has none).
 ///
 /// `jku` is not followed here: fetch the JWKS (over HTTPS, from a source you trust) and pass it.
@@ -108,13 +108,21 @@ pub fn verify_card(card: &pb::AgentCard, keys: &JwkSet) -> Result<String, Verify
             kid,
             reason: e.to_string(),
         };
-        let header = match jws::parse_header(&sig.protected, &Algorithm::ALL) {
+        let mut header = match jws::parse_header(&sig.protected, &Algorithm::ALL) {
             Ok(h) => h,
             Err(e) => {
                 failures.push(fail(None, e));
                 continue;
             }
         };
+        if header.kid.is_none() {
+            // RFC 7515 allows `kid` in the unprotected header too.
+            header.kid = sig
+                .header
+                .as_ref()
+                .and_then(|h| serde_json::to_value(h).ok())
+                .and_then(|h| h.get("kid").and_then(|k| k.as_str()).map(str::to_owned));
+        }
         let input = format!("{}.{payload}", sig.protected);
         match jws::verify(&header, keys, input.as_bytes(), &sig.signature) {
             Ok(kid) => return Ok(kid),

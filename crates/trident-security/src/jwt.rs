@@ -182,7 +182,10 @@ impl JwtAuthenticator {
     }
 
     /// Refreshes the keys every `refresh_interval` in a background task, until the
-    /// authenticator is dropped. Needs a Tokio runtime.
+    /// authenticator is dropped (or the handle aborted).
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime.
     pub fn spawn_refresh(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let weak: Weak<Self> = Arc::downgrade(self);
         let period = self.config.refresh_interval.max(Duration::from_secs(1));

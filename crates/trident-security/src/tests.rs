@@ -300,6 +300,30 @@ fn several_signatures_one_valid() {
     }
 }
 
+#[test]
+fn kid_in_unprotected_header_or_absent() {
+    let key = SigningKey::generate().with_kid("k1");
+    let mut card = sample_card();
+    let input = format!(
+        "{}.{}",
+        b64::encode(r#"{"alg":"ES256"}"#),
+        b64::encode(canonical_card(&card))
+    );
+    let protected = b64::encode(r#"{"alg":"ES256"}"#);
+    card.signatures.push(pb::AgentCardSignature {
+        protected,
+        signature: b64::encode(key.sign(input.as_bytes())),
+        header: Some(serde_json::from_value(json!({"kid": "k1"})).unwrap()),
+    });
+    // kid from the unprotected header.
+    assert_eq!(verify_card(&card, &key.jwks()).unwrap(), "k1");
+    // No kid anywhere: every EC key is tried.
+    card.signatures[0].header = None;
+    let other = SigningKey::generate().with_kid("k0");
+    let both = JwkSet::new(vec![other.public_jwk(), key.public_jwk()]);
+    assert_eq!(verify_card(&card, &both).unwrap(), "k1");
+}
+
 // ---------------------------------------------------------------- JWT authentication
 
 fn now() -> i64 {
