@@ -217,7 +217,12 @@ impl Run {
     }
 
     pub(crate) async fn update(&self, update: Update) -> Result<(), A2aError> {
-        let live = self.ensure_task().await?;
+        // The first task event creates the task: snapshot and both events in one commit.
+        let update = match self.create_with(update).await? {
+            None => return Ok(()),
+            Some(update) => update,
+        };
+        let live = self.live().ok_or_else(|| A2aError::internal("no task"))?;
         let mut w = live.writer.lock().await;
         if w.turn != self.turn || !w.running || w.record.turn != self.turn {
             return Err(A2aError::unsupported("this turn has ended"));
@@ -246,7 +251,27 @@ impl Run {
                 current.as_str_name()
             )));
         }
-        let task = &mut w.record.task;
+        let event = self.event(&mut w.record.task, update)?;
+        match live.commit(&self.inner, w, vec![event]).await {
+            Ok(_) => {}
+            Err(StoreError::Conflict) => {
+                // Another process wrote the task (a cancel, a newer turn, or the recovery of
+                // a lease it thought lapsed): this turn is over.
+                live.sync(&self.inner, w).await?;
+                self.cancel.cancel();
+                return Err(A2aError::unsupported(format!(
+                    "task {} was changed by another process; this turn has ended",
+                    self.task_id
+                )));
+            }
+            Err(e) => return Err(store_error(e)),
+        }
+        super::push::kick(&self.inner, live, w).await;
+        Ok(())
+    }
+
+    /// Applies an agent event to `task` and returns the event that says so.
+    fn event(&self, task: &mut pb::Task, update: Update) -> Result<pb::StreamResponse, A2aError> {
         let event = match update {
             Update::Status { state, message } => {
                 if state == pb::TaskState::Unspecified {
@@ -302,32 +327,24 @@ impl Run {
                 ))
             }
         };
-        match live.commit(&self.inner, w, vec![event]).await {
-            Ok(_) => {}
-            Err(StoreError::Conflict) => {
-                // Another process wrote the task (a cancel, a newer turn, or the recovery of
-                // a lease it thought lapsed): this turn is over.
-                live.sync(&self.inner, w).await?;
-                self.cancel.cancel();
-                return Err(A2aError::unsupported(format!(
-                    "task {} was changed by another process; this turn has ended",
-                    self.task_id
-                )));
-            }
-            Err(e) => return Err(store_error(e)),
-        }
-        super::push::kick(&self.inner, live, w).await;
-        Ok(())
+        Ok(event)
     }
 
-    /// The live task of this turn, creating the task on the first task event.
-    async fn ensure_task(&self) -> Result<Arc<Live>, A2aError> {
-        if let Some(g) = self.live.get() {
-            return Ok(g.live.clone());
+    /// The live task of this turn, once it exists.
+    fn live(&self) -> Option<Arc<Live>> {
+        self.live.get().map(|g| g.live.clone())
+    }
+
+    /// On the turn's first task event: creates the task with `update` applied, storing the
+    /// snapshot and both events (the task as submitted, then `update`) in one commit, and
+    /// returns `None`. When the task already exists, hands `update` back.
+    async fn create_with(&self, update: Update) -> Result<Option<Update>, A2aError> {
+        if self.live.get().is_some() {
+            return Ok(Some(update));
         }
         let mut creation = self.creation.lock().await;
-        if let Some(g) = self.live.get() {
-            return Ok(g.live.clone());
+        if self.live.get().is_some() {
+            return Ok(Some(update));
         }
         let Some(Creation { message, push }) = creation.take() else {
             return Err(A2aError::new(
@@ -335,22 +352,37 @@ impl Run {
                 "this turn already replied with a message",
             ));
         };
-        let task = pb::Task {
+        let mut task = pb::Task {
             id: self.task_id.to_string(),
             context_id: self.context_id.to_string(),
             status: Some(pb::TaskStatus::now(pb::TaskState::Submitted, None)),
             history: vec![message],
             ..Default::default()
         };
-        let first = LoggedEvent {
+        let submitted = LoggedEvent {
             seq: 1,
             event: Arc::new(pb::StreamResponse::new(pb::stream_response::Payload::Task(
                 task.clone(),
             ))),
         };
-        let mut record = TaskRecord::new(task, 1);
+        let first = match self.event(&mut task, update) {
+            Ok(event) => LoggedEvent {
+                seq: 2,
+                event: Arc::new(event),
+            },
+            Err(e) => {
+                // Nothing was created: the turn may still reply or send a valid event.
+                *creation = Some(Creation {
+                    message: task.history.swap_remove(0),
+                    push,
+                });
+                return Err(e);
+            }
+        };
+        let state = task.state();
+        let mut record = TaskRecord::new(task, 2);
         record.turn = self.turn;
-        record.lease = self.inner.lease_for(pb::TaskState::Submitted);
+        record.lease = self.inner.lease_for(state);
         let stores = &self.inner.stores;
         let has_push = push.is_some();
         if let Some(config) = push {
@@ -360,9 +392,10 @@ impl Run {
                 .await
                 .map_err(store_error)?;
         }
+        let events = [submitted, first];
         stores
             .tasks
-            .commit(&self.scope, &record, None, std::slice::from_ref(&first))
+            .commit(&self.scope, &record, None, &events)
             .await
             .map_err(store_error)?;
 
@@ -370,7 +403,7 @@ impl Run {
             self.scope.clone(),
             record,
             self.inner.config.tail_capacity,
-            vec![first],
+            events.into(),
         ));
         {
             let mut w = live
@@ -392,7 +425,7 @@ impl Run {
             let mut w = live.writer.lock().await;
             super::push::kick_from(&self.inner, &live, &mut w, 0).await;
         }
-        self.send_first(First::Task(live.clone()));
-        Ok(live)
+        self.send_first(First::Task(live));
+        Ok(None)
     }
 }
