@@ -143,7 +143,9 @@ pub(crate) fn load(file: Option<&Path>, bearer: &[String]) -> Result<Security, S
                                 Operation::ALL
                                     .into_iter()
                                     .find(|o| o.name() == n)
-                                    .ok_or_else(|| format!("[authorization]: unknown operation {n:?}"))
+                                    .ok_or_else(|| {
+                                        format!("[authorization]: unknown operation {n:?}")
+                                    })
                             })
                             .collect::<Result<Vec<_>, _>>()?;
                         policy.allow_only(&rule.principal, &rule.tenant, &ops)

@@ -51,7 +51,8 @@ async fn a_caller_over_its_rate_is_refused_on_every_binding() {
 /// A caller may hold at most --max-streams streams; closing one frees its slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_streams_are_limited_per_caller() {
-    let server = Trident::serve(&["--agent", "demo", "--store", "memory", "--max-streams", "1"]).await;
+    let server =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--max-streams", "1"]).await;
     for binding in BINDINGS {
         let svc = server.client(binding).await;
         let mut first = svc
@@ -162,7 +163,10 @@ async fn bearer_tokens_fail_closed_on_every_binding() {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        assert!(challenge.starts_with("Bearer realm="), "{path}: {challenge}");
+        assert!(
+            challenge.starts_with("Bearer realm="),
+            "{path}: {challenge}"
+        );
     }
     let r = http
         .get(format!("{}/tasks/x", server.origin))
