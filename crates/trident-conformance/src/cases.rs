@@ -1163,6 +1163,20 @@ pub async fn other_principals_and_tenants_see_task_not_found(t: &dyn Target) -> 
     let alice = f.cx_as("alice");
     let task = send_task(&*f.svc, &alice, "input").await;
     f.needs_distinct_principals(&task).await?;
+    // Alice's own push config, which nobody else may read, list or delete.
+    let own = f
+        .svc
+        .create_task_push_notification_config(
+            &alice,
+            pb::TaskPushNotificationConfig {
+                task_id: task.id.clone(),
+                id: "alices".into(),
+                url: "https://203.0.113.9/alice".into(),
+                ..Default::default()
+            },
+        )
+        .await;
+    let push = own.is_ok();
     for stranger in [
         f.cx_as("mallory"),
         cx(),
@@ -1229,6 +1243,78 @@ pub async fn other_principals_and_tenants_see_task_not_found(t: &dyn Target) -> 
             list.tasks.is_empty() && list.total_size == 0,
             "listing never shows other principals' tasks"
         );
+        // Resubscribing from a sequence number, and a streaming follow-up.
+        assert_kind(
+            f.svc
+                .subscribe_to_task(
+                    &stranger.clone().with_last_event_id(0),
+                    pb::SubscribeToTaskRequest {
+                        id: id(),
+                        ..Default::default()
+                    },
+                )
+                .await,
+            ErrorKind::TaskNotFound,
+        );
+        let mut m = msg("hi");
+        m.task_id = id();
+        assert_kind(
+            f.svc.send_streaming_message(&stranger, req(m)).await,
+            ErrorKind::TaskNotFound,
+        );
+        if push {
+            assert_kind(
+                f.svc
+                    .get_task_push_notification_config(
+                        &stranger,
+                        pb::GetTaskPushNotificationConfigRequest {
+                            task_id: id(),
+                            id: "alices".into(),
+                            ..Default::default()
+                        },
+                    )
+                    .await,
+                ErrorKind::TaskNotFound,
+            );
+            assert_kind(
+                f.svc
+                    .list_task_push_notification_configs(
+                        &stranger,
+                        pb::ListTaskPushNotificationConfigsRequest {
+                            task_id: id(),
+                            ..Default::default()
+                        },
+                    )
+                    .await,
+                ErrorKind::TaskNotFound,
+            );
+            assert_kind(
+                f.svc
+                    .delete_task_push_notification_config(
+                        &stranger,
+                        pb::DeleteTaskPushNotificationConfigRequest {
+                            task_id: id(),
+                            id: "alices".into(),
+                            ..Default::default()
+                        },
+                    )
+                    .await,
+                ErrorKind::TaskNotFound,
+            );
+        }
+    }
+    if push {
+        f.svc
+            .get_task_push_notification_config(
+                &alice,
+                pb::GetTaskPushNotificationConfigRequest {
+                    task_id: task.id.clone(),
+                    id: "alices".into(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("alice's config survived the strangers");
     }
     assert_eq!(
         f.svc
