@@ -53,6 +53,20 @@ impl From<BindingArg> for Binding {
     }
 }
 
+/// `card`
+#[derive(Args, Debug)]
+pub(crate) struct CardArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Verify the card's signatures (keys from each signature's `jku`, or from --jwks); exit
+    /// 1 if the card is unsigned or no signature verifies.
+    #[arg(long)]
+    verify: bool,
+    /// Trust only the keys of this JWKS URL (instead of the signatures' `jku`).
+    #[arg(long)]
+    jwks: Option<String>,
+}
+
 /// `send`
 #[derive(Args, Debug)]
 pub(crate) struct Send {
@@ -249,11 +263,73 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
 }
 
 /// `card`
-pub(crate) async fn card(target: &Target) -> Result<(), Failure> {
+pub(crate) async fn card(args: &CardArgs) -> Result<(), Failure> {
+    let target = &args.target;
     let card = trident_client::fetch_card(&target.url).await?;
+    let verified = if args.verify {
+        Some(verify(&card, args.jwks.as_deref()).await)
+    } else {
+        None
+    };
     if target.json {
-        return print_json(&card);
+        print_json(&card)?;
+    } else {
+        print_card(&card)?;
     }
+    match verified {
+        None => Ok(()),
+        Some(Ok(line)) => print_text(&format!("signature: {line}\n")),
+        Some(Err(why)) => Err(Failure::Agent(A2aError::new(
+            trident_core::ErrorKind::InvalidAgentResponse,
+            format!("card signature: {why}"),
+        ))),
+    }
+}
+
+/// Verifies `card`: with keys from `jwks`, or from the `jku` its signatures name.
+pub(crate) async fn verify(card: &pb::AgentCard, jwks: Option<&str>) -> Result<String, String> {
+    use base64::Engine as _;
+    if card.signatures.is_empty() {
+        return Err("the card is not signed".into());
+    }
+    let urls: Vec<String> = match jwks {
+        Some(u) => vec![u.to_owned()],
+        None => card
+            .signatures
+            .iter()
+            .filter_map(|s| {
+                let header = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(s.protected.trim_end_matches('='))
+                    .ok()?;
+                let header: serde_json::Value = serde_json::from_slice(&header).ok()?;
+                header["jku"].as_str().map(str::to_owned)
+            })
+            .collect(),
+    };
+    if urls.is_empty() {
+        return Err("no signature names its keys (jku); pass --jwks URL".into());
+    }
+    let mut failures = Vec::new();
+    for url in urls {
+        let keys = match reqwest::get(&url).await {
+            Ok(r) => match r.bytes().await {
+                Ok(b) => trident_security::JwkSet::from_json(&b).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            },
+            Err(e) => Err(e.to_string()),
+        };
+        match keys {
+            Ok(keys) => match trident_security::verify_card(card, &keys) {
+                Ok(kid) => return Ok(format!("valid (key {kid} from {url})")),
+                Err(e) => failures.push(format!("{url}: {e}")),
+            },
+            Err(e) => failures.push(format!("{url}: {e}")),
+        }
+    }
+    Err(failures.join("; "))
+}
+
+fn print_card(card: &pb::AgentCard) -> Result<(), Failure> {
     let mut out = String::new();
     out.push_str(&format!("{} — {}\n", card.name, card.description));
     if !card.version.is_empty() {

@@ -43,7 +43,7 @@ enum Command {
     /// Serve another A2A agent on all three bindings, talking to it over its best binding.
     Gateway(serve::Gateway),
     /// Show an agent's card.
-    Card(client::Target),
+    Card(client::CardArgs),
     /// Send a message (a new task, or a follow-up with --task).
     Send(client::Send),
     /// Show a task.
@@ -108,7 +108,7 @@ async fn run(command: Command) -> ExitCode {
         Command::Serve(args) => return serve::serve(args).await,
         Command::Gateway(args) => return serve::gateway(args).await,
         Command::Conformance(args) => return conformance::run(args).await,
-        Command::Card(target) => client::card(&target).await,
+        Command::Card(args) => client::card(&args).await,
         Command::Send(args) => client::send(&args).await,
         Command::Get(args) => client::get(&args).await,
         Command::List(args) => client::list(&args).await,

@@ -102,6 +102,11 @@ pub(crate) struct Serve {
     /// This process's id in task leases (default: a new UUIDv7 per start).
     #[arg(long, env = "TRIDENT_NODE_ID")]
     node_id: Option<String>,
+    /// Sign the agent card and every push notification with this P-256 key (PKCS#8 PEM;
+    /// created, mode 0600, if the file does not exist). The public key is served at
+    /// /.well-known/jwks.json.
+    #[arg(long, env = "TRIDENT_SIGN_KEY")]
+    sign_key: Option<std::path::PathBuf>,
     /// Webhooks may reach this host, address or CIDR range even though it is not public
     /// (loopback, private, link-local…). Repeat, or comma-separate. Default: public only.
     #[arg(long, env = "TRIDENT_PUSH_ALLOW", value_delimiter = ',')]
@@ -119,6 +124,14 @@ pub(crate) struct Gateway {
     /// Binding to reach the upstream over (default: the first its card lists).
     #[arg(long, value_enum, env = "TRIDENT_UPSTREAM_BINDING")]
     upstream_binding: Option<crate::client::BindingArg>,
+    /// Refuse to start unless the upstream card carries a signature that verifies (keys from
+    /// its `jku`, or --upstream-jwks). Without it a signed card is still verified and a
+    /// failure reported.
+    #[arg(long, env = "TRIDENT_REQUIRE_SIGNED_UPSTREAM")]
+    require_signed_upstream: bool,
+    /// Trust only these keys (a JWKS URL) for the upstream card's signatures.
+    #[arg(long, env = "TRIDENT_UPSTREAM_JWKS")]
+    upstream_jwks: Option<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -171,6 +184,33 @@ fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
 fn fail(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("trident: {message}");
     ExitCode::FAILURE
+}
+
+/// The header carrying a push notification's signature.
+const NOTIFICATION_SIGNATURE_HEADER: &str = "a2a-notification-signature";
+/// The card extension announcing signed push notifications.
+const SIGNED_NOTIFICATIONS_EXTENSION: &str = "urn:trident:signed-push-notifications:v1";
+
+/// The signing key at `path`, created when the file does not exist; its `jku` is our JWKS.
+fn signing_key(
+    path: &std::path::Path,
+    interfaces: &Interfaces,
+) -> Result<trident_security::SigningKey, String> {
+    let key = if path.exists() {
+        trident_security::SigningKey::load_pem_file(path)
+            .map_err(|e| format!("--sign-key {}: {e}", path.display()))?
+    } else {
+        let key = trident_security::SigningKey::generate();
+        key.save_pem_file(path)
+            .map_err(|e| format!("--sign-key {}: {e}", path.display()))?;
+        println!("created signing key {}", path.display());
+        key
+    };
+    Ok(key.with_jku(format!(
+        "{}{}",
+        interfaces.rest.trim_end_matches('/'),
+        trident_server::JWKS_PATH
+    )))
 }
 
 /// Bound listeners and the interfaces they serve.
@@ -257,13 +297,46 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
             Err(e) => return fail(format!("--push-allow {e}")),
         };
     }
-    let webhooks = match trident_rest::HttpWebhooks::with_policy(
+    let signing = match &args.sign_key {
+        None => None,
+        Some(path) => match signing_key(path, &bound.interfaces) {
+            Ok(k) => Some(Arc::new(k)),
+            Err(e) => return fail(e),
+        },
+    };
+    let mut webhooks = match trident_rest::HttpWebhooks::with_policy(
         Duration::from_secs(10),
         webhook_policy.clone(),
     ) {
         Ok(w) => w,
         Err(e) => return fail(e),
     };
+    if let Some(key) = signing.clone() {
+        let signer = key.clone();
+        webhooks = webhooks.with_signer(Arc::new(move |req: &trident_core::WebhookRequest| {
+            (
+                NOTIFICATION_SIGNATURE_HEADER,
+                trident_security::notification_jwt(&signer, &req.task_id, req.seq, &req.body),
+            )
+        }));
+        card.capabilities
+            .get_or_insert_with(Default::default)
+            .extensions
+            .push(pb::AgentExtension {
+                uri: SIGNED_NOTIFICATIONS_EXTENSION.into(),
+                description: format!(
+                    "Push notifications carry a compact JWS in the {NOTIFICATION_SIGNATURE_HEADER} \
+                     header (claims taskId, seq, bodySha256, iat), verifiable with the keys at \
+                     {}{}",
+                    bound.interfaces.rest,
+                    trident_server::JWKS_PATH
+                ),
+                required: false,
+                params: None,
+            });
+        // Last: the signature covers everything above.
+        trident_security::sign_card(&mut card, &key);
+    }
     let stores = match trident_store::open(&args.store).await {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -292,7 +365,10 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         trident_store::describe(&args.store)
     );
     let svc = args.listen.wrap(Arc::new(engine.clone()), &metrics);
-    let code = run(svc, &card, bound, &args.listen, metrics, &security).await;
+    let jwks = signing
+        .as_ref()
+        .and_then(|k| serde_json::to_string(&k.jwks()).ok());
+    let code = run(svc, &card, bound, &args.listen, metrics, &security, jwks).await;
     // Tasks this process was running: hand them to the other replicas now rather than when
     // their leases lapse (a store nobody else uses recovers them at the next start).
     engine.shutdown().await;
@@ -321,6 +397,17 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
     } else {
         preference
     };
+    if args.require_signed_upstream || !upstream_card.signatures.is_empty() {
+        match crate::client::verify(&upstream_card, args.upstream_jwks.as_deref()).await {
+            Ok(line) => println!("upstream card signature: {line}"),
+            Err(why) if args.require_signed_upstream => {
+                return fail(format!("upstream card signature: {why}"));
+            }
+            Err(why) => {
+                tracing::warn!(%why, "the upstream card's signature does not verify");
+            }
+        }
+    }
     let Some((binding, interface)) = trident_client::choose(&upstream_card, &preference) else {
         return fail("the upstream card offers no binding this gateway speaks for A2A 1.x");
     };
@@ -355,7 +442,7 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
     let metrics = Arc::new(Metrics::new());
     let upstream: Arc<dyn A2aService> = Arc::new(trident_client::Upstream::new(client));
     let svc = args.listen.wrap(upstream, &metrics);
-    run(svc, &card, bound, &args.listen, metrics, &security).await
+    run(svc, &card, bound, &args.listen, metrics, &security, None).await
 }
 
 /// Serves `svc` until SIGTERM or Ctrl-C, then lets open streams finish for `--drain`.
@@ -366,6 +453,7 @@ async fn run(
     listen: &Listen,
     metrics: Arc<Metrics>,
     security: &crate::auth::Security,
+    jwks: Option<String>,
 ) -> ExitCode {
     let drain = match seconds(listen.drain, "--drain") {
         Ok(d) => d,
@@ -375,6 +463,7 @@ async fn run(
         metrics: Some(metrics),
         authenticator: security.authenticator.clone(),
         allow_anonymous: security.allow_anonymous,
+        jwks,
         ..ServerOptions::default()
     };
     options.rest.max_body = listen.max_body;

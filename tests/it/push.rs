@@ -321,6 +321,8 @@ async fn the_sender_refuses_private_addresses_at_connect_time() {
                 url: target.clone(),
                 headers: Vec::new(),
                 body: b"{}".to_vec(),
+                task_id: "t".into(),
+                seq: 1,
             },
         )
         .await
@@ -347,6 +349,8 @@ async fn the_sender_refuses_private_addresses_at_connect_time() {
             url: format!("http://localhost:{port}/hook"),
             headers: vec![("content-type", "application/a2a+json".to_owned())],
             body: br#"{"task":{"id":"t","contextId":"c"}}"#.to_vec(),
+            task_id: "t".into(),
+            seq: 1,
         },
     )
     .await
@@ -371,6 +375,8 @@ async fn https_webhooks_use_tls() {
             url: https,
             headers: Vec::new(),
             body: b"{}".to_vec(),
+            task_id: "t".into(),
+            seq: 1,
         },
     )
     .await

@@ -194,3 +194,102 @@ async fn bearer_tokens_fail_closed_on_every_binding() {
     assert_eq!(body["id"], "req-7");
     assert_eq!(body["error"]["code"], -31401);
 }
+
+/// A signed card verifies with the served JWKS (`trident card --verify`), a gateway can
+/// require it, and every push notification carries a JWS over its task, sequence number and
+/// body that verifies with the same keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_cards_and_notifications_verify_with_the_served_jwks() {
+    use axum::body::Bytes;
+    use axum::http::HeaderMap;
+    let dir = crate::process::TempDir::new("trident-sign");
+    let key = dir.0.join("agent.pem").display().to_string();
+    let server = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--sign-key",
+        &key,
+        "--push-allow",
+        "127.0.0.1",
+    ])
+    .await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_trident"))
+        .args(["card", &server.origin, "--verify"])
+        .output()
+        .expect("trident card --verify");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("signature: valid"),
+        "{text}"
+    );
+    let gateway = Trident::gateway(&server.origin, &["--require-signed-upstream"]).await;
+    drop(gateway);
+
+    // A raw receiver: the signature covers the exact bytes.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(HeaderMap, Bytes)>();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send((headers, body));
+                "ok"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let hook = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let svc = server.client(Binding::Rest).await;
+    let config = pb::SendMessageConfiguration {
+        task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+            url: hook,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    svc.send_message(
+        &CallContext::new(),
+        crate::harness::req_with(msg("hello"), config),
+    )
+    .await
+    .expect("send");
+    let jwks = reqwest::get(format!("{}/.well-known/jwks.json", server.origin))
+        .await
+        .expect("jwks")
+        .bytes()
+        .await
+        .expect("body");
+    let jwks = trident_security::JwkSet::from_json(&jwks).expect("a JWKS");
+    let mut seqs = Vec::new();
+    while seqs.len() < 3 {
+        let (headers, body) = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("a notification in time")
+            .expect("open");
+        let token = headers
+            .get("a2a-notification-signature")
+            .and_then(|v| v.to_str().ok())
+            .expect("signed");
+        let claims =
+            trident_security::verify_notification(token, &body, &jwks, Duration::from_secs(60))
+                .expect("the signature verifies with the served keys");
+        assert!(
+            trident_security::verify_notification(
+                token,
+                b"{\"tampered\":true}",
+                &jwks,
+                Duration::from_secs(60)
+            )
+            .is_err(),
+            "another body does not verify"
+        );
+        seqs.push(claims.seq);
+    }
+    assert_eq!(seqs, [1, 2, 3], "each event's sequence number is signed");
+}

@@ -30,10 +30,24 @@ use trident_core::{WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport
 /// addresses the policy forbids (so a name that was public when the configuration was
 /// created cannot be rebound to an internal address), and a literal address is checked
 /// before the request is made.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpWebhooks {
     client: reqwest::Client,
     policy: Arc<WebhookPolicy>,
+    signer: Option<Signer>,
+}
+
+/// Adds a header to each notification, e.g. a signature over the task id, sequence number
+/// and body: `(header name, value)`.
+pub type Signer = Arc<dyn Fn(&WebhookRequest) -> (&'static str, String) + Send + Sync>;
+
+impl std::fmt::Debug for HttpWebhooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpWebhooks")
+            .field("policy", &self.policy)
+            .field("signed", &self.signer.is_some())
+            .finish()
+    }
 }
 
 impl HttpWebhooks {
@@ -54,7 +68,17 @@ impl HttpWebhooks {
             }))
             .user_agent(concat!("trident/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Self { client, policy })
+        Ok(Self {
+            client,
+            policy,
+            signer: None,
+        })
+    }
+
+    /// Adds `signer`'s header to every notification.
+    pub fn with_signer(mut self, signer: Signer) -> Self {
+        self.signer = Some(signer);
+        self
     }
 }
 
@@ -100,6 +124,10 @@ impl WebhookTransport for HttpWebhooks {
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
         }
+        if let Some(sign) = &self.signer {
+            let (name, value) = sign(request);
+            builder = builder.header(name, value);
+        }
         let response = builder.send().await.map_err(|e| {
             // The policy's refusal sits at the bottom of the error chain.
             let mut source: Option<&dyn std::error::Error> = Some(&e);
@@ -121,3 +149,60 @@ impl WebhookTransport for HttpWebhooks {
 
 #[cfg(test)]
 mod tests;
+
+/// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`, off by default): the pure
+/// request-decoding half of the server adapter and the client's SSE event decoder, the very
+/// functions `router` and `RestClient` call. Not a stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use axum::http::HeaderMap;
+    use trident_core::{A2aError, Operation, PathVars, StreamEvent};
+
+    use crate::routes::{RouteError, Routes};
+    use crate::server::{QueryTable, match_request, query_table, request_of};
+
+    /// The route and query tables of the server adapter.
+    pub struct RestDecoder {
+        routes: Routes,
+        query: QueryTable,
+    }
+
+    impl RestDecoder {
+        /// The tables `router` builds.
+        pub fn new() -> Result<Self, RouteError> {
+            Ok(Self {
+                routes: Routes::from_descriptor()?,
+                query: query_table()?,
+            })
+        }
+
+        /// Decodes a request as the adapter does before calling `dispatch_json`: the
+        /// operation, the request JSON, the tenant and the path variables. `body` is read only
+        /// for routes that take one.
+        pub fn decode(
+            &self,
+            method: &str,
+            path: &str,
+            query: Option<&str>,
+            headers: &HeaderMap,
+            body: &[u8],
+        ) -> Result<(Operation, Vec<u8>, String, PathVars), A2aError> {
+            let matched = match_request(&self.routes, method, path, query, headers)?;
+            let body = matched.route_has_body().then(|| body.to_vec());
+            request_of(matched, &self.query, body)
+        }
+    }
+
+    /// The client's decoding of an SSE body (the chunks of the HTTP response) into events.
+    pub fn sse_events<S, B, E>(
+        body: S,
+    ) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>>
+    where
+        S: futures::Stream<Item = Result<B, E>>,
+        B: AsRef<[u8]>,
+        E: std::fmt::Display,
+    {
+        crate::client::sse_events(body)
+    }
+}

@@ -36,6 +36,8 @@ pub const JSONRPC_PATH: &str = "/";
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
 /// Where [`ServerOptions::metrics`] are served.
 pub const METRICS_PATH: &str = "/metrics";
+/// Where [`ServerOptions::jwks`] (the agent's public signing keys) are served.
+pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 
 async fn serve_metrics(State(metrics): State<Arc<Metrics>>) -> Response {
     (
@@ -69,6 +71,9 @@ pub struct ServerOptions {
     pub bindings: Bindings,
     /// Serve these metrics at `/metrics` (Prometheus text format) on the HTTP listener.
     pub metrics: Option<Arc<Metrics>>,
+    /// Serve this JWKS (JSON) at [`JWKS_PATH`], public like the card: the keys that verify
+    /// the card's signatures and signed push notifications.
+    pub jwks: Option<String>,
 }
 
 /// The bindings a listener serves.
@@ -114,6 +119,7 @@ impl Default for ServerOptions {
             card_max_age: 300,
             bindings: Bindings::ALL,
             metrics: None,
+            jwks: None,
         }
     }
 }
@@ -160,7 +166,7 @@ async fn authenticate(
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if request.uri().path() == CARD_PATH {
+    if matches!(request.uri().path(), CARD_PATH | JWKS_PATH) {
         return next.run(request).await;
     }
     let outcome = gate
@@ -396,6 +402,21 @@ pub fn app(
             axum::routing::get(move || {
                 let body = openapi.to_string();
                 async move { ([(header::CONTENT_TYPE, "application/json")], body) }
+            }),
+        );
+    }
+    if let (true, Some(jwks)) = (bindings.rest, &options.jwks) {
+        let body: Arc<str> = jwks.as_str().into();
+        router = router.route(
+            JWKS_PATH,
+            axum::routing::get(move || {
+                let body = body.clone();
+                async move {
+                    (
+                        [(header::CONTENT_TYPE, "application/jwk-set+json")],
+                        body.to_string(),
+                    )
+                }
             }),
         );
     }

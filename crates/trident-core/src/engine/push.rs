@@ -22,6 +22,11 @@ pub struct WebhookRequest {
     pub headers: Vec<(&'static str, String)>,
     /// The ProtoJSON body (a `StreamResponse`).
     pub body: Vec<u8>,
+    /// The task the event belongs to.
+    pub task_id: String,
+    /// The event's sequence number in the task's log (for receivers that sign-check or
+    /// deduplicate).
+    pub seq: u64,
 }
 
 /// Why a webhook call failed.
@@ -65,7 +70,11 @@ impl Default for RetryPolicy {
 }
 
 /// Builds the request for one event and configuration.
-pub fn webhook_request(config: &pb::TaskPushNotificationConfig, body: Vec<u8>) -> WebhookRequest {
+pub fn webhook_request(
+    config: &pb::TaskPushNotificationConfig,
+    seq: u64,
+    body: Vec<u8>,
+) -> WebhookRequest {
     let mut headers = vec![("content-type", "application/a2a+json".to_owned())];
     if let Some(auth) = config
         .authentication
@@ -87,6 +96,8 @@ pub fn webhook_request(config: &pb::TaskPushNotificationConfig, body: Vec<u8>) -
         url: config.url.clone(),
         headers,
         body,
+        task_id: config.task_id.clone(),
+        seq,
     }
 }
 
@@ -171,7 +182,9 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
         }
         while let Some(event) = batch.pop_front() {
             cursor = event.seq;
-            if let Err(e) = deliver_event(inner, live, transport.as_ref(), &event.event).await {
+            if let Err(e) =
+                deliver_event(inner, live, transport.as_ref(), event.seq, &event.event).await
+            {
                 tracing::warn!(task = %live.task_id, seq = event.seq, error = %e, "push delivery skipped an event");
             }
             let kept = store
@@ -190,6 +203,7 @@ async fn deliver_event(
     inner: &Inner,
     live: &Live,
     transport: &dyn WebhookTransport,
+    seq: u64,
     event: &pb::StreamResponse,
 ) -> Result<(), A2aError> {
     let body = serde_json::to_vec(event).map_err(|e| A2aError::internal(e.to_string()))?;
@@ -202,7 +216,7 @@ async fn deliver_event(
             .await
             .map_err(super::store_error)?;
         for config in &configs {
-            let request = webhook_request(config, body.clone());
+            let request = webhook_request(config, seq, body.clone());
             send_with_retry(transport, &request, inner.config.push_retry).await;
         }
         match configs.last() {
