@@ -154,5 +154,25 @@ else
   failed=$((failed + 1))
 fi
 
+# Card signing: our signatures with the official SDK's verifier, and its signatures with ours.
+log "card signing against the Python SDK's signer and verifier"
+if TRIDENT_INTEROP_PYTHON="$venv/bin/python" cargo test --locked -p trident-security -- --ignored >&2; then
+  echo "ok   signing python-sdk (cards signed by each verify with the other)"
+  passed=$((passed + 1))
+else
+  echo "FAIL signing python-sdk (cards signed by each verify with the other)"
+  failed=$((failed + 1))
+fi
+
+# `trident conformance` against the Python SDK agent: an honest table, no crash or hang.
+log "trident conformance against the Python SDK agent"
+if TRIDENT_INTEROP_PYTHON="$venv/bin/python" cargo test --locked --test it conformance:: -- --ignored >&2; then
+  echo "ok   conformance python-sdk-agent (table printed, exit status matches it)"
+  passed=$((passed + 1))
+else
+  echo "FAIL conformance python-sdk-agent (table printed, exit status matches it)"
+  failed=$((failed + 1))
+fi
+
 echo "interop: $passed passed, $failed failed"
 [[ "$failed" -eq 0 ]]

@@ -24,7 +24,7 @@ pub use jwk::{Algorithm, Jwk, JwkSet};
 pub use jwt::{JWT_SCHEME, JwtAuthenticator, JwtConfig, JwtError};
 pub use key::{KeyError, SigningKey};
 pub use push::{
-    NotificationClaims, NotificationError, notification_claims, notification_jwt,
+    NotificationClaims, NotificationError, notification_claims, notification_jwt, sign_jwt,
     sign_notification, verify_notification,
 };
 

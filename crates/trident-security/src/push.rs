@@ -75,11 +75,21 @@ pub fn notification_claims(
 
 /// Signs `claims` (ES256) as a compact JWT.
 pub fn sign_notification(key: &SigningKey, claims: &NotificationClaims) -> String {
+    sign_jwt(
+        key,
+        &serde_json::to_value(claims).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// Signs any `claims` object as a compact ES256 JWT (header `alg`, `kid`, `typ: JWT`): for
+/// an operator issuing tokens that a [`crate::JwtAuthenticator`] with this key's JWKS accepts,
+/// and for tests.
+pub fn sign_jwt(key: &SigningKey, claims: &serde_json::Value) -> String {
     let header = serde_json::json!({ "alg": "ES256", "kid": key.kid(), "typ": "JWT" });
     let input = format!(
         "{}.{}",
         b64::encode(header.to_string()),
-        b64::encode(serde_json::to_vec(claims).unwrap_or_default())
+        b64::encode(claims.to_string())
     );
     let signature = b64::encode(key.sign(input.as_bytes()));
     format!("{input}.{signature}")
