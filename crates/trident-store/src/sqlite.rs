@@ -235,6 +235,22 @@ async fn run_batch(conn: &mut SqliteConnection, batch: &[Request]) -> Vec<Result
     if let Err(e) = exec(conn, "BEGIN IMMEDIATE").await {
         return fail_all(&e);
     }
+    if let [req] = batch {
+        // Alone in its transaction: no savepoint needed, a failure rolls the whole back.
+        let result = apply(conn, &req.op).await;
+        let end = if result.is_ok() {
+            exec(conn, "COMMIT").await
+        } else {
+            exec(conn, "ROLLBACK").await
+        };
+        return match end {
+            Ok(()) => vec![result],
+            Err(e) => {
+                let _ = exec(conn, "ROLLBACK").await;
+                fail_all(&e)
+            }
+        };
+    }
     let mut results = Vec::with_capacity(batch.len());
     for req in batch {
         if let Err(e) = exec(conn, "SAVEPOINT w").await {
@@ -469,18 +485,24 @@ async fn commit(
             CounterDeltas::created(row)
         }
     };
-    for (seq, body) in events {
-        sqlx::query(
-            "INSERT INTO events (tenant, owner, task_id, seq, body) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(&row.tenant)
-        .bind(&row.owner)
-        .bind(&row.id)
-        .bind(seq)
-        .bind(body)
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| {
+    // One statement per table, whatever the number of rows: each statement is a round trip
+    // to sqlx's SQLite thread.
+    if !events.is_empty() {
+        let sql = format!(
+            "INSERT INTO events (tenant, owner, task_id, seq, body) VALUES {}",
+            vec!["(?, ?, ?, ?, ?)"; events.len()].join(", ")
+        );
+        // Only placeholders are formatted in: the row count, never data.
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (seq, body) in events {
+            q = q
+                .bind(&row.tenant)
+                .bind(&row.owner)
+                .bind(&row.id)
+                .bind(seq)
+                .bind(body);
+        }
+        q.execute(&mut *conn).await.map_err(|e| {
             if is_unique_violation(&e) {
                 StoreError::Conflict
             } else {
@@ -488,33 +510,36 @@ async fn commit(
             }
         })?;
     }
-    for (state, delta) in &deltas.states {
-        sqlx::query(
-            "INSERT INTO task_counts (tenant, owner, state, n) VALUES (?, ?, ?, ?) \
+    if !deltas.states.is_empty() {
+        let sql = format!(
+            "INSERT INTO task_counts (tenant, owner, state, n) VALUES {} \
              ON CONFLICT (tenant, owner, state) DO UPDATE SET n = n + excluded.n",
-        )
-        .bind(&row.tenant)
-        .bind(&row.owner)
-        .bind(state)
-        .bind(delta)
-        .execute(&mut *conn)
-        .await
-        .map_err(backend)?;
+            vec!["(?, ?, ?, ?)"; deltas.states.len()].join(", ")
+        );
+        // Only placeholders are formatted in: the row count, never data.
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (state, delta) in &deltas.states {
+            q = q.bind(&row.tenant).bind(&row.owner).bind(state).bind(delta);
+        }
+        q.execute(&mut *conn).await.map_err(backend)?;
     }
-    for (context, state, delta) in &deltas.contexts {
-        sqlx::query(
-            "INSERT INTO context_counts (tenant, owner, context_id, state, n) \
-             VALUES (?, ?, ?, ?, ?) \
+    if !deltas.contexts.is_empty() {
+        let sql = format!(
+            "INSERT INTO context_counts (tenant, owner, context_id, state, n) VALUES {} \
              ON CONFLICT (tenant, owner, context_id, state) DO UPDATE SET n = n + excluded.n",
-        )
-        .bind(&row.tenant)
-        .bind(&row.owner)
-        .bind(context)
-        .bind(state)
-        .bind(delta)
-        .execute(&mut *conn)
-        .await
-        .map_err(backend)?;
+            vec!["(?, ?, ?, ?, ?)"; deltas.contexts.len()].join(", ")
+        );
+        // Only placeholders are formatted in: the row count, never data.
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (context, state, delta) in &deltas.contexts {
+            q = q
+                .bind(&row.tenant)
+                .bind(&row.owner)
+                .bind(context)
+                .bind(state)
+                .bind(delta);
+        }
+        q.execute(&mut *conn).await.map_err(backend)?;
     }
     Ok(Out::Unit)
 }
