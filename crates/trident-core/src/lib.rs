@@ -15,6 +15,7 @@ mod error;
 mod executor;
 mod operation;
 mod service;
+mod sse;
 
 pub mod agents;
 pub mod engine;
@@ -35,6 +36,7 @@ pub use error::{
 pub use executor::{AgentExecutor, EventSink, RequestContext};
 pub use operation::{JsonReply, Operation, PathVars, dispatch_json, parse_request, to_json};
 pub use service::{A2aService, EventStream, StreamEvent};
+pub use sse::{SseChunk, skip_bom};
 
 use trident_proto as pb;
 

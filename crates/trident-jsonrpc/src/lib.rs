@@ -12,3 +12,39 @@ mod server;
 
 pub use client::JsonRpcClient;
 pub use server::{JsonRpcOptions, error_object, error_reply, router};
+
+/// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`, off by default): the
+/// server's envelope parser and reply envelopes, and the client's SSE event decoder, the very
+/// functions `router` and `JsonRpcClient` call. Not a stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    use trident_core::{A2aError, Operation, StreamEvent};
+
+    /// Parses a request body into the id as written, the operation and the raw params.
+    pub fn parse_envelope(body: &[u8]) -> Result<(&str, Operation, &[u8]), (&str, A2aError)> {
+        crate::server::parse_envelope(body)
+    }
+
+    /// The error envelope the endpoint answers, echoing `id_json`.
+    pub fn error_envelope(id_json: &str, e: &A2aError) -> String {
+        crate::server::error_json(id_json, e)
+    }
+
+    /// The success envelope the endpoint answers, splicing `result` after `id_json`.
+    pub fn success_envelope(id_json: &str, result: &[u8]) -> Vec<u8> {
+        crate::server::success_envelope(id_json, result)
+    }
+
+    /// The client's decoding of an SSE body (the chunks of the HTTP response) into events.
+    pub fn sse_events<S, B, E>(
+        body: S,
+    ) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>>
+    where
+        S: futures::Stream<Item = Result<B, E>>,
+        B: AsRef<[u8]>,
+        E: std::fmt::Display,
+    {
+        crate::client::sse_events(body)
+    }
+}

@@ -84,7 +84,7 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// Splices a serialized result into a response envelope without re-parsing it.
-fn success_envelope(id: &str, result: &[u8]) -> Vec<u8> {
+pub(crate) fn success_envelope(id: &str, result: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(result.len() + id.len() + 32);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id.as_bytes());
@@ -118,6 +118,68 @@ fn invalid_request(message: impl Into<String>) -> A2aError {
     A2aError::new(ErrorKind::InvalidRequest, message)
 }
 
+/// Reads a request body as the endpoint does, before any service call: the id as written (a
+/// JSON string, number or `null`), the operation named by `method`, and the raw `params`
+/// (`{}` when absent). An `Err` carries the id to echo and the error to answer with.
+pub(crate) fn parse_envelope(body: &[u8]) -> Result<(&str, Operation, &[u8]), (&str, A2aError)> {
+    let trimmed = body.trim_ascii();
+    if trimmed.first() == Some(&b'[') {
+        return Err((NULL_ID, invalid_request("batch requests are not supported")));
+    }
+    let envelope: Envelope<'_> = match serde_json::from_slice(trimmed) {
+        Ok(e) => e,
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            return Err((
+                NULL_ID,
+                A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}")),
+            ));
+        }
+        Err(e) => {
+            return Err((
+                NULL_ID,
+                invalid_request(format!("not a JSON-RPC request: {e}")),
+            ));
+        }
+    };
+    let id = match envelope.id.map(RawValue::get) {
+        Some(raw)
+            if raw.starts_with('"')
+                || raw.starts_with('-')
+                || raw.starts_with(|c: char| c.is_ascii_digit()) =>
+        {
+            raw
+        }
+        Some(NULL_ID) => NULL_ID,
+        Some(_) => {
+            return Err((
+                NULL_ID,
+                invalid_request("\"id\" must be a string, a number or null"),
+            ));
+        }
+        None => {
+            return Err((
+                NULL_ID,
+                invalid_request("\"id\" is required: A2A methods always answer"),
+            ));
+        }
+    };
+    if envelope.jsonrpc.as_deref() != Some("2.0") {
+        return Err((id, invalid_request("\"jsonrpc\" must be \"2.0\"")));
+    }
+    let Some(method) = envelope.method else {
+        return Err((id, invalid_request("\"method\" must be a string")));
+    };
+    let Some(op) = Operation::from_name(&method) else {
+        let e = A2aError::new(
+            ErrorKind::MethodNotFound,
+            format!("method {:?} does not exist", method.as_ref()),
+        );
+        return Err((id, e));
+    };
+    let params = envelope.params.map_or(&b"{}"[..], |p| p.get().as_bytes());
+    Ok((id, op, params))
+}
+
 async fn handle(
     State(st): State<AppState>,
     principal: Option<axum::Extension<trident_core::Principal>>,
@@ -133,75 +195,15 @@ async fn handle(
             ));
         }
     };
-    let trimmed = body.trim_ascii();
-    if trimmed.first() == Some(&b'[') {
-        return json(error_json(
-            NULL_ID,
-            &invalid_request("batch requests are not supported"),
-        ));
-    }
-    let envelope: Envelope<'_> = match serde_json::from_slice(trimmed) {
-        Ok(e) => e,
-        Err(e) if e.is_syntax() || e.is_eof() => {
-            return json(error_json(
-                NULL_ID,
-                &A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}")),
-            ));
-        }
-        Err(e) => {
-            return json(error_json(
-                NULL_ID,
-                &invalid_request(format!("not a JSON-RPC request: {e}")),
-            ));
-        }
-    };
-    let id = match envelope.id.map(RawValue::get) {
-        Some(raw)
-            if raw.starts_with('"')
-                || raw.starts_with('-')
-                || raw.starts_with(|c: char| c.is_ascii_digit()) =>
-        {
-            raw
-        }
-        Some(NULL_ID) => NULL_ID,
-        Some(_) => {
-            return json(error_json(
-                NULL_ID,
-                &invalid_request("\"id\" must be a string, a number or null"),
-            ));
-        }
-        None => {
-            return json(error_json(
-                NULL_ID,
-                &invalid_request("\"id\" is required: A2A methods always answer"),
-            ));
-        }
-    };
-    if envelope.jsonrpc.as_deref() != Some("2.0") {
-        return json(error_json(
-            id,
-            &invalid_request("\"jsonrpc\" must be \"2.0\""),
-        ));
-    }
-    let Some(method) = envelope.method else {
-        return json(error_json(
-            id,
-            &invalid_request("\"method\" must be a string"),
-        ));
-    };
-    let Some(op) = Operation::from_name(&method) else {
-        let e = A2aError::new(
-            ErrorKind::MethodNotFound,
-            format!("method {:?} does not exist", method.as_ref()),
-        );
-        return json(error_json(id, &e));
+    let (id, op, params) = match parse_envelope(&body) {
+        Ok(parsed) => parsed,
+        Err((id, e)) => return json(error_json(id, &e)),
     };
     let mut cx = CallContext::from_service_params(|n| header_str(&headers, n));
     cx.binding = Some(trident_core::Binding::JsonRpc);
     if let Some(axum::Extension(p)) = principal {
         cx.principal = p;
     }
-    let params = envelope.params.map_or(&b"{}"[..], |p| p.get().as_bytes());
     match dispatch_json(&*st.svc, &cx, op, params, PathVars::default()).await {
         Ok(JsonReply::Unary(result)) => (
             [(header::CONTENT_TYPE, "application/json")],
@@ -244,7 +246,7 @@ fn sse(events: EventStream, id_json: String, keep_alive: Duration) -> Response {
     response
 }
 
-fn error_json(id_json: &str, e: &A2aError) -> String {
+pub(crate) fn error_json(id_json: &str, e: &A2aError) -> String {
     let object = serde_json::to_string(&error_object(e)).unwrap_or_default();
     format!(r#"{{"jsonrpc":"2.0","id":{id_json},"error":{object}}}"#)
 }

@@ -74,3 +74,26 @@ fn object(value: serde_json::Value) -> Struct {
         other => panic!("not a JSON object: {other}"),
     }
 }
+
+/// Found by `fuzz/`'s protojson_requests: serde_json's default number parser is not correctly
+/// rounded, so a metadata number changed each time it went through ProtoJSON and back.
+#[test]
+fn struct_numbers_survive_protojson_round_trips() {
+    let json = r#"{"id":"t","metadata":{"n":-1.09007199296666666666,"m":-1.0900719929666667}}"#;
+    let first: crate::CancelTaskRequest = parse(json);
+    let again: crate::CancelTaskRequest =
+        parse(&serde_json::to_string(&first).expect("serializes"));
+    assert_eq!(first, again);
+    let number = |r: &crate::CancelTaskRequest, k: &str| match r
+        .metadata
+        .as_ref()
+        .and_then(|m| m.fields.get(k))
+        .and_then(|v| v.kind.clone())
+    {
+        Some(pbjson_types::value::Kind::NumberValue(n)) => n,
+        other => panic!("{other:?}"),
+    };
+    let exact: f64 = "-1.09007199296666666666".parse().expect("f64");
+    assert_eq!(number(&first, "n"), exact);
+    assert_eq!(number(&first, "m"), exact);
+}

@@ -147,24 +147,38 @@ impl RestClient {
             let body = response.bytes().await.map_err(unavailable)?;
             return Err(decode_error(status, &body));
         }
-        let events = response.bytes_stream().eventsource().map(|item| {
-            let event = item.map_err(|e| A2aError::transport(format!("SSE: {e}")))?;
-            let value: serde_json::Value = serde_json::from_str(&event.data).map_err(|e| {
-                A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}"))
-            })?;
-            if event.event == "error" || value.get("error").is_some() {
-                return Err(decode_error(500, event.data.as_bytes()));
-            }
-            let response: pb::StreamResponse = serde_json::from_value(value).map_err(|e| {
-                A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}"))
-            })?;
-            Ok(StreamEvent {
-                seq: event.id.parse().ok(),
-                response: Arc::new(response),
-            })
-        });
-        Ok(events.boxed())
+        Ok(sse_events(response.bytes_stream()).boxed())
     }
+}
+
+/// The events of an SSE body, as the stream's items.
+pub(crate) fn sse_events<S, B, E>(
+    body: S,
+) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>> + use<S, B, E>
+where
+    S: futures::Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    trident_core::skip_bom(body)
+        .eventsource()
+        .map(|item| sse_event(item.map_err(|e| A2aError::transport(format!("SSE: {e}")))?))
+}
+
+/// One SSE event of a stream: `data` is a bare `StreamResponse`, or an AIP-193 error body
+/// (`event: error`); `id` is its sequence number.
+fn sse_event(event: eventsource_stream::Event) -> Result<StreamEvent, A2aError> {
+    let value: serde_json::Value = serde_json::from_str(&event.data)
+        .map_err(|e| A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}")))?;
+    if event.event == "error" || value.get("error").is_some() {
+        return Err(decode_error(500, event.data.as_bytes()));
+    }
+    let response: pb::StreamResponse = serde_json::from_value(value)
+        .map_err(|e| A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}")))?;
+    Ok(StreamEvent {
+        seq: event.id.parse().ok(),
+        response: Arc::new(response),
+    })
 }
 
 fn id(id: &str) -> Bound {
@@ -337,5 +351,28 @@ impl A2aService for RestClient {
             )
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    /// Found by `fuzz/`'s `sse_parser`: a body opening with a UTF-8 BOM made eventsource-stream
+    /// panic (it slices one byte off the three-byte U+FEFF).
+    #[test]
+    fn an_sse_body_opening_with_a_bom_is_read() {
+        let body = "\u{feff}id: 7\ndata: {\"task\":{\"id\":\"t\"}}\n\n";
+        for cut in 0..=body.len() {
+            let (a, b) = body.as_bytes().split_at(cut);
+            let chunks = [a.to_vec(), b.to_vec()].map(Ok::<_, std::convert::Infallible>);
+            let events: Vec<_> = futures::executor::block_on(
+                super::sse_events(futures::stream::iter(chunks)).collect(),
+            );
+            let [Ok(event)] = events.as_slice() else {
+                panic!("cut at {cut}: {events:?}");
+            };
+            assert_eq!(event.seq, Some(7));
+        }
     }
 }

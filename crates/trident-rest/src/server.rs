@@ -19,7 +19,7 @@ use trident_core::{
 };
 
 use crate::error::error_body;
-use crate::routes::{RouteError, Routes};
+use crate::routes::{Bound, Route, RouteError, Routes};
 
 /// Settings of the HTTP+JSON server.
 #[derive(Debug, Clone)]
@@ -41,14 +41,14 @@ impl Default for RestOptions {
 
 /// How a query parameter's text becomes JSON, by the type of the field it names.
 #[derive(Debug, Clone, Copy)]
-enum QueryKind {
+pub(crate) enum QueryKind {
     Bool,
     Number,
     Text,
 }
 
 /// Per operation: query parameter name (JSON or proto name) → (JSON name, kind).
-type QueryTable = HashMap<Operation, HashMap<String, (String, QueryKind)>>;
+pub(crate) type QueryTable = HashMap<Operation, HashMap<String, (String, QueryKind)>>;
 
 #[derive(Clone)]
 struct AppState {
@@ -58,7 +58,7 @@ struct AppState {
     options: RestOptions,
 }
 
-fn query_table() -> Result<QueryTable, RouteError> {
+pub(crate) fn query_table() -> Result<QueryTable, RouteError> {
     let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)
         .map_err(|e| RouteError(e.to_string()))?;
     let service = pool
@@ -180,60 +180,34 @@ async fn handle(State(st): State<AppState>, request: Request) -> Response {
 
 async fn serve(st: &AppState, request: Request) -> Result<Response, A2aError> {
     let (parts, body) = request.into_parts();
-    let (route, bound) = match st.routes.find(parts.method.as_str(), parts.uri.path()) {
-        Ok(found) => found,
-        Err(true) => {
-            return Err(A2aError::new(
-                ErrorKind::MethodNotFound,
-                format!("{} is not allowed on {}", parts.method, parts.uri.path()),
-            ));
-        }
-        Err(false) => {
-            return Err(A2aError::new(
-                ErrorKind::MethodNotFound,
-                format!("no A2A operation at {}", parts.uri.path()),
-            ));
-        }
-    };
-    let query: Vec<(String, String)> = match parts.uri.query() {
-        Some(q) => serde_urlencoded_pairs(q),
-        None => Vec::new(),
-    };
-    let mut cx = call_context(&parts.headers, &query);
+    let matched = match_request(
+        &st.routes,
+        parts.method.as_str(),
+        parts.uri.path(),
+        parts.uri.query(),
+        &parts.headers,
+    )?;
+    let mut cx = call_context(&parts.headers, &matched.query);
     if let Some(p) = parts.extensions.get::<trident_core::Principal>() {
         cx.principal = p.clone();
     }
-    let op = route.op;
-    let body = if route.body {
-        if !json_content_type(&parts.headers) {
-            return Err(A2aError::new(
-                ErrorKind::InvalidRequest,
-                "the body must be application/json or application/a2a+json",
-            ));
-        }
-        axum::body::to_bytes(body, st.options.max_body)
-            .await
-            .map_err(|_| {
-                A2aError::new(
-                    ErrorKind::InvalidRequest,
-                    format!("the body exceeds {} bytes", st.options.max_body),
-                )
-            })?
-            .to_vec()
+    let body = if matched.route.body {
+        Some(
+            axum::body::to_bytes(body, st.options.max_body)
+                .await
+                .map_err(|_| {
+                    A2aError::new(
+                        ErrorKind::InvalidRequest,
+                        format!("the body exceeds {} bytes", st.options.max_body),
+                    )
+                })?
+                .to_vec(),
+        )
     } else {
-        query_json(&query, st.query.get(&op))?
+        None
     };
-    cx.tenant = bound.tenant.unwrap_or_default();
-    if cx.tenant.is_empty() && !route.body {
-        // Transcoding puts an unbound `tenant` in the query string of body-less routes.
-        if let Some((_, t)) = query.iter().find(|(k, _)| k == "tenant") {
-            cx.tenant = t.clone();
-        }
-    }
-    let vars = PathVars {
-        id: bound.id,
-        task_id: bound.task_id,
-    };
+    let (op, body, tenant, vars) = request_of(matched, &st.query, body)?;
+    cx.tenant = tenant;
     match dispatch_json(&*st.svc, &cx, op, &body, vars).await? {
         JsonReply::Unary(json) => Ok((
             [(header::CONTENT_TYPE, "application/json")],
@@ -242,6 +216,91 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, A2aError> {
             .into_response()),
         JsonReply::Stream(events) => Ok(sse(events, st.options.keep_alive)),
     }
+}
+
+/// A request matched to its route, before its body is read.
+pub(crate) struct Matched<'r> {
+    route: &'r Route,
+    bound: Bound,
+    query: Vec<(String, String)>,
+}
+
+impl Matched<'_> {
+    /// Whether the request message comes from the body.
+    #[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
+    pub(crate) fn route_has_body(&self) -> bool {
+        self.route.body
+    }
+}
+
+/// The first half of decoding a request, before its body is read: the route of `method` and
+/// `path`, the variables it binds, the query pairs, and (for routes with a body) the
+/// content-type check.
+pub(crate) fn match_request<'r>(
+    routes: &'r Routes,
+    method: &str,
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Matched<'r>, A2aError> {
+    let (route, bound) = match routes.find(method, path) {
+        Ok(found) => found,
+        Err(true) => {
+            return Err(A2aError::new(
+                ErrorKind::MethodNotFound,
+                format!("{method} is not allowed on {path}"),
+            ));
+        }
+        Err(false) => {
+            return Err(A2aError::new(
+                ErrorKind::MethodNotFound,
+                format!("no A2A operation at {path}"),
+            ));
+        }
+    };
+    if route.body && !json_content_type(headers) {
+        return Err(A2aError::new(
+            ErrorKind::InvalidRequest,
+            "the body must be application/json or application/a2a+json",
+        ));
+    }
+    let query = query.map(serde_urlencoded_pairs).unwrap_or_default();
+    Ok(Matched {
+        route,
+        bound,
+        query,
+    })
+}
+
+/// The second half: the request JSON (`body` for routes with one, else built from the query),
+/// the tenant, and the path variables, as [`dispatch_json`] takes them.
+pub(crate) fn request_of(
+    matched: Matched<'_>,
+    table: &QueryTable,
+    body: Option<Vec<u8>>,
+) -> Result<(Operation, Vec<u8>, String, PathVars), A2aError> {
+    let Matched {
+        route,
+        bound,
+        query,
+    } = matched;
+    let op = route.op;
+    let body = match body {
+        Some(body) => body,
+        None => query_json(&query, table.get(&op))?,
+    };
+    let mut tenant = bound.tenant.unwrap_or_default();
+    if tenant.is_empty() && !route.body {
+        // Transcoding puts an unbound `tenant` in the query string of body-less routes.
+        if let Some((_, t)) = query.iter().find(|(k, _)| k == "tenant") {
+            tenant = t.clone();
+        }
+    }
+    let vars = PathVars {
+        id: bound.id,
+        task_id: bound.task_id,
+    };
+    Ok((op, body, tenant, vars))
 }
 
 /// Decodes `a=b&c=d` pairs (`+` is a space, percent-escapes decoded).

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The fuzz targets of fuzz/ (cargo-fuzz, libFuzzer). See fuzz/README.md.
+#
+#   bash fuzz/run.sh --ci      each target for CI_SECONDS (default 20) from the seed corpus;
+#                              fails on any crash (CI runs this)
+#   bash fuzz/run.sh --long    each target until RUNS executions (default 10,000,000), one
+#                              after the other, one fuzzing process at a time (libFuzzer's
+#                              default in-process mode: -jobs=1 would only add a child
+#                              process logging to fuzz-0.log)
+#   bash fuzz/run.sh --seeds   rewrites the seed corpora (seeds.py, then the proto_requests
+#                              seeds from the ProtoJSON ones)
+#   bash fuzz/run.sh --ci|--long TARGET...   only those targets
+#
+# Only stable Rust is installed: RUSTC_BOOTSTRAP=1 lets it take cargo-fuzz's -Zsanitizer
+# flags (AddressSanitizer + SanitizerCoverage). FUZZ_SANITIZER=none builds without ASan (still
+# coverage-guided). Builds go to fuzz/target, never the main target directory.
+set -euo pipefail
+cd "$(dirname "$0")"
+FUZZ_DIR=$PWD
+
+MODE=${1:-}
+shift || true
+TARGETS=(jsonrpc_envelope rest_request proto_requests protojson_requests sse_parser)
+[ "$#" -gt 0 ] && TARGETS=("$@")
+
+export RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_DIR="$FUZZ_DIR/target"
+export CARGO_TERM_COLOR=never
+SANITIZER=${FUZZ_SANITIZER:-address}
+CI_SECONDS=${CI_SECONDS:-20}
+RUNS=${RUNS:-10000000}
+FLAGS=(-O -a --sanitizer "$SANITIZER")
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz"
+    cargo install cargo-fuzz --locked
+fi
+
+dict_of() {
+    case "$1" in
+        jsonrpc_envelope) echo "jsonrpc protojson" ;;
+        rest_request) echo "rest protojson" ;;
+        protojson_requests) echo "protojson" ;;
+        sse_parser) echo "sse protojson" ;;
+        *) echo "" ;;
+    esac
+}
+
+# libFuzzer takes one -dict: the target's dictionaries, concatenated.
+dict_args() {
+    local parts dict
+    parts=$(dict_of "$1")
+    [ -z "$parts" ] && return 0
+    dict="$CARGO_TARGET_DIR/dict/$1.dict"
+    mkdir -p "$(dirname "$dict")"
+    : >"$dict"
+    for p in $parts; do cat "dict/$p.dict" >>"$dict"; done
+    echo "-dict=$dict"
+}
+
+build() {
+    # One cargo invocation for every target: they share all their dependencies.
+    echo "fuzz: building the targets (sanitizer $SANITIZER)"
+    local start=$SECONDS
+    cargo fuzz build "${FLAGS[@]}"
+    echo "fuzz: built in $((SECONDS - start))s"
+}
+
+# run TARGET LIBFUZZER-ARGS...: runs on a scratch copy of the seeds (new inputs found stay out
+# of git), prints one summary line, returns non-zero on a crash.
+run() {
+    local t=$1
+    shift
+    local work="$CARGO_TARGET_DIR/corpus/$t" log="$CARGO_TARGET_DIR/logs/$t.log"
+    mkdir -p "$work" "$(dirname "$log")" "artifacts/$t"
+    local start=$SECONDS status=0
+    # shellcheck disable=SC2046
+    cargo fuzz run "${FLAGS[@]}" "$t" "$work" "corpus/$t" -- \
+        -artifact_prefix="artifacts/$t/" -print_final_stats=1 \
+        -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 $(dict_args "$t") "$@" \
+        >"$log" 2>&1 || status=$?
+    local secs=$((SECONDS - start))
+    local execs rate cov
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+    if [ "$status" -eq 0 ]; then
+        printf 'fuzz: %-20s ok     %12s execs in %4ss (%s/s), coverage %s, 0 crashes\n' \
+            "$t" "${execs:-?}" "$secs" "${rate:-?}" "${cov:-?}"
+    else
+        printf 'fuzz: %-20s FAILED after %ss (exit %s): see %s\n' "$t" "$secs" "$status" "$log"
+        grep -E 'panicked at|ERROR: |SUMMARY|Test unit written' "$log" | head -8 | sed 's/^/fuzz:   /'
+        grep -A3 'panicked at' "$log" | head -8 | sed 's/^/fuzz:   /'
+    fi
+    return "$status"
+}
+
+case "$MODE" in
+    --ci)
+        build
+        failed=0
+        for t in "${TARGETS[@]}"; do
+            run "$t" -max_total_time="$CI_SECONDS" || failed=1
+        done
+        [ "$failed" -eq 0 ] || { echo "fuzz: a target crashed (inputs in fuzz/artifacts/)"; exit 1; }
+        ;;
+    --long)
+        build
+        failed=0
+        for t in "${TARGETS[@]}"; do
+            run "$t" -runs="$RUNS" -max_total_time="${LONG_MAX_SECONDS:-0}" || failed=1
+        done
+        [ "$failed" -eq 0 ] || exit 1
+        ;;
+    --seeds)
+        python3 seeds.py
+        TARGETS=(protojson_requests)
+        build
+        rm -rf corpus/proto_requests
+        mkdir -p corpus/proto_requests
+        TRIDENT_FUZZ_PROTO_SEEDS="$FUZZ_DIR/corpus/proto_requests" \
+            cargo fuzz run "${FLAGS[@]}" protojson_requests corpus/protojson_requests -- -runs=0 \
+            >/dev/null 2>&1
+        echo "proto_requests: $(ls corpus/proto_requests | wc -l) seeds"
+        ;;
+    *)
+        sed -n '2,15p' "$0"
+        exit 2
+        ;;
+esac
