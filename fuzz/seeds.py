@@ -159,7 +159,9 @@ def protojson():
             bytes([3]) + b'{"id":"t","metadata":{"big":1e308,"neg":-0.0,"int":9007199254740993}}',
             bytes([0]) + b'{"message":{"messageId":"m","parts":[{"raw":"////"},{"data":null}]}}',
             # The crash the target found: a number serde_json's default parser rounded wrongly.
-            bytes([3]) + b'{"id":"t","metadata":{"big":1e308,"n:-eg":-1.09007199296666666666,"t":80143859094812986}}']
+            bytes([3]) + b'{"id":"t","metadata":{"big":1e308,"n:-eg":-1.09007199296666666666,"t":80143859094812986}}',
+            # The second one: an offset that moves a Timestamp out of its range.
+            bytes([2]) + b'{"statusTimestampAfter":"0000-01-01T00:00:00+01:00"}']
     return out
 
 

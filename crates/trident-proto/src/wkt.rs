@@ -80,9 +80,26 @@ wkt_newtype!(
     Value(pbjson_types::Value)
 );
 
+/// The range of a `Timestamp` (0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z): the
+/// pbjson-types parser takes an offset that moves a time out of it (`0000-01-01T00:00:00+01:00`
+/// read as year -1, which chrono would then print as `-0001-…`, found by `fuzz/`'s
+/// protojson_requests), so both directions check it.
+const MIN_SECONDS: i64 = -62_135_596_800;
+const MAX_SECONDS: i64 = 253_402_300_799;
+const OUT_OF_RANGE: &str =
+    "a Timestamp must lie from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z";
+
+fn in_range(t: &pbjson_types::Timestamp) -> bool {
+    (MIN_SECONDS..=MAX_SECONDS).contains(&t.seconds) && (0..1_000_000_000).contains(&t.nanos)
+}
+
 impl<'de> Deserialize<'de> for Timestamp {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        pbjson_types::Timestamp::deserialize(d).map(Self)
+        let t = pbjson_types::Timestamp::deserialize(d)?;
+        if !in_range(&t) {
+            return Err(serde::de::Error::custom(OUT_OF_RANGE));
+        }
+        Ok(Self(t))
     }
 }
 
@@ -136,6 +153,9 @@ impl Timestamp {
 
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !in_range(&self.0) {
+            return Err(serde::ser::Error::custom(OUT_OF_RANGE));
+        }
         let t: chrono::DateTime<chrono::Utc> =
             self.0.try_into().map_err(serde::ser::Error::custom)?;
         s.serialize_str(&t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))

@@ -25,6 +25,37 @@ fn timestamp_json_forms() {
     }
 }
 
+/// Found by `fuzz/`'s protojson_requests: an offset moved a time out of the Timestamp range,
+/// and we then wrote `"-0001-12-31T23:00:00Z"`, which no ProtoJSON parser (ours included)
+/// reads. Out-of-range times are refused both ways.
+#[test]
+fn timestamp_range() {
+    let read = |text: &str| serde_json::from_str::<Timestamp>(&format!("\"{text}\""));
+    for text in [
+        "0000-01-01T00:00:00+01:00",
+        "0000-12-31T23:59:59Z",
+        "9999-12-31T23:59:59-00:01",
+    ] {
+        assert!(read(text).is_err(), "{text}");
+    }
+    assert_eq!(
+        read("0001-01-01T00:00:00Z").ok(),
+        Some(ts(-62_135_596_800, 0))
+    );
+    assert_eq!(
+        read("9999-12-31T23:59:59.999999999Z").ok(),
+        Some(ts(253_402_300_799, 999_999_999))
+    );
+    for bad in [
+        ts(-62_135_596_801, 0),
+        ts(253_402_300_800, 0),
+        ts(0, -1),
+        ts(0, 1_000_000_000),
+    ] {
+        assert!(serde_json::to_string(&bad).is_err(), "{bad:?}");
+    }
+}
+
 #[test]
 fn timestamp_nanos() {
     for nanos in [0, 1, -1, 1_767_607_200_123_000_000, -1_000_000_001] {
