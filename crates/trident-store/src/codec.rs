@@ -1,7 +1,9 @@
 //! Row encoding shared by both backends: records to columns and back.
 
 use prost::Message;
-use trident_core::store::{Lease, LoggedEvent, Scope, StoreError, TaskRecord, status_nanos};
+use trident_core::store::{
+    Lease, ListCursor, LoggedEvent, Scope, StoreError, TaskPage, TaskRecord, status_nanos,
+};
 use trident_proto as pb;
 
 /// A task record as the columns of the `tasks` table.
@@ -55,6 +57,23 @@ pub(crate) fn decode_record(
             until_ms: lease_until.unwrap_or(0),
         }),
     })
+}
+
+/// A page from the `limit + 1` rows a list query fetched (the extra row says whether more
+/// follow) and the matching total.
+pub(crate) fn page(mut tasks: Vec<pb::Task>, limit: usize, total: i64) -> TaskPage {
+    let more = tasks.len() > limit;
+    tasks.truncate(limit);
+    let next = if more {
+        tasks.last().map(ListCursor::of)
+    } else {
+        None
+    };
+    TaskPage {
+        tasks,
+        total: usize::try_from(total).unwrap_or(0),
+        next,
+    }
 }
 
 pub(crate) fn decode_task(snapshot: &[u8]) -> Result<pb::Task, StoreError> {

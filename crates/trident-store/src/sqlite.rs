@@ -14,15 +14,15 @@ use sqlx::sqlite::{
 use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Row as _, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 use trident_core::store::{
-    EventLog, ListCursor, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery,
-    TaskRecord, TaskStore, events_continue, now_ms,
+    EventLog, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery, TaskRecord,
+    TaskStore, events_continue, now_ms,
 };
 use trident_proto as pb;
 
 use crate::OpenError;
 use crate::codec::{
     CounterDeltas, TaskRow, Val, backend, decode_event, decode_push, decode_record, decode_task,
-    encode_events, is_unique_violation, limit, limit_plus_one, list_sql, to_i64, to_u64,
+    encode_events, is_unique_violation, limit, limit_plus_one, list_sql, page, to_i64, to_u64,
 };
 
 /// Most write requests one transaction carries.
@@ -617,22 +617,11 @@ impl TaskStore for SqliteStore {
             .map_err(backend)?
             .try_get(0)
             .map_err(backend)?;
-        let mut tasks = rows
+        let tasks = rows
             .iter()
             .map(|r| decode_task(r.try_get::<&[u8], _>(0).map_err(backend)?))
             .collect::<Result<Vec<pb::Task>, _>>()?;
-        let more = tasks.len() > query.limit;
-        tasks.truncate(query.limit);
-        let next = if more {
-            tasks.last().map(ListCursor::of)
-        } else {
-            None
-        };
-        Ok(TaskPage {
-            tasks,
-            total: usize::try_from(total).unwrap_or(0),
-            next,
-        })
+        Ok(page(tasks, query.limit, total))
     }
 
     async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
