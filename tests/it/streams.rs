@@ -102,3 +102,91 @@ async fn a_client_that_goes_away_frees_its_stream() {
     }
     server.abort();
 }
+
+/// A server that never ends its body: an SSE event whose line never ends, or a unary
+/// response that never ends. Every request gets `body` then endless `x`s.
+async fn endless_server(content_type: &'static str, head: &'static str) -> String {
+    use axum::body::{Body, Bytes};
+    let app = axum::Router::new().fallback(move || async move {
+        let tail = futures::stream::repeat_with(|| {
+            Ok::<_, std::convert::Infallible>(Bytes::from_static(&[b'x'; 16 << 10]))
+        });
+        let body = futures::stream::once(async move { Ok(Bytes::from_static(head.as_bytes())) })
+            .chain(tail);
+        ([("content-type", content_type)], Body::from_stream(body))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+/// eventsource-stream buffered a line without limit; ours stops at the client's bound, on
+/// both HTTP clients, for a stream's event and for a unary response alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_ends_a_body_cannot_grow_the_clients_memory() {
+    use trident_core::ErrorKind;
+    let limit = 1 << 20;
+    let sse = endless_server("text/event-stream", "id: 1\ndata: {\"task\":").await;
+    let json = endless_server("application/json", "{\"id\":\"").await;
+    let clients = |url: &str| -> Vec<(&'static str, Arc<dyn A2aService>)> {
+        vec![
+            (
+                "HTTP+JSON",
+                Arc::new(
+                    trident_rest::RestClient::new(url)
+                        .expect("client")
+                        .with_max_response_size(limit),
+                ),
+            ),
+            (
+                "JSON-RPC",
+                Arc::new(
+                    trident_jsonrpc::JsonRpcClient::new(url)
+                        .expect("client")
+                        .with_max_response_size(limit),
+                ),
+            ),
+        ]
+    };
+    let message = pb::SendMessageRequest {
+        message: Some(pb::Message {
+            message_id: "m".into(),
+            role: pb::Role::User.into(),
+            parts: vec![pb::Part {
+                content: Some(pb::part::Content::Text("hi".into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let wait = Duration::from_secs(20);
+    for (binding, client) in clients(&sse) {
+        let mut events =
+            tokio::time::timeout(wait, client.send_streaming_message(&cx(), message.clone()))
+                .await
+                .expect("in time")
+                .expect("the stream opens");
+        let first = tokio::time::timeout(wait, events.next())
+            .await
+            .expect("in time")
+            .expect("an item");
+        let e = first.expect_err("an event over the bound is an error");
+        assert_eq!(e.kind(), ErrorKind::InvalidAgentResponse, "{binding}: {e}");
+        assert!(
+            e.to_string().contains("limit of 1048576 bytes"),
+            "{binding}: {e}"
+        );
+        assert!(events.next().await.is_none(), "{binding}: the stream ends");
+    }
+    for (binding, client) in clients(&json) {
+        let e = tokio::time::timeout(wait, client.send_message(&cx(), message.clone()))
+            .await
+            .expect("in time")
+            .expect_err("a response over the bound is an error");
+        assert_eq!(e.kind(), ErrorKind::InvalidAgentResponse, "{binding}: {e}");
+    }
+}

@@ -10,6 +10,7 @@
 //! This crate knows no transport and no database.
 
 pub mod auth;
+mod body;
 mod context;
 mod error;
 mod executor;
@@ -25,6 +26,7 @@ pub use auth::{
     Access, AnyOf, ApiKeys, AuthRejection, Authenticator, Authorizer, BearerTokens, Credentials,
     DenyByDefault, HeaderList, StaticTokens,
 };
+pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use context::{Binding, CallContext, Principal, TraceContext};
 pub use engine::{
     Engine, EngineBuilder, EngineConfig, EngineStats, Limits, PolicyError, RetryPolicy,
@@ -36,7 +38,7 @@ pub use error::{
 pub use executor::{AgentExecutor, EventSink, RequestContext};
 pub use operation::{JsonReply, Operation, PathVars, dispatch_json, parse_request, to_json};
 pub use service::{A2aService, EventStream, StreamEvent};
-pub use sse::{SseChunk, skip_bom};
+pub use sse::{SseDecoder, SseEvent, sse_events};
 
 use trident_proto as pb;
 

@@ -3,12 +3,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+    A2aError, A2aService, BodyError, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind,
+    EventStream, Operation, SseEvent, StreamEvent, read_body,
 };
 use trident_proto as pb;
 
@@ -19,6 +19,7 @@ pub struct JsonRpcClient {
     url: String,
     tenant: String,
     next_id: AtomicU64,
+    max_response: usize,
 }
 
 fn unavailable(e: reqwest::Error) -> A2aError {
@@ -27,6 +28,14 @@ fn unavailable(e: reqwest::Error) -> A2aError {
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
     A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
+}
+
+/// A body that failed to arrive is a transport error; one over the bound is the agent's.
+fn unreadable<E: std::fmt::Display>(what: &str, e: BodyError<E>) -> A2aError {
+    match e {
+        BodyError::Body(e) => A2aError::transport(format!("JSON-RPC transport: {what}: {e}")),
+        e @ BodyError::TooLarge { .. } => invalid(what, e),
+    }
 }
 
 /// Decodes a JSON-RPC error object through the wire table: the ErrorInfo reason in `data`
@@ -78,6 +87,7 @@ impl JsonRpcClient {
             url: url.to_owned(),
             tenant: String::new(),
             next_id: AtomicU64::new(1),
+            max_response: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
@@ -85,6 +95,19 @@ impl JsonRpcClient {
     pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
         self.tenant = tenant.into();
         self
+    }
+
+    /// Reads at most `bytes` of a response body, or of one event of a stream (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`]); a larger one is an `InvalidAgentResponse` error.
+    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
+        self.max_response = bytes;
+        self
+    }
+
+    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
+        read_body(response.bytes_stream(), self.max_response)
+            .await
+            .map_err(|e| unreadable("response", e))
     }
 
     fn post<T: Serialize>(
@@ -137,7 +160,7 @@ impl JsonRpcClient {
             .await
             .map_err(unavailable)?;
         let status = response.status();
-        let body = response.bytes().await.map_err(unavailable)?;
+        let body = self.body(response).await?;
         let envelope: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
             if status.is_success() {
                 invalid(op.name(), e)
@@ -169,7 +192,7 @@ impl JsonRpcClient {
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if !is_sse {
             // An error known before the first event comes as a plain JSON-RPC response.
-            let body = response.bytes().await.map_err(unavailable)?;
+            let body = self.body(response).await?;
             let envelope: serde_json::Value =
                 serde_json::from_slice(&body).map_err(|e| invalid(op.name(), e))?;
             result_of(envelope)?;
@@ -178,27 +201,27 @@ impl JsonRpcClient {
                 "a streaming method answered without a stream",
             ));
         }
-        Ok(sse_events(response.bytes_stream()).boxed())
+        Ok(sse_events(response.bytes_stream(), self.max_response).boxed())
     }
 }
 
 /// The events of an SSE body, as the stream's items.
 pub(crate) fn sse_events<S, B, E>(
     body: S,
+    max_event: usize,
 ) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>> + use<S, B, E>
 where
     S: futures::Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
     E: std::fmt::Display,
 {
-    trident_core::skip_bom(body)
-        .eventsource()
-        .map(|item| sse_event(item.map_err(|e| A2aError::transport(format!("SSE: {e}")))?))
+    trident_core::sse_events(body, max_event)
+        .map(|item| sse_event(item.map_err(|e| unreadable("SSE event", e))?))
 }
 
 /// One SSE event of a stream: `data` is a JSON-RPC response wrapping a `StreamResponse` (or
 /// an error), `id` its sequence number.
-fn sse_event(event: eventsource_stream::Event) -> Result<StreamEvent, A2aError> {
+fn sse_event(event: SseEvent) -> Result<StreamEvent, A2aError> {
     let envelope: serde_json::Value =
         serde_json::from_str(&event.data).map_err(|e| invalid("SSE data", e))?;
     let response: pb::StreamResponse =
@@ -319,7 +342,7 @@ mod tests {
             let (a, b) = body.as_bytes().split_at(cut);
             let chunks = [a.to_vec(), b.to_vec()].map(Ok::<_, std::convert::Infallible>);
             let events: Vec<_> = futures::executor::block_on(
-                super::sse_events(futures::stream::iter(chunks)).collect(),
+                super::sse_events(futures::stream::iter(chunks), 1 << 10).collect(),
             );
             let [Ok(event)] = events.as_slice() else {
                 panic!("cut at {cut}: {events:?}");

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+    A2aError, A2aService, BodyError, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind,
+    EventStream, Operation, SseEvent, StreamEvent, read_body,
 };
 use trident_proto as pb;
 
@@ -22,10 +22,21 @@ pub struct RestClient {
     base: String,
     routes: Arc<Routes>,
     tenant: String,
+    max_response: usize,
 }
 
 fn unavailable(e: reqwest::Error) -> A2aError {
     A2aError::transport(format!("HTTP+JSON transport: {e}"))
+}
+
+/// A body that failed to arrive is a transport error; one over the bound is the agent's.
+fn unreadable<E: std::fmt::Display>(what: &str, e: BodyError<E>) -> A2aError {
+    match e {
+        BodyError::Body(e) => A2aError::transport(format!("HTTP+JSON transport: {what}: {e}")),
+        e @ BodyError::TooLarge { .. } => {
+            A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
+        }
+    }
 }
 
 impl RestClient {
@@ -43,6 +54,7 @@ impl RestClient {
             base: base_url.trim_end_matches('/').to_owned(),
             routes: Arc::new(routes),
             tenant: String::new(),
+            max_response: DEFAULT_MAX_RESPONSE_BYTES,
         })
     }
 
@@ -50,6 +62,19 @@ impl RestClient {
     pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
         self.tenant = tenant.into();
         self
+    }
+
+    /// Reads at most `bytes` of a response body, or of one event of a stream (default
+    /// [`DEFAULT_MAX_RESPONSE_BYTES`]); a larger one is an `InvalidAgentResponse` error.
+    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
+        self.max_response = bytes;
+        self
+    }
+
+    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
+        read_body(response.bytes_stream(), self.max_response)
+            .await
+            .map_err(|e| unreadable("response", e))
     }
 
     fn request<T: Serialize>(
@@ -117,7 +142,7 @@ impl RestClient {
             .await
             .map_err(unavailable)?;
         let status = response.status().as_u16();
-        let body = response.bytes().await.map_err(unavailable)?;
+        let body = self.body(response).await?;
         if status != 200 {
             return Err(decode_error(status, &body));
         }
@@ -144,30 +169,30 @@ impl RestClient {
             .map_err(unavailable)?;
         let status = response.status().as_u16();
         if status != 200 {
-            let body = response.bytes().await.map_err(unavailable)?;
+            let body = self.body(response).await?;
             return Err(decode_error(status, &body));
         }
-        Ok(sse_events(response.bytes_stream()).boxed())
+        Ok(sse_events(response.bytes_stream(), self.max_response).boxed())
     }
 }
 
 /// The events of an SSE body, as the stream's items.
 pub(crate) fn sse_events<S, B, E>(
     body: S,
+    max_event: usize,
 ) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>> + use<S, B, E>
 where
     S: futures::Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
     E: std::fmt::Display,
 {
-    trident_core::skip_bom(body)
-        .eventsource()
-        .map(|item| sse_event(item.map_err(|e| A2aError::transport(format!("SSE: {e}")))?))
+    trident_core::sse_events(body, max_event)
+        .map(|item| sse_event(item.map_err(|e| unreadable("SSE event", e))?))
 }
 
 /// One SSE event of a stream: `data` is a bare `StreamResponse`, or an AIP-193 error body
 /// (`event: error`); `id` is its sequence number.
-fn sse_event(event: eventsource_stream::Event) -> Result<StreamEvent, A2aError> {
+fn sse_event(event: SseEvent) -> Result<StreamEvent, A2aError> {
     let value: serde_json::Value = serde_json::from_str(&event.data)
         .map_err(|e| A2aError::new(ErrorKind::InvalidAgentResponse, format!("SSE data: {e}")))?;
     if event.event == "error" || value.get("error").is_some() {
@@ -367,7 +392,7 @@ mod tests {
             let (a, b) = body.as_bytes().split_at(cut);
             let chunks = [a.to_vec(), b.to_vec()].map(Ok::<_, std::convert::Infallible>);
             let events: Vec<_> = futures::executor::block_on(
-                super::sse_events(futures::stream::iter(chunks)).collect(),
+                super::sse_events(futures::stream::iter(chunks), 1 << 10).collect(),
             );
             let [Ok(event)] = events.as_slice() else {
                 panic!("cut at {cut}: {events:?}");

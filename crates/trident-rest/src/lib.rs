@@ -194,15 +194,17 @@ pub mod fuzzing {
         }
     }
 
-    /// The client's decoding of an SSE body (the chunks of the HTTP response) into events.
+    /// The client's decoding of an SSE body (the chunks of the HTTP response) into events of
+    /// at most `max_event` bytes.
     pub fn sse_events<S, B, E>(
         body: S,
+        max_event: usize,
     ) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>>
     where
         S: futures::Stream<Item = Result<B, E>>,
         B: AsRef<[u8]>,
         E: std::fmt::Display,
     {
-        crate::client::sse_events(body)
+        crate::client::sse_events(body, max_event)
     }
 }
