@@ -56,6 +56,7 @@ fn core_depends_on_no_transport_or_database() {
         "reqwest",
         "jsonrpsee",
         "sqlx",
+        "rusqlite",
         "tower",
         "http",
     ] {

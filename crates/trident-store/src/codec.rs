@@ -135,12 +135,6 @@ pub(crate) fn backend(e: sqlx::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-/// Whether `e` is a unique/primary-key violation.
-pub(crate) fn is_unique_violation(e: &sqlx::Error) -> bool {
-    e.as_database_error()
-        .is_some_and(|d| d.is_unique_violation())
-}
-
 /// The counter changes a commit makes: (state, delta) for `task_counts` and
 /// (context, state, delta) for `context_counts`, in a fixed order (so concurrent PostgreSQL
 /// transactions lock counter rows in the same order and cannot deadlock on them).

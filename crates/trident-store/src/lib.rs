@@ -1,7 +1,7 @@
 //! Durable implementations of Trident's store traits ([`TaskStore`], [`EventLog`],
 //! [`PushConfigStore`]):
 //!
-//! - [`SqliteStore`], the embedded default: one file in WAL mode, one writer task that
+//! - [`SqliteStore`], the embedded default: one file in WAL mode, one writer thread that
 //!   group-commits every queued write in one transaction, a small pool of readers.
 //! - [`PgStore`], cluster mode: several processes share one PostgreSQL database and learn of
 //!   each other's commits through `LISTEN`/`NOTIFY` ([`TaskStore::notices`]).

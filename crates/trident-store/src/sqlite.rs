@@ -1,5 +1,5 @@
-//! The SQLite store: one file in WAL mode, one writer task with group commit, a pool of
-//! readers.
+//! The SQLite store: one file in WAL mode, one writer thread with group commit (rusqlite,
+//! prepared statements kept), a pool of sqlx readers.
 
 use std::path::Path;
 use std::str::FromStr as _;
@@ -11,7 +11,7 @@ use prost::Message as _;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Row as _, SqliteConnection};
+use sqlx::{AssertSqlSafe, ConnectOptions as _, Connection as _, Row as _};
 use tokio::sync::{mpsc, oneshot};
 use trident_core::store::{
     EventLog, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery, TaskRecord,
@@ -22,7 +22,7 @@ use trident_proto as pb;
 use crate::OpenError;
 use crate::codec::{
     CounterDeltas, TaskRow, Val, backend, decode_event, decode_push, decode_record, decode_task,
-    encode_events, is_unique_violation, limit, limit_plus_one, list_sql, page, to_i64, to_u64,
+    encode_events, limit, limit_plus_one, list_sql, page, to_i64, to_u64,
 };
 
 /// Most write requests one transaction carries.
@@ -49,7 +49,7 @@ struct Counters {
 
 /// The tasks, event logs and push configurations in one SQLite file.
 ///
-/// Every write goes to a single writer task, which runs whatever is queued (up to 256
+/// Every write goes to a single writer thread, which runs whatever is queued (up to 256
 /// requests) in one `BEGIN IMMEDIATE` transaction, each request inside its own savepoint: a
 /// refused request is rolled back alone, the others commit together with one fsync. Reads use
 /// a separate pool of connections (WAL readers do not block the writer).
@@ -160,13 +160,19 @@ impl SqliteStore {
             .foreign_keys(false);
         let mut conn = options.connect().await?;
         crate::migrate::sqlite(&mut conn).await?;
+        conn.close().await?;
+        let writer_conn = open_writer(path.as_ref())?;
         let readers = SqlitePoolOptions::new()
             .max_connections(READERS)
             .connect_with(options)
             .await?;
         let (writer, rx) = mpsc::channel(QUEUE);
         let counters = Arc::new(Counters::default());
-        tokio::spawn(run_writer(conn, rx, counters.clone()));
+        let writer_counters = counters.clone();
+        std::thread::Builder::new()
+            .name("trident-sqlite-writer".into())
+            .spawn(move || run_writer(writer_conn, rx, writer_counters))
+            .map_err(|e| OpenError::Io(format!("starting the sqlite writer: {e}")))?;
         Ok(Self {
             writer,
             readers,
@@ -198,110 +204,148 @@ fn unexpected(out: Out) -> StoreError {
     StoreError::Backend(format!("sqlite writer: unexpected reply {out:?}"))
 }
 
-/// The writer: takes every queued request (up to [`MAX_BATCH`]) and runs them in one
-/// transaction.
-async fn run_writer(
-    mut conn: SqliteConnection,
+/// The writer: a thread of its own owning the one write connection. It takes every queued
+/// request (up to [`MAX_BATCH`]) and runs them in one transaction, with statements prepared
+/// once and kept: a commit costs no thread hop per statement (sqlx's SQLite driver makes one
+/// per statement), only one to hand the batch over and one to answer each request.
+fn run_writer(
+    conn: rusqlite::Connection,
     mut rx: mpsc::Receiver<Request>,
     counters: Arc<Counters>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
+    while rx.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
         counters
             .requests
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         counters.transactions.fetch_add(1, Ordering::Relaxed);
-        let results = run_batch(&mut conn, &batch).await;
+        let results = run_batch(&conn, &batch);
         for (req, result) in batch.drain(..).zip(results) {
             // The caller may have gone away; its write is committed all the same.
             let _ = req.reply.send(result);
         }
     }
-    if let Err(e) = conn.close().await {
+    if let Err((_, e)) = conn.close() {
         tracing::warn!(error = %e, "sqlite writer: closing the connection");
     }
 }
 
-async fn exec(conn: &mut SqliteConnection, sql: &'static str) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql(sql).execute(conn).await.map(|_| ())
+/// Opens the writer's connection: the pragmas sqlx sets on the readers, set here by hand.
+fn open_writer(path: &Path) -> Result<rusqlite::Connection, OpenError> {
+    let conn = rusqlite::Connection::open(path).map_err(|e| OpenError::Io(e.to_string()))?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .and_then(|()| {
+            conn.execute_batch(
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF;",
+            )
+        })
+        .map_err(|e| OpenError::Io(e.to_string()))?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+fn exec(conn: &rusqlite::Connection, sql: &'static str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
 /// Runs `batch` in one transaction, each request in its own savepoint.
-async fn run_batch(conn: &mut SqliteConnection, batch: &[Request]) -> Vec<Result<Out, StoreError>> {
-    let fail_all = |e: &sqlx::Error| -> Vec<Result<Out, StoreError>> {
+fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, StoreError>> {
+    let fail_all = |e: &rusqlite::Error| -> Vec<Result<Out, StoreError>> {
         tracing::error!(error = %e, "sqlite writer: transaction failed");
-        batch.iter().map(|_| Err(backend_ref(e))).collect()
+        batch
+            .iter()
+            .map(|_| Err(StoreError::Backend(e.to_string())))
+            .collect()
     };
-    if let Err(e) = exec(conn, "BEGIN IMMEDIATE").await {
+    if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
         return fail_all(&e);
     }
     if let [req] = batch {
         // Alone in its transaction: no savepoint needed, a failure rolls the whole back.
-        let result = apply(conn, &req.op).await;
+        let result = apply(conn, &req.op);
         let end = if result.is_ok() {
-            exec(conn, "COMMIT").await
+            exec(conn, "COMMIT")
         } else {
-            exec(conn, "ROLLBACK").await
+            exec(conn, "ROLLBACK")
         };
         return match end {
             Ok(()) => vec![result],
             Err(e) => {
-                let _ = exec(conn, "ROLLBACK").await;
+                let _ = exec(conn, "ROLLBACK");
                 fail_all(&e)
             }
         };
     }
     let mut results = Vec::with_capacity(batch.len());
     for req in batch {
-        if let Err(e) = exec(conn, "SAVEPOINT w").await {
-            let _ = exec(conn, "ROLLBACK").await;
+        if let Err(e) = exec(conn, "SAVEPOINT w") {
+            let _ = exec(conn, "ROLLBACK");
             return fail_all(&e);
         }
-        let result = apply(conn, &req.op).await;
+        let result = apply(conn, &req.op);
         let end = if result.is_ok() {
-            exec(conn, "RELEASE w").await
+            exec(conn, "RELEASE w")
         } else {
-            match exec(conn, "ROLLBACK TO w").await {
-                Ok(()) => exec(conn, "RELEASE w").await,
-                Err(e) => Err(e),
-            }
+            exec(conn, "ROLLBACK TO w").and_then(|()| exec(conn, "RELEASE w"))
         };
         if let Err(e) = end {
-            let _ = exec(conn, "ROLLBACK").await;
+            let _ = exec(conn, "ROLLBACK");
             return fail_all(&e);
         }
         results.push(result);
     }
-    if let Err(e) = exec(conn, "COMMIT").await {
-        let _ = exec(conn, "ROLLBACK").await;
+    if let Err(e) = exec(conn, "COMMIT") {
+        let _ = exec(conn, "ROLLBACK");
         return fail_all(&e);
     }
     results
 }
 
-fn backend_ref(e: &sqlx::Error) -> StoreError {
+fn failed(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
+/// A unique or primary-key violation is a conflict; anything else a backend failure.
+fn conflict_or_failed(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error() {
+        Some(s)
+            if s.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                || s.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+        {
+            StoreError::Conflict
+        }
+        _ => failed(e),
+    }
+}
+
+/// Runs one cached statement, returning the rows it changed.
+fn run(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<usize, StoreError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute(params))
+        .map_err(failed)
+}
+
 /// One write request, inside the batch's transaction.
-async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Out, StoreError> {
+fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, StoreError> {
+    use rusqlite::{OptionalExtension as _, params};
     match op {
         Op::Commit {
             row,
             expected,
             continues,
             events,
-        } => commit(conn, row, *expected, *continues, events).await,
+        } => commit(conn, row, *expected, *continues, events),
         Op::RenewLeases { node, until_ms } => {
-            let r = sqlx::query(
+            let n = run(
+                conn,
                 "UPDATE tasks SET lease_until = ? WHERE lease_node = ? AND lease_node IS NOT NULL",
-            )
-            .bind(until_ms)
-            .bind(node)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
-            Ok(Out::Count(r.rows_affected()))
+                params![until_ms, node],
+            )?;
+            Ok(Out::Count(n as u64))
         }
         Op::PushPut {
             scope,
@@ -309,32 +353,21 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Out, StoreError> 
             id,
             body,
         } => {
-            sqlx::query(
+            run(
+                conn,
                 "INSERT INTO push_configs (tenant, owner, task_id, id, body) VALUES (?, ?, ?, ?, ?) \
                  ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = excluded.body",
-            )
-            .bind(&*scope.tenant)
-            .bind(&*scope.owner)
-            .bind(task_id)
-            .bind(id)
-            .bind(body)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
+                params![&*scope.tenant, &*scope.owner, task_id, id, body],
+            )?;
             Ok(Out::Unit)
         }
         Op::PushDelete { scope, task_id, id } => {
-            let r = sqlx::query(
+            let n = run(
+                conn,
                 "DELETE FROM push_configs WHERE tenant = ? AND owner = ? AND task_id = ? AND id = ?",
-            )
-            .bind(&*scope.tenant)
-            .bind(&*scope.owner)
-            .bind(task_id)
-            .bind(id)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
-            Ok(Out::Bool(r.rows_affected() > 0))
+                params![&*scope.tenant, &*scope.owner, task_id, id],
+            )?;
+            Ok(Out::Bool(n > 0))
         }
         Op::Claim {
             scope,
@@ -344,25 +377,32 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Out, StoreError> 
             from,
             now_ms,
         } => {
-            let delivered: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO deliveries (tenant, owner, task_id, delivered, node, until_ms) \
-                 VALUES (?, ?, ?, ?, ?, ?) \
-                 ON CONFLICT (tenant, owner, task_id) DO UPDATE \
-                 SET node = excluded.node, until_ms = excluded.until_ms \
-                 WHERE deliveries.node IS NULL OR deliveries.node = excluded.node \
-                 OR deliveries.until_ms < ? \
-                 RETURNING delivered",
-            )
-            .bind(&*scope.tenant)
-            .bind(&*scope.owner)
-            .bind(task_id)
-            .bind(from)
-            .bind(node)
-            .bind(until_ms)
-            .bind(now_ms)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(backend)?;
+            let delivered: Option<i64> = conn
+                .prepare_cached(
+                    "INSERT INTO deliveries (tenant, owner, task_id, delivered, node, until_ms) \
+                     VALUES (?, ?, ?, ?, ?, ?) \
+                     ON CONFLICT (tenant, owner, task_id) DO UPDATE \
+                     SET node = excluded.node, until_ms = excluded.until_ms \
+                     WHERE deliveries.node IS NULL OR deliveries.node = excluded.node \
+                     OR deliveries.until_ms < ? \
+                     RETURNING delivered",
+                )
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![
+                            &*scope.tenant,
+                            &*scope.owner,
+                            task_id,
+                            from,
+                            node,
+                            until_ms,
+                            now_ms
+                        ],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                })
+                .map_err(failed)?;
             Ok(Out::Claim(delivered.map(to_u64)))
         }
         Op::Delivered {
@@ -372,111 +412,99 @@ async fn apply(conn: &mut SqliteConnection, op: &Op) -> Result<Out, StoreError> 
             seq,
             until_ms,
         } => {
-            let r = sqlx::query(
+            let n = run(
+                conn,
                 "UPDATE deliveries SET delivered = MAX(delivered, ?), until_ms = ? \
                  WHERE tenant = ? AND owner = ? AND task_id = ? AND node = ?",
-            )
-            .bind(seq)
-            .bind(until_ms)
-            .bind(&*scope.tenant)
-            .bind(&*scope.owner)
-            .bind(task_id)
-            .bind(node)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
-            Ok(Out::Bool(r.rows_affected() > 0))
+                params![seq, until_ms, &*scope.tenant, &*scope.owner, task_id, node],
+            )?;
+            Ok(Out::Bool(n > 0))
         }
         Op::Release {
             scope,
             task_id,
             node,
         } => {
-            sqlx::query(
+            run(
+                conn,
                 "UPDATE deliveries SET node = NULL \
                  WHERE tenant = ? AND owner = ? AND task_id = ? AND node = ?",
-            )
-            .bind(&*scope.tenant)
-            .bind(&*scope.owner)
-            .bind(task_id)
-            .bind(node)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
+                params![&*scope.tenant, &*scope.owner, task_id, node],
+            )?;
             Ok(Out::Unit)
         }
     }
 }
 
 /// A commit; the single writer makes read-then-write safe.
-async fn commit(
-    conn: &mut SqliteConnection,
+fn commit(
+    conn: &rusqlite::Connection,
     row: &TaskRow,
     expected: Option<i64>,
     continues: bool,
     events: &[(i64, Vec<u8>)],
 ) -> Result<Out, StoreError> {
+    use rusqlite::{OptionalExtension as _, params};
     let deltas = match expected {
         Some(expected) => {
-            let old = sqlx::query(
-                "SELECT last_seq, state, context_id FROM tasks \
-                 WHERE tenant = ? AND owner = ? AND id = ?",
-            )
-            .bind(&row.tenant)
-            .bind(&row.owner)
-            .bind(&row.id)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(backend)?
-            .ok_or(StoreError::NotFound)?;
-            let stored: i64 = old.try_get(0).map_err(backend)?;
+            let old: Option<(i64, i32, String)> = conn
+                .prepare_cached(
+                    "SELECT last_seq, state, context_id FROM tasks \
+                     WHERE tenant = ? AND owner = ? AND id = ?",
+                )
+                .and_then(|mut s| {
+                    s.query_row(params![row.tenant, row.owner, row.id], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })
+                    .optional()
+                })
+                .map_err(failed)?;
+            let (stored, old_state, old_context) = old.ok_or(StoreError::NotFound)?;
             if stored != expected || !continues {
                 return Err(StoreError::Conflict);
             }
-            let old_state: i32 = old.try_get(1).map_err(backend)?;
-            let old_context: String = old.try_get(2).map_err(backend)?;
-            sqlx::query(
+            run(
+                conn,
                 "UPDATE tasks SET context_id = ?, state = ?, status_ts = ?, last_seq = ?, \
                  turn = ?, lease_node = ?, lease_until = ?, snapshot = ? \
                  WHERE tenant = ? AND owner = ? AND id = ?",
-            )
-            .bind(&row.context_id)
-            .bind(row.state)
-            .bind(row.status_ts)
-            .bind(row.last_seq)
-            .bind(row.turn)
-            .bind(&row.lease_node)
-            .bind(row.lease_until)
-            .bind(&row.snapshot)
-            .bind(&row.tenant)
-            .bind(&row.owner)
-            .bind(&row.id)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
+                params![
+                    row.context_id,
+                    row.state,
+                    row.status_ts,
+                    row.last_seq,
+                    row.turn,
+                    row.lease_node,
+                    row.lease_until,
+                    row.snapshot,
+                    row.tenant,
+                    row.owner,
+                    row.id
+                ],
+            )?;
             CounterDeltas::updated(&old_context, old_state, row)
         }
         None => {
-            let r = sqlx::query(
+            let n = run(
+                conn,
                 "INSERT INTO tasks (tenant, owner, id, context_id, state, status_ts, last_seq, \
                  turn, lease_node, lease_until, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
                  ON CONFLICT (tenant, owner, id) DO NOTHING",
-            )
-            .bind(&row.tenant)
-            .bind(&row.owner)
-            .bind(&row.id)
-            .bind(&row.context_id)
-            .bind(row.state)
-            .bind(row.status_ts)
-            .bind(row.last_seq)
-            .bind(row.turn)
-            .bind(&row.lease_node)
-            .bind(row.lease_until)
-            .bind(&row.snapshot)
-            .execute(&mut *conn)
-            .await
-            .map_err(backend)?;
-            if r.rows_affected() == 0 {
+                params![
+                    row.tenant,
+                    row.owner,
+                    row.id,
+                    row.context_id,
+                    row.state,
+                    row.status_ts,
+                    row.last_seq,
+                    row.turn,
+                    row.lease_node,
+                    row.lease_until,
+                    row.snapshot
+                ],
+            )?;
+            if n == 0 {
                 return Err(StoreError::AlreadyExists);
             }
             if !continues {
@@ -485,61 +513,35 @@ async fn commit(
             CounterDeltas::created(row)
         }
     };
-    // One statement per table, whatever the number of rows: each statement is a round trip
-    // to sqlx's SQLite thread.
+    // In this thread a statement per row costs no round trip: one prepared statement each.
     if !events.is_empty() {
-        let sql = format!(
-            "INSERT INTO events (tenant, owner, task_id, seq, body) VALUES {}",
-            vec!["(?, ?, ?, ?, ?)"; events.len()].join(", ")
-        );
-        // Only placeholders are formatted in: the row count, never data.
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut insert = conn
+            .prepare_cached(
+                "INSERT INTO events (tenant, owner, task_id, seq, body) VALUES (?, ?, ?, ?, ?)",
+            )
+            .map_err(failed)?;
         for (seq, body) in events {
-            q = q
-                .bind(&row.tenant)
-                .bind(&row.owner)
-                .bind(&row.id)
-                .bind(seq)
-                .bind(body);
+            insert
+                .execute(params![row.tenant, row.owner, row.id, seq, body])
+                .map_err(conflict_or_failed)?;
         }
-        q.execute(&mut *conn).await.map_err(|e| {
-            if is_unique_violation(&e) {
-                StoreError::Conflict
-            } else {
-                backend(e)
-            }
-        })?;
     }
-    if !deltas.states.is_empty() {
-        let sql = format!(
-            "INSERT INTO task_counts (tenant, owner, state, n) VALUES {} \
+    for (state, delta) in &deltas.states {
+        run(
+            conn,
+            "INSERT INTO task_counts (tenant, owner, state, n) VALUES (?, ?, ?, ?) \
              ON CONFLICT (tenant, owner, state) DO UPDATE SET n = n + excluded.n",
-            vec!["(?, ?, ?, ?)"; deltas.states.len()].join(", ")
-        );
-        // Only placeholders are formatted in: the row count, never data.
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (state, delta) in &deltas.states {
-            q = q.bind(&row.tenant).bind(&row.owner).bind(state).bind(delta);
-        }
-        q.execute(&mut *conn).await.map_err(backend)?;
+            params![row.tenant, row.owner, state, delta],
+        )?;
     }
-    if !deltas.contexts.is_empty() {
-        let sql = format!(
-            "INSERT INTO context_counts (tenant, owner, context_id, state, n) VALUES {} \
+    for (context, state, delta) in &deltas.contexts {
+        run(
+            conn,
+            "INSERT INTO context_counts (tenant, owner, context_id, state, n) \
+             VALUES (?, ?, ?, ?, ?) \
              ON CONFLICT (tenant, owner, context_id, state) DO UPDATE SET n = n + excluded.n",
-            vec!["(?, ?, ?, ?, ?)"; deltas.contexts.len()].join(", ")
-        );
-        // Only placeholders are formatted in: the row count, never data.
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (context, state, delta) in &deltas.contexts {
-            q = q
-                .bind(&row.tenant)
-                .bind(&row.owner)
-                .bind(context)
-                .bind(state)
-                .bind(delta);
-        }
-        q.execute(&mut *conn).await.map_err(backend)?;
+            params![row.tenant, row.owner, context, state, delta],
+        )?;
     }
     Ok(Out::Unit)
 }
