@@ -48,6 +48,83 @@ async fn a_caller_over_its_rate_is_refused_on_every_binding() {
     }
 }
 
+/// A client of `server` over `binding` whose connections come from `ip` (any 127.x.y.z
+/// reaches a server on 127.0.0.1).
+async fn client_from(
+    server: &Trident,
+    binding: Binding,
+    ip: std::net::IpAddr,
+) -> std::sync::Arc<dyn trident_core::A2aService> {
+    let http = || {
+        reqwest::Client::builder()
+            .local_address(ip)
+            .build()
+            .expect("http client")
+    };
+    match binding {
+        Binding::Rest => std::sync::Arc::new(
+            trident_rest::RestClient::with_client(http(), &server.origin).expect("client"),
+        ),
+        Binding::JsonRpc => std::sync::Arc::new(trident_jsonrpc::JsonRpcClient::with_client(
+            http(),
+            &format!("{}/", server.origin),
+        )),
+        Binding::Grpc => {
+            let channel = tonic::transport::Endpoint::from_shared(server.origin.clone())
+                .expect("endpoint")
+                .local_address(Some(ip))
+                .connect()
+                .await
+                .expect("connect");
+            std::sync::Arc::new(trident_grpc::GrpcClient::from_channel(
+                channel,
+                &trident_grpc::GrpcOptions::default(),
+            ))
+        }
+    }
+}
+
+/// Anonymous callers are limited by address: one spending its budget leaves another's alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_callers_are_limited_per_address() {
+    let server = Trident::serve(&[
+        "--agent",
+        "echo",
+        "--store",
+        "memory",
+        "--rate-limit",
+        "0.1",
+        "--rate-burst",
+        "2",
+    ])
+    .await;
+    for (i, binding) in BINDINGS.into_iter().enumerate() {
+        let octet = 10 + 2 * u8::try_from(i).expect("few bindings");
+        let noisy = client_from(&server, binding, [127, 0, 0, octet].into()).await;
+        let quiet = client_from(&server, binding, [127, 0, 0, octet + 1].into()).await;
+        let mut noisy_outcomes = Vec::new();
+        for _ in 0..4 {
+            noisy_outcomes.push(
+                noisy
+                    .send_message(&CallContext::new(), req(msg("hi")))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.kind()),
+            );
+        }
+        assert!(
+            noisy_outcomes.contains(&Err(ErrorKind::ResourceExhausted)),
+            "{binding:?}: the noisy caller is limited: {noisy_outcomes:?}"
+        );
+        for n in 0..2 {
+            quiet
+                .send_message(&CallContext::new(), req(msg("hi")))
+                .await
+                .unwrap_or_else(|e| panic!("{binding:?}: quiet caller's request {n}: {e}"));
+        }
+    }
+}
+
 /// A caller may hold at most --max-streams streams; closing one frees its slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_streams_are_limited_per_caller() {

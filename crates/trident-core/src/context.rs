@@ -87,6 +87,10 @@ pub struct CallContext {
     pub trace: Option<TraceContext>,
     /// The binding the call arrived on (set by server adapters; `None` in process).
     pub binding: Option<Binding>,
+    /// The caller's address as the server's socket saw it (set by server adapters when the
+    /// server records connection info, as `trident_server::serve` does; `None` in process).
+    /// Per-caller limits key anonymous callers by its IP.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// A W3C trace context (<https://www.w3.org/TR/trace-context/>).

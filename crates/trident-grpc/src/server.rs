@@ -133,6 +133,10 @@ fn split<T>(req: Request<T>) -> (CallContext, T) {
     if let Some(p) = req.extensions().get::<trident_core::Principal>() {
         cx.principal = p.clone();
     }
+    cx.peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0);
     (cx, req.into_inner())
 }
 

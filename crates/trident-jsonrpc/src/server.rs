@@ -183,6 +183,7 @@ pub(crate) fn parse_envelope(body: &[u8]) -> Result<(&str, Operation, &[u8]), (&
 async fn handle(
     State(st): State<AppState>,
     principal: Option<axum::Extension<trident_core::Principal>>,
+    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -204,6 +205,7 @@ async fn handle(
     if let Some(axum::Extension(p)) = principal {
         cx.principal = p;
     }
+    cx.peer = peer.map(|axum::Extension(c)| c.0);
     match dispatch_json(&*st.svc, &cx, op, params, PathVars::default()).await {
         Ok(JsonReply::Unary(result)) => (
             [(header::CONTENT_TYPE, "application/json")],

@@ -191,6 +191,10 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, A2aError> {
     if let Some(p) = parts.extensions.get::<trident_core::Principal>() {
         cx.principal = p.clone();
     }
+    cx.peer = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0);
     let body = if matched.route.body {
         Some(
             axum::body::to_bytes(body, st.options.max_body)

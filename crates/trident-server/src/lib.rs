@@ -482,6 +482,8 @@ pub async fn serve(
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
     });
+    // Connection info gives every call its peer address (`CallContext::peer`).
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     let graceful = axum::serve(listener, app).with_graceful_shutdown(async move {
         shutdown.await;
         let _ = stop_tx.send(true);

@@ -1,5 +1,5 @@
 //! Per-caller limits: a request rate (token bucket) and a number of concurrent streams, keyed
-//! by the authenticated principal (anonymous callers share one key). A caller over a limit
+//! by the authenticated principal, or for an anonymous caller by its IP address. A caller over a limit
 //! gets `ResourceExhausted` (HTTP 429, gRPC RESOURCE_EXHAUSTED, JSON-RPC -31429) on every
 //! binding; other callers are unaffected. Request body size is limited per binding
 //! (`RestOptions::max_body` and friends).
@@ -96,8 +96,15 @@ impl Limited {
         }
     }
 
+    /// An authenticated caller is its principal; an anonymous one its IP address (so one
+    /// noisy client cannot spend everybody's budget), or one shared key when the server
+    /// recorded no address.
     fn key(cx: &CallContext) -> Arc<str> {
-        cx.principal.id().unwrap_or("").into()
+        match (cx.principal.id(), cx.peer) {
+            (Some(id), _) => format!("principal {id}").into(),
+            (None, Some(peer)) => format!("address {}", peer.ip()).into(),
+            (None, None) => "anonymous".into(),
+        }
     }
 
     /// Takes a token for one request (and a stream slot for a stream).
