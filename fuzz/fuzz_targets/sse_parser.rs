@@ -53,7 +53,7 @@ fn reference(body: &[u8]) -> Vec<SseEvent> {
             }
             data.pop();
             let kind = if event.is_empty() { "message".to_owned() } else { std::mem::take(&mut event) };
-            events.push(SseEvent { event: kind, data: std::mem::take(&mut data), id: id.clone() });
+            events.push(SseEvent { event: kind, data: std::mem::take(&mut data), id: id.as_str().into() });
             continue;
         }
         if line.starts_with(':') {

@@ -13,6 +13,20 @@ use crate::process::Trident;
 
 const BINDINGS: [Binding; 3] = [Binding::Grpc, Binding::JsonRpc, Binding::Rest];
 
+/// What `n` SendMessage calls in a row come to.
+async fn outcomes(svc: &dyn trident_core::A2aService, n: usize) -> Vec<Result<(), ErrorKind>> {
+    let mut outcomes = Vec::new();
+    for _ in 0..n {
+        outcomes.push(
+            svc.send_message(&CallContext::new(), req(msg("hi")))
+                .await
+                .map(|_| ())
+                .map_err(|e| e.kind()),
+        );
+    }
+    outcomes
+}
+
 /// Over its request rate a caller gets ResourceExhausted, on every binding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_over_its_rate_is_refused_on_every_binding() {
@@ -30,15 +44,7 @@ async fn a_caller_over_its_rate_is_refused_on_every_binding() {
     for binding in BINDINGS {
         let svc = server.client(binding).await;
         // The burst, then refusals (the bucket refills at one token per 2 s).
-        let mut outcomes = Vec::new();
-        for _ in 0..4 {
-            outcomes.push(
-                svc.send_message(&CallContext::new(), req(msg("hi")))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.kind()),
-            );
-        }
+        let outcomes = outcomes(&*svc, 4).await;
         assert!(
             outcomes.contains(&Err(ErrorKind::ResourceExhausted)),
             "{binding:?}: {outcomes:?}"
@@ -102,16 +108,7 @@ async fn anonymous_callers_are_limited_per_address() {
         let octet = 10 + 2 * u8::try_from(i).expect("few bindings");
         let noisy = client_from(&server, binding, [127, 0, 0, octet].into()).await;
         let quiet = client_from(&server, binding, [127, 0, 0, octet + 1].into()).await;
-        let mut noisy_outcomes = Vec::new();
-        for _ in 0..4 {
-            noisy_outcomes.push(
-                noisy
-                    .send_message(&CallContext::new(), req(msg("hi")))
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.kind()),
-            );
-        }
+        let noisy_outcomes = outcomes(&*noisy, 4).await;
         assert!(
             noisy_outcomes.contains(&Err(ErrorKind::ResourceExhausted)),
             "{binding:?}: the noisy caller is limited: {noisy_outcomes:?}"

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use trident_core::{A2aError, A2aService, ErrorKind, PROTOCOL_VERSION};
+use trident_core::{A2aError, A2aService, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind, PROTOCOL_VERSION};
 
 mod gateway;
 pub use gateway::Upstream;
@@ -60,7 +60,15 @@ pub async fn fetch_card(origin: &str) -> Result<pb::AgentCard, A2aError> {
             format!("agent card {url}: HTTP {}", response.status()),
         ));
     }
-    let body = response.bytes().await.map_err(unavailable)?;
+    let body = trident_core::read_body(response.bytes_stream(), DEFAULT_MAX_RESPONSE_BYTES)
+        .await
+        .map_err(|e| match e {
+            trident_core::BodyError::Body(e) => unavailable(e),
+            e @ trident_core::BodyError::TooLarge { .. } => A2aError::new(
+                ErrorKind::InvalidAgentResponse,
+                format!("agent card {url}: {e}"),
+            ),
+        })?;
     serde_json::from_slice(&body).map_err(|e| {
         A2aError::new(
             ErrorKind::InvalidAgentResponse,

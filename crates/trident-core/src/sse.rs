@@ -11,6 +11,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 
@@ -26,8 +27,8 @@ pub struct SseEvent {
     /// The `data` fields, joined with line feeds.
     pub data: String,
     /// The stream's last event ID when the event was dispatched (the spec keeps it across
-    /// events until an `id` field changes it).
-    pub id: String,
+    /// events until an `id` field changes it). Shared, not copied, between the events.
+    pub id: Arc<str>,
 }
 
 /// The incremental SSE decoder: [`feed`](Self::feed) it the body's bytes, cut anywhere, and
@@ -43,7 +44,7 @@ pub struct SseDecoder {
     after_cr: bool,
     data: String,
     event: String,
-    last_id: String,
+    last_id: Arc<str>,
     retry: Option<u64>,
     max: usize,
 }
@@ -57,7 +58,7 @@ impl SseDecoder {
             after_cr: false,
             data: String::new(),
             event: String::new(),
-            last_id: String::new(),
+            last_id: Arc::from(""),
             retry: None,
             max: max_event_bytes,
         }
@@ -126,9 +127,20 @@ impl SseDecoder {
         Ok(())
     }
 
-    /// Refuses a line that, with the data buffered, would make the event larger than allowed.
+    /// Refuses a line that would make the event larger than allowed: what the event holds so
+    /// far (data, type and the last event ID, decoded) plus the line's bytes.
     fn bound(&self, line: usize) -> Result<(), BodyError<Infallible>> {
-        if self.data.len().saturating_add(line) > self.max {
+        self.check(
+            self.data
+                .len()
+                .saturating_add(self.event.len())
+                .saturating_add(self.last_id.len())
+                .saturating_add(line),
+        )
+    }
+
+    fn check(&self, total: usize) -> Result<(), BodyError<Infallible>> {
+        if total > self.max {
             return Err(BodyError::TooLarge { limit: self.max });
         }
         Ok(())
@@ -156,14 +168,24 @@ impl SseDecoder {
             }
             None => (line, &b""[..]),
         };
+        // Decoding may grow a value (each invalid byte becomes a three-byte U+FFFD), so the
+        // bound is checked again on what is kept.
         match name {
             b"data" => {
-                self.data.push_str(&String::from_utf8_lossy(value));
+                let value = String::from_utf8_lossy(value);
+                self.bound(value.len() + 1)?;
+                self.data.push_str(&value);
                 self.data.push('\n');
             }
-            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                let value = String::from_utf8_lossy(value);
+                self.check(self.data.len() + self.last_id.len() + value.len())?;
+                self.event = value.into_owned();
+            }
             b"id" if !value.contains(&0) => {
-                self.last_id = String::from_utf8_lossy(value).into_owned();
+                let value = String::from_utf8_lossy(value);
+                self.check(self.data.len() + self.event.len() + value.len())?;
+                self.last_id = Arc::from(&*value);
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 // All digits, so only overflow fails; the spec leaves that case open: ignored.

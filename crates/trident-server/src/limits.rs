@@ -1,10 +1,12 @@
 //! Per-caller limits: a request rate (token bucket) and a number of concurrent streams, keyed
-//! by the authenticated principal, or for an anonymous caller by its IP address. A caller over a limit
+//! by the authenticated principal, or for an anonymous caller by its IPv4 address or IPv6 /64
+//! (behind a proxy, the proxy's: no PROXY protocol or `Forwarded` header is read). A caller over a limit
 //! gets `ResourceExhausted` (HTTP 429, gRPC RESOURCE_EXHAUSTED, JSON-RPC -31429) on every
 //! binding; other callers are unaffected. Request body size is limited per binding
 //! (`RestOptions::max_body` and friends).
 
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -46,6 +48,10 @@ type Shards = Arc<[Mutex<HashMap<Arc<str>, Caller>>]>;
 const SHARDS: usize = 32;
 /// Callers kept per shard before idle ones are forgotten.
 const SHARD_CAPACITY: usize = 4096;
+/// The key callers share when their shard is full of active callers (and anonymous callers
+/// with no recorded address): the table never grows past its capacity, whatever number of
+/// addresses or principals turn up.
+const OVERFLOW: &str = "anonymous";
 
 /// An [`A2aService`] that enforces [`CallerLimits`].
 pub struct Limited {
@@ -96,20 +102,26 @@ impl Limited {
         }
     }
 
-    /// An authenticated caller is its principal; an anonymous one its IP address (so one
-    /// noisy client cannot spend everybody's budget), or one shared key when the server
-    /// recorded no address.
+    /// An authenticated caller is its principal; an anonymous one its IPv4 address or IPv6
+    /// /64 (one host usually has a whole /64), so one noisy client cannot spend everybody's
+    /// budget; one shared key when the server recorded no address.
     fn key(cx: &CallContext) -> Arc<str> {
         match (cx.principal.id(), cx.peer) {
             (Some(id), _) => format!("principal {id}").into(),
-            (None, Some(peer)) => format!("address {}", peer.ip()).into(),
-            (None, None) => "anonymous".into(),
+            (None, Some(peer)) => match peer.ip().to_canonical() {
+                IpAddr::V4(v4) => format!("address {v4}").into(),
+                IpAddr::V6(v6) => {
+                    let net = Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX));
+                    format!("address {net}/64").into()
+                }
+            },
+            (None, None) => OVERFLOW.into(),
         }
     }
 
     /// Takes a token for one request (and a stream slot for a stream).
     fn admit(&self, cx: &CallContext, stream: bool) -> Result<Option<Slot>, A2aError> {
-        let key = Self::key(cx);
+        let mut key = Self::key(cx);
         let now = Instant::now();
         let mut shard = lock(&self.callers[shard_of(&key)]);
         if shard.len() >= SHARD_CAPACITY && !shard.contains_key(&key) {
@@ -120,6 +132,11 @@ impl Limited {
                 c.streams > 0
                     || c.tokens + now.duration_since(c.refilled).as_secs_f64() * rate < burst
             });
+            if shard.len() >= SHARD_CAPACITY {
+                drop(shard);
+                key = OVERFLOW.into();
+                shard = lock(&self.callers[shard_of(&key)]);
+            }
         }
         let burst = f64::from(self.limits.burst.max(1));
         let caller = shard.entry(key.clone()).or_insert(Caller {
@@ -285,3 +302,6 @@ impl A2aService for Limited {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests;

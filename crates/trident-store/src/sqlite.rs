@@ -59,9 +59,6 @@ pub struct SqliteStore {
     writer: mpsc::Sender<Request>,
     readers: SqlitePool,
     counters: Arc<Counters>,
-    /// An exclusive lock on `PATH.lock`, held while the store is open: a SQLite store belongs
-    /// to one process (which is why every lease found at start-up is an orphan).
-    _lock: std::fs::File,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -139,16 +136,25 @@ impl SqliteStore {
         lock_path.push(".lock");
         let lock = std::fs::File::create(&lock_path)
             .map_err(|e| OpenError::Io(format!("{}: {e}", Path::new(&lock_path).display())))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(OpenError::Locked(path.as_ref().display().to_string()));
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(OpenError::Io(format!(
-                    "{}: {e}",
-                    Path::new(&lock_path).display()
-                )));
+        // The writer thread holds the lock until it has closed its connection, so a store
+        // just dropped in this process may hold it a moment longer: wait up to a second.
+        let mut attempts = 0;
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if attempts < 50 => {
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(OpenError::Locked(path.as_ref().display().to_string()));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(OpenError::Io(format!(
+                        "{}: {e}",
+                        Path::new(&lock_path).display()
+                    )));
+                }
             }
         }
         let options = SqliteConnectOptions::from_str("sqlite:")?
@@ -161,7 +167,10 @@ impl SqliteStore {
         let mut conn = options.connect().await?;
         crate::migrate::sqlite(&mut conn).await?;
         conn.close().await?;
-        let writer_conn = open_writer(path.as_ref())?;
+        let writer_path = path.as_ref().to_owned();
+        let writer_conn = tokio::task::spawn_blocking(move || open_writer(&writer_path))
+            .await
+            .map_err(|e| OpenError::Io(format!("opening the sqlite writer: {e}")))??;
         let readers = SqlitePoolOptions::new()
             .max_connections(READERS)
             .connect_with(options)
@@ -171,13 +180,12 @@ impl SqliteStore {
         let writer_counters = counters.clone();
         std::thread::Builder::new()
             .name("trident-sqlite-writer".into())
-            .spawn(move || run_writer(writer_conn, rx, writer_counters))
+            .spawn(move || run_writer(writer_conn, rx, writer_counters, lock))
             .map_err(|e| OpenError::Io(format!("starting the sqlite writer: {e}")))?;
         Ok(Self {
             writer,
             readers,
             counters,
-            _lock: lock,
         })
     }
 
@@ -208,10 +216,15 @@ fn unexpected(out: Out) -> StoreError {
 /// request (up to [`MAX_BATCH`]) and runs them in one transaction, with statements prepared
 /// once and kept: a commit costs no thread hop per statement (sqlx's SQLite driver makes one
 /// per statement), only one to hand the batch over and one to answer each request.
+///
+/// `lock` is the exclusive lock on `PATH.lock`: a SQLite store belongs to one process (which
+/// is why every lease found at start-up is an orphan). The thread holds it until the store is
+/// dropped and every write queued before has run, and releases it after closing.
 fn run_writer(
     conn: rusqlite::Connection,
     mut rx: mpsc::Receiver<Request>,
     counters: Arc<Counters>,
+    lock: std::fs::File,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
@@ -228,6 +241,7 @@ fn run_writer(
     if let Err((_, e)) = conn.close() {
         tracing::warn!(error = %e, "sqlite writer: closing the connection");
     }
+    drop(lock);
 }
 
 /// Opens the writer's connection: the pragmas sqlx sets on the readers, set here by hand.
@@ -436,6 +450,23 @@ fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, StoreError> {
     }
 }
 
+/// A task row's columns as named parameters, for the statements that write all of them.
+fn row_params(row: &TaskRow) -> [(&'static str, &dyn rusqlite::ToSql); 11] {
+    [
+        (":tenant", &row.tenant),
+        (":owner", &row.owner),
+        (":id", &row.id),
+        (":context_id", &row.context_id),
+        (":state", &row.state),
+        (":status_ts", &row.status_ts),
+        (":last_seq", &row.last_seq),
+        (":turn", &row.turn),
+        (":lease_node", &row.lease_node),
+        (":lease_until", &row.lease_until),
+        (":snapshot", &row.snapshot),
+    ]
+}
+
 /// A commit; the single writer makes read-then-write safe.
 fn commit(
     conn: &rusqlite::Connection,
@@ -465,22 +496,11 @@ fn commit(
             }
             run(
                 conn,
-                "UPDATE tasks SET context_id = ?, state = ?, status_ts = ?, last_seq = ?, \
-                 turn = ?, lease_node = ?, lease_until = ?, snapshot = ? \
-                 WHERE tenant = ? AND owner = ? AND id = ?",
-                params![
-                    row.context_id,
-                    row.state,
-                    row.status_ts,
-                    row.last_seq,
-                    row.turn,
-                    row.lease_node,
-                    row.lease_until,
-                    row.snapshot,
-                    row.tenant,
-                    row.owner,
-                    row.id
-                ],
+                "UPDATE tasks SET context_id = :context_id, state = :state, \
+                 status_ts = :status_ts, last_seq = :last_seq, turn = :turn, \
+                 lease_node = :lease_node, lease_until = :lease_until, snapshot = :snapshot \
+                 WHERE tenant = :tenant AND owner = :owner AND id = :id",
+                row_params(row).as_slice(),
             )?;
             CounterDeltas::updated(&old_context, old_state, row)
         }
@@ -488,21 +508,10 @@ fn commit(
             let n = run(
                 conn,
                 "INSERT INTO tasks (tenant, owner, id, context_id, state, status_ts, last_seq, \
-                 turn, lease_node, lease_until, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
-                 ON CONFLICT (tenant, owner, id) DO NOTHING",
-                params![
-                    row.tenant,
-                    row.owner,
-                    row.id,
-                    row.context_id,
-                    row.state,
-                    row.status_ts,
-                    row.last_seq,
-                    row.turn,
-                    row.lease_node,
-                    row.lease_until,
-                    row.snapshot
-                ],
+                 turn, lease_node, lease_until, snapshot) VALUES (:tenant, :owner, :id, \
+                 :context_id, :state, :status_ts, :last_seq, :turn, :lease_node, :lease_until, \
+                 :snapshot) ON CONFLICT (tenant, owner, id) DO NOTHING",
+                row_params(row).as_slice(),
             )?;
             if n == 0 {
                 return Err(StoreError::AlreadyExists);

@@ -9,7 +9,7 @@ fn ev(event: &str, data: &str, id: &str) -> SseEvent {
     SseEvent {
         event: event.to_owned(),
         data: data.to_owned(),
-        id: id.to_owned(),
+        id: id.into(),
     }
 }
 
@@ -160,6 +160,42 @@ fn a_line_or_an_event_over_the_bound_is_an_error() {
         .expect("within the bound");
     decoder.feed(b"\n\n", &mut out).expect("within the bound");
     assert_eq!(Vec::from(out), [msg("0123456789", "")]);
+}
+
+/// Found in review: an ID is kept for every later event, so it must be shared, and it counts
+/// toward the bound like the data; and decoding that grows a value is bounded too.
+#[test]
+fn ids_event_types_and_decoded_growth_count_toward_the_bound() {
+    let mut out = VecDeque::new();
+    // A long id, then many tiny events: every event shares the one id.
+    let mut decoder = SseDecoder::new(1 << 10);
+    let mut body = b"id: ".to_vec();
+    body.extend([b'7'; 1000]);
+    body.extend_from_slice(b"\n");
+    body.extend(b"data\n\n".repeat(100));
+    decoder.feed(&body, &mut out).expect("within the bound");
+    assert_eq!(out.len(), 100);
+    assert!(
+        out.iter()
+            .all(|e| std::sync::Arc::ptr_eq(&e.id, &out[0].id))
+    );
+    // The id and the event type leave less room for data.
+    let mut decoder = SseDecoder::new(16);
+    assert_eq!(
+        decoder.feed(b"id: 0123456789\ndata: 012345\n", &mut out),
+        Err(BodyError::TooLarge { limit: 16 })
+    );
+    let mut decoder = SseDecoder::new(16);
+    assert_eq!(
+        decoder.feed(b"event: 0123456789\nid: 012345\n", &mut out),
+        Err(BodyError::TooLarge { limit: 16 })
+    );
+    // Ten invalid bytes are 10 raw bytes but 30 decoded ones.
+    let mut decoder = SseDecoder::new(24);
+    assert_eq!(
+        decoder.feed(b"data:\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\n", &mut out),
+        Err(BodyError::TooLarge { limit: 24 })
+    );
 }
 
 fn read(chunks: Vec<Result<&'static [u8], &'static str>>, max: usize) -> Vec<String> {
