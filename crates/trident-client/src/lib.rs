@@ -62,13 +62,7 @@ pub async fn fetch_card(origin: &str) -> Result<pb::AgentCard, A2aError> {
     }
     let body = trident_core::read_body(response.bytes_stream(), DEFAULT_MAX_RESPONSE_BYTES)
         .await
-        .map_err(|e| match e {
-            trident_core::BodyError::Body(e) => unavailable(e),
-            e @ trident_core::BodyError::TooLarge { .. } => A2aError::new(
-                ErrorKind::InvalidAgentResponse,
-                format!("agent card {url}: {e}"),
-            ),
-        })?;
+        .map_err(|e| e.into_error(format_args!("agent card {url}")))?;
     serde_json::from_slice(&body).map_err(|e| {
         A2aError::new(
             ErrorKind::InvalidAgentResponse,

@@ -34,6 +34,21 @@ impl<E: fmt::Display> fmt::Display for BodyError<E> {
 
 impl<E: fmt::Debug + fmt::Display> std::error::Error for BodyError<E> {}
 
+impl<E: fmt::Display> BodyError<E> {
+    /// The error a client reports for `what` (say "HTTP+JSON response"): a body that failed
+    /// to arrive is a transport error; one over the bound is the agent's
+    /// (`InvalidAgentResponse`).
+    pub fn into_error(self, what: impl fmt::Display) -> crate::A2aError {
+        match self {
+            BodyError::Body(e) => crate::A2aError::transport(format!("{what}: {e}")),
+            e @ BodyError::TooLarge { .. } => crate::A2aError::new(
+                crate::ErrorKind::InvalidAgentResponse,
+                format!("{what}: {e}"),
+            ),
+        }
+    }
+}
+
 /// Reads a whole body given as a stream of chunks, refusing it once it passes `limit` bytes.
 pub async fn read_body<S, B, E>(body: S, limit: usize) -> Result<Vec<u8>, BodyError<E>>
 where

@@ -32,10 +32,7 @@ fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
 
 /// A body that failed to arrive is a transport error; one over the bound is the agent's.
 fn unreadable<E: std::fmt::Display>(what: &str, e: BodyError<E>) -> A2aError {
-    match e {
-        BodyError::Body(e) => A2aError::transport(format!("JSON-RPC transport: {what}: {e}")),
-        e @ BodyError::TooLarge { .. } => invalid(what, e),
-    }
+    e.into_error(format_args!("JSON-RPC {what}"))
 }
 
 /// Decodes a JSON-RPC error object through the wire table: the ErrorInfo reason in `data`

@@ -31,12 +31,7 @@ fn unavailable(e: reqwest::Error) -> A2aError {
 
 /// A body that failed to arrive is a transport error; one over the bound is the agent's.
 fn unreadable<E: std::fmt::Display>(what: &str, e: BodyError<E>) -> A2aError {
-    match e {
-        BodyError::Body(e) => A2aError::transport(format!("HTTP+JSON transport: {what}: {e}")),
-        e @ BodyError::TooLarge { .. } => {
-            A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
-        }
-    }
+    e.into_error(format_args!("HTTP+JSON {what}"))
 }
 
 impl RestClient {
