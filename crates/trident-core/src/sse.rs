@@ -5,8 +5,8 @@
 //!
 //! Ours rather than a crate's: eventsource-stream 0.2 panicked on a body opening with a
 //! UTF-8 BOM (found by `fuzz/`'s `sse_parser`) and buffers a line without limit, so a server
-//! that never ends a line grows the client's memory until it dies. Here an event (its data
-//! plus the line being read) is capped at [`SseDecoder::new`]'s `max_event_bytes` and going
+//! that never ends a line grows the client's memory until it dies. Here an event (its data,
+//! type and ID, decoded, plus the line being read) is capped at [`SseDecoder::new`]'s `max_event_bytes` and going
 //! over it is an error, never a crash.
 
 use std::collections::VecDeque;
@@ -50,7 +50,8 @@ pub struct SseDecoder {
 }
 
 impl SseDecoder {
-    /// A decoder refusing events (data plus the line being read) over `max_event_bytes`.
+    /// A decoder refusing events (data, type and ID, plus the line being read) over
+    /// `max_event_bytes`.
     pub fn new(max_event_bytes: usize) -> Self {
         Self {
             head: Some(Vec::new()),
