@@ -59,6 +59,19 @@ pub enum OpenError {
     /// A file could not be created or locked.
     #[error("{0}")]
     Io(String),
+    /// The SQLite file failed its integrity check at start (or is not a SQLite database):
+    /// it is not opened, so nothing is written into a damaged file.
+    #[error(
+        "{path} is damaged or not a SQLite database ({detail}); nothing was written to it. \
+         Restore it from a backup, or move it aside to start with an empty store \
+         (`sqlite3 {path} .recover` may save what is readable)"
+    )]
+    Corrupt {
+        /// The database file.
+        path: String,
+        /// What SQLite reported.
+        detail: String,
+    },
     /// A PostgreSQL schema name that is not a plain identifier.
     #[error("invalid schema name {0:?}: use ASCII letters, digits and underscores")]
     SchemaName(String),

@@ -164,7 +164,24 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(false);
-        let mut conn = options.connect().await?;
+        let corrupt = |detail: String| OpenError::Corrupt {
+            path: path.as_ref().display().to_string(),
+            detail,
+        };
+        let mut conn = options
+            .connect()
+            .await
+            .map_err(|e| corrupt_or(e, &corrupt))?;
+        // A damaged file is refused before anything is written to it (a migration or a
+        // commit into a corrupt b-tree can lose more of it). `quick_check` reads every page
+        // but skips the index-vs-table cross checks: linear in the file's size.
+        let problems: Vec<String> = sqlx::query_scalar("PRAGMA quick_check(20)")
+            .fetch_all(&mut conn)
+            .await
+            .map_err(|e| corrupt_or(e, &corrupt))?;
+        if problems.iter().any(|p| p != "ok") {
+            return Err(corrupt(format!("quick_check: {}", problems.join("; "))));
+        }
         crate::migrate::sqlite(&mut conn).await?;
         conn.close().await?;
         let writer_path = path.as_ref().to_owned();
@@ -242,6 +259,22 @@ fn run_writer(
         tracing::warn!(error = %e, "sqlite writer: closing the connection");
     }
     drop(lock);
+}
+
+/// `e` as [`OpenError::Corrupt`] when SQLite says the file is damaged (`SQLITE_CORRUPT`) or
+/// not a database (`SQLITE_NOTADB`), else as a database error.
+fn corrupt_or(e: sqlx::Error, corrupt: &dyn Fn(String) -> OpenError) -> OpenError {
+    // Primary result codes: SQLITE_CORRUPT = 11, SQLITE_NOTADB = 26.
+    let damaged = e
+        .as_database_error()
+        .and_then(|d| d.code())
+        .and_then(|c| c.parse::<i32>().ok())
+        .is_some_and(|c| matches!(c & 0xff, 11 | 26));
+    if damaged {
+        corrupt(e.to_string())
+    } else {
+        OpenError::Database(e)
+    }
 }
 
 /// Opens the writer's connection: the pragmas sqlx sets on the readers, set here by hand.

@@ -111,6 +111,57 @@ async fn sqlite_passes_the_contract() {
     totals_follow_state_changes(&stores).await;
 }
 
+/// A damaged file is refused at open with a clear message, and left as it was; so is a file
+/// that is not a database at all.
+#[tokio::test]
+async fn sqlite_refuses_a_corrupt_file_at_open() {
+    let dir = TempDir::new();
+    {
+        let store = SqliteStore::open(dir.db()).await.expect("open");
+        let scope = Scope::new("", "fill");
+        for i in 0..300 {
+            let id = format!("t{i:04}-{}", "x".repeat(200));
+            let rec = TaskRecord::new(task(&id, "c", pb::TaskState::Working), 1);
+            trident_core::store::TaskStore::commit(&store, &scope, &rec, None, &[ev(&id, 1)])
+                .await
+                .expect("commit");
+        }
+    }
+    // Reopening waits for the old writer to close (and checkpoint) the file.
+    drop(
+        SqliteStore::open(dir.db())
+            .await
+            .expect("reopen a healthy file"),
+    );
+    let mut bytes = std::fs::read(dir.db()).expect("read");
+    assert!(bytes.len() > 8 * 4096, "several pages: {}", bytes.len());
+    for b in &mut bytes[2 * 4096..6 * 4096] {
+        *b = 0xA5;
+    }
+    std::fs::write(dir.db(), &bytes).expect("damage the file");
+    let Err(err) = SqliteStore::open(dir.db()).await else {
+        panic!("a damaged file is refused");
+    };
+    assert!(matches!(err, OpenError::Corrupt { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("damaged") && text.contains("trident.db"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(dir.db()).expect("read"),
+        bytes,
+        "left untouched"
+    );
+
+    let other = TempDir::new();
+    std::fs::write(other.db(), vec![0x42u8; 64 << 10]).expect("write");
+    let Err(err) = SqliteStore::open(other.db()).await else {
+        panic!("not a database");
+    };
+    assert!(matches!(err, OpenError::Corrupt { .. }), "{err}");
+}
+
 #[tokio::test]
 async fn sqlite_group_commits_concurrent_writes() {
     let dir = TempDir::new();
