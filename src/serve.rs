@@ -50,21 +50,28 @@ pub(crate) struct Listen {
 }
 
 impl Listen {
-    /// `svc` behind the per-caller limits, observed.
-    fn wrap(&self, svc: Arc<dyn A2aService>, metrics: &Arc<Metrics>) -> Arc<dyn A2aService> {
-        let limited: Arc<dyn A2aService> = if self.rate_limit > 0.0 || self.max_streams > 0 {
-            Arc::new(trident_server::Limited::new(
-                svc,
-                trident_server::CallerLimits {
-                    rate: self.rate_limit,
-                    burst: self.rate_burst,
-                    max_streams: self.max_streams,
-                },
-            ))
-        } else {
-            svc
-        };
-        Arc::new(Observed::new(limited, metrics.clone()))
+    /// `svc` behind the per-caller limits, observed; and the limits (when any), which the
+    /// authentication layer also charges for the requests it refuses.
+    fn wrap(
+        &self,
+        svc: Arc<dyn A2aService>,
+        metrics: &Arc<Metrics>,
+    ) -> (Arc<dyn A2aService>, Option<Arc<trident_server::Limited>>) {
+        let (limited, limits): (Arc<dyn A2aService>, _) =
+            if self.rate_limit > 0.0 || self.max_streams > 0 {
+                let limited = Arc::new(trident_server::Limited::new(
+                    svc,
+                    trident_server::CallerLimits {
+                        rate: self.rate_limit,
+                        burst: self.rate_burst,
+                        max_streams: self.max_streams,
+                    },
+                ));
+                (limited.clone(), Some(limited))
+            } else {
+                (svc, None)
+            };
+        (Arc::new(Observed::new(limited, metrics.clone())), limits)
     }
 }
 
@@ -364,11 +371,17 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         bound.addr,
         trident_store::describe(&args.store)
     );
-    let svc = args.listen.wrap(Arc::new(engine.clone()), &metrics);
+    let (svc, limits) = args.listen.wrap(Arc::new(engine.clone()), &metrics);
     let jwks = signing
         .as_ref()
         .and_then(|k| serde_json::to_string(&k.jwks()).ok());
-    let code = run(svc, &card, bound, &args.listen, metrics, &security, jwks).await;
+    let served = Served {
+        svc,
+        limits,
+        metrics,
+        jwks,
+    };
+    let code = run(served, &card, bound, &args.listen, &security).await;
     // Tasks this process was running: hand them to the other replicas now rather than when
     // their leases lapse (a store nobody else uses recovers them at the next start).
     engine.shutdown().await;
@@ -441,20 +454,38 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
     );
     let metrics = Arc::new(Metrics::new());
     let upstream: Arc<dyn A2aService> = Arc::new(trident_client::Upstream::new(client));
-    let svc = args.listen.wrap(upstream, &metrics);
-    run(svc, &card, bound, &args.listen, metrics, &security, None).await
+    let (svc, limits) = args.listen.wrap(upstream, &metrics);
+    let served = Served {
+        svc,
+        limits,
+        metrics,
+        jwks: None,
+    };
+    run(served, &card, bound, &args.listen, &security).await
+}
+
+/// What `run` serves: the wrapped service, its limits, metrics and the JWKS to publish.
+struct Served {
+    svc: Arc<dyn A2aService>,
+    limits: Option<Arc<trident_server::Limited>>,
+    metrics: Arc<Metrics>,
+    jwks: Option<String>,
 }
 
 /// Serves `svc` until SIGTERM or Ctrl-C, then lets open streams finish for `--drain`.
 async fn run(
-    svc: Arc<dyn A2aService>,
+    served: Served,
     card: &pb::AgentCard,
     bound: Bound,
     listen: &Listen,
-    metrics: Arc<Metrics>,
     security: &crate::auth::Security,
-    jwks: Option<String>,
 ) -> ExitCode {
+    let Served {
+        svc,
+        limits,
+        metrics,
+        jwks,
+    } = served;
     let drain = match seconds(listen.drain, "--drain") {
         Ok(d) => d,
         Err(e) => return fail(e),
@@ -464,6 +495,7 @@ async fn run(
         authenticator: security.authenticator.clone(),
         allow_anonymous: security.allow_anonymous,
         jwks,
+        refusals: limits,
         ..ServerOptions::default()
     };
     options.rest.max_body = listen.max_body;

@@ -251,6 +251,19 @@ async fn loopback_webhooks_are_refused_unless_allow_listed() {
         "http://[::1]:9/hook",
         "http://169.254.169.254/latest/meta-data",
         "http://10.0.0.5/hook",
+        // Spellings the HTTP client normalises to the same addresses.
+        "http://127.0.0.1.:9/hook",
+        "http://%31%32%37.0.0.1:9/hook",
+        "http://0x7f.1:9/hook",
+        "http://2130706433:9/hook",
+        "http://[::ffff:7f00:1]:9/hook",
+        "http://169.254.169.254./latest/meta-data",
+        "http://0xa9.0xfe.0xa9.0xfe/latest/meta-data",
+        "http://2852039166/latest/meta-data",
+        "http://%31%30.0.0.1/hook",
+        "http://012.0.0.1/hook",
+        "http://10.1/hook",
+        "http://[fe80::1%25eth0]/hook",
     ] {
         let refused = strict
             .create_task_push_notification_config(
@@ -313,13 +326,22 @@ async fn the_sender_refuses_private_addresses_at_connect_time() {
     let sender = HttpWebhooks::new(Duration::from_secs(2)).expect("client");
     for target in [
         format!("http://localhost:{port}/hook"),
+        format!("http://localhost.:{port}/hook"),
         format!("http://127.0.0.1:{port}/hook"),
+        // Each of these reached the receiver before the sender parsed URLs as reqwest does.
+        format!("http://127.0.0.1.:{port}/hook"),
+        format!("http://%31%32%37.0.0.1:{port}/hook"),
+        format!("http://0x7f.1:{port}/hook"),
+        format!("http://0177.0.0.1:{port}/hook"),
+        format!("http://2130706433:{port}/hook"),
+        format!("http://127.1:{port}/hook"),
+        format!("http://[::ffff:127.0.0.1]:{port}/hook"),
     ] {
         let err = trident_core::WebhookTransport::post(
             &sender,
             &trident_core::WebhookRequest {
                 url: target.clone(),
-                headers: Vec::new(),
+                headers: vec![("authorization", "Bearer secret".to_owned())],
                 body: b"{}".to_vec(),
                 task_id: "t".into(),
                 seq: 1,

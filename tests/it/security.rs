@@ -514,3 +514,85 @@ async fn jwt_and_api_key_schemes_on_every_binding() {
         "bob sees none of carol's tasks: {body}"
     );
 }
+
+/// Refused authentications count against the caller's rate like any other request: bad
+/// tokens in a loop end in ResourceExhausted (429 with `Retry-After` on HTTP+JSON, a
+/// `google.rpc.RetryInfo` on gRPC), not an endless stream of 401s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_authentications_are_rate_limited_with_retry_after() {
+    let server = Trident::serve(&[
+        "--agent",
+        "echo",
+        "--store",
+        "memory",
+        "--bearer",
+        "alice=token-of-alice",
+        "--rate-limit",
+        "0.2",
+        "--rate-burst",
+        "3",
+    ])
+    .await;
+    let http = reqwest::Client::new();
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..6 {
+        let response = http
+            .get(format!("{}/tasks", server.origin))
+            .header("authorization", "Bearer wrong")
+            .send()
+            .await
+            .expect("HTTP");
+        statuses.push(response.status().as_u16());
+        if response.status().as_u16() == 429 {
+            retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+        }
+    }
+    assert_eq!(&statuses[..3], &[401, 401, 401], "{statuses:?}");
+    assert!(statuses[3..].iter().all(|s| *s == 429), "{statuses:?}");
+    assert!(
+        retry_after.is_some_and(|s| (1..=5).contains(&s)),
+        "Retry-After in whole seconds: {retry_after:?}"
+    );
+    // The same address is over its rate on the other bindings too, and says when to retry.
+    let target = server.origin.trim_start_matches("http://").to_owned();
+    let mut grpc =
+        trident_proto::a2a_service_client::A2aServiceClient::connect(format!("http://{target}"))
+            .await
+            .expect("gRPC");
+    let mut request = tonic::Request::new(pb::ListTasksRequest::default());
+    request
+        .metadata_mut()
+        .insert("authorization", "Bearer wrong".parse().expect("ascii"));
+    let status = grpc.list_tasks(request).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    let details = tonic_types::StatusExt::get_error_details(&status);
+    assert!(
+        details.retry_info().and_then(|r| r.retry_delay).is_some(),
+        "RetryInfo: {details:?}"
+    );
+    let rpc: serde_json::Value = http
+        .post(format!("{}/", server.origin))
+        .header("authorization", "Bearer wrong")
+        .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .expect("HTTP")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(rpc["error"]["code"], -31429, "{rpc}");
+    // A valid caller is its own principal, not the address: still served.
+    let alice = server.client(Binding::Rest).await;
+    alice
+        .list_tasks(
+            &CallContext::new().with_credentials("Bearer token-of-alice"),
+            pb::ListTasksRequest::default(),
+        )
+        .await
+        .expect("alice is served");
+}

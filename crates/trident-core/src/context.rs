@@ -197,6 +197,20 @@ impl CallContext {
         cx
     }
 
+    /// Records the raw bytes of the `A2A-Version` service parameter when
+    /// [`from_service_params`](Self::from_service_params) could not read it as text (bytes
+    /// outside visible ASCII): the version is then that text, decoded lossily, so the engine
+    /// refuses it with `VersionNotSupported` instead of treating it as absent.
+    pub fn with_raw_version(mut self, raw: Option<&[u8]>) -> Self {
+        if self.version.is_none()
+            && let Some(raw) = raw
+            && !raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t')
+        {
+            self.version = Some(String::from_utf8_lossy(raw).into_owned());
+        }
+        self
+    }
+
     /// Client side: the service parameters a client sends for this call (lowercase names, as
     /// HTTP/2 and gRPC metadata want them): `a2a-version`, `a2a-extensions`, `last-event-id`,
     /// `authorization`, `traceparent`, `tracestate`. The inverse of [`from_service_params`](Self::from_service_params).

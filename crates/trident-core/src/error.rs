@@ -427,7 +427,23 @@ impl A2aError {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
     }
+
+    /// Says when a retry may succeed: whole seconds, in the ErrorInfo metadata under
+    /// [`RETRY_AFTER_SECONDS`]; the HTTP+JSON binding also sends it as `Retry-After` and gRPC
+    /// as a `google.rpc.RetryInfo`.
+    pub fn with_retry_after(self, seconds: u64) -> Self {
+        self.with_meta(RETRY_AFTER_SECONDS, seconds.to_string())
+    }
+
+    /// Whole seconds after which a retry may succeed, when the error says.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.metadata.get(RETRY_AFTER_SECONDS)?.parse().ok()
+    }
 }
+
+/// ErrorInfo metadata key: whole seconds until a retry may succeed (see
+/// [`A2aError::with_retry_after`]).
+pub const RETRY_AFTER_SECONDS: &str = "retryAfterSeconds";
 
 /// `@type` of `google.rpc.ErrorInfo` in JSON details.
 pub const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";

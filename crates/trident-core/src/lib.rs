@@ -14,6 +14,7 @@ mod body;
 mod context;
 mod error;
 mod executor;
+mod media;
 mod operation;
 mod service;
 mod sse;
@@ -29,14 +30,20 @@ pub use auth::{
 pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use context::{Binding, CallContext, Principal, TraceContext};
 pub use engine::{
-    Engine, EngineBuilder, EngineConfig, EngineStats, Limits, PolicyError, RetryPolicy,
-    WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport, host_port, non_public,
+    AllowEntryError, Destination, Engine, EngineBuilder, EngineConfig, EngineStats, Limits,
+    PolicyError, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport,
+    non_public, webhook_destination,
 };
 pub use error::{
-    A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation, Wire,
+    A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation,
+    RETRY_AFTER_SECONDS, Wire,
 };
 pub use executor::{AgentExecutor, EventSink, RequestContext};
-pub use operation::{JsonReply, Operation, PathVars, dispatch_json, parse_request, to_json};
+pub use media::is_json_media_type;
+pub use operation::{
+    JsonReply, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation, PathVars, dispatch_json, parse_request,
+    to_json,
+};
 pub use service::{A2aService, EventStream, StreamEvent};
 pub use sse::{SseDecoder, SseEvent, sse_events};
 

@@ -110,13 +110,72 @@ impl std::fmt::Debug for JsonReply {
     }
 }
 
+/// JSON values (objects, arrays and their elements) one request body may hold. Decoding
+/// allocates per value — a `Part` costs some 280 bytes decoded for 13 bytes of JSON — so a
+/// 4 MiB body of tiny parts would take ~80 MiB before any limit on parts could apply; with
+/// this bound decoding one body costs at most a few MiB whatever its shape.
+pub const MAX_JSON_VALUES: usize = 65_536;
+
+/// Nesting depth of a request body's JSON.
+pub const MAX_JSON_DEPTH: usize = 64;
+
+/// Counts what decoding `json` would allocate — objects, arrays and their elements outside
+/// strings — without allocating, and refuses a body over [`MAX_JSON_VALUES`] or nested
+/// deeper than [`MAX_JSON_DEPTH`] before it is decoded. Malformed JSON passes: the parser
+/// reports it properly.
+fn check_json_shape(json: &[u8]) -> Result<(), A2aError> {
+    let (mut values, mut depth, mut max_depth) = (0usize, 0usize, 0usize);
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in json {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                values += 1;
+                depth += 1;
+                max_depth = max_depth.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' => values += 1,
+            _ => {}
+        }
+    }
+    if values > MAX_JSON_VALUES {
+        return Err(A2aError::new(
+            ErrorKind::InvalidParams,
+            format!("the request holds more than {MAX_JSON_VALUES} JSON values"),
+        )
+        .with_meta("maxValues", MAX_JSON_VALUES.to_string()));
+    }
+    if max_depth > MAX_JSON_DEPTH {
+        return Err(A2aError::new(
+            ErrorKind::InvalidParams,
+            format!("the request nests JSON deeper than {MAX_JSON_DEPTH} levels"),
+        )
+        .with_meta("maxDepth", MAX_JSON_DEPTH.to_string()));
+    }
+    Ok(())
+}
+
 /// Parses the ProtoJSON of a request; an empty body or `null` is the empty request. Malformed
-/// JSON is `ParseError`, well-formed JSON of the wrong shape `InvalidParams`.
+/// JSON is `ParseError`, well-formed JSON of the wrong shape `InvalidParams`, and so is a body
+/// whose decoding would allocate out of proportion to its size ([`MAX_JSON_VALUES`],
+/// [`MAX_JSON_DEPTH`]).
 pub fn parse_request<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, A2aError> {
     let trimmed = body.trim_ascii();
     if trimmed.is_empty() || trimmed == b"null" {
         return Ok(T::default());
     }
+    check_json_shape(trimmed)?;
     serde_json::from_slice(trimmed).map_err(|e| match e.classify() {
         serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
             A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}"))
@@ -204,3 +263,6 @@ pub async fn dispatch_json(
         }
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -116,7 +116,8 @@ where
 /// `grpc-timeout`.
 fn context(md: &MetadataMap) -> CallContext {
     let mut cx =
-        CallContext::from_service_params(|name| md.get(name).and_then(|v| v.to_str().ok()));
+        CallContext::from_service_params(|name| md.get(name).and_then(|v| v.to_str().ok()))
+            .with_raw_version(md.get("a2a-version").map(|v| v.as_bytes()));
     cx.binding = Some(trident_core::Binding::Grpc);
     cx.deadline = md
         .get(metadata::GRPC_TIMEOUT)

@@ -20,6 +20,9 @@ pub fn status(e: &A2aError) -> Status {
     for v in e.violations() {
         details.add_bad_request_violation(v.field.clone(), v.description.clone());
     }
+    if let Some(seconds) = e.retry_after() {
+        details.set_retry_info(Some(std::time::Duration::from_secs(seconds)));
+    }
     Status::with_error_details(Code::from_i32(wire.grpc), e.message(), details)
 }
 

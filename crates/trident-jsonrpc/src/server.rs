@@ -187,6 +187,25 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    // Checked before the body is read: a request that is not JSON is refused whatever it
+    // holds (a `text/plain` POST is what any web page can send cross-origin).
+    let content_type = headers.get(header::CONTENT_TYPE);
+    if !trident_core::is_json_media_type(content_type.and_then(|v| v.to_str().ok())) {
+        let received = content_type.map_or(String::new(), |v| {
+            String::from_utf8_lossy(v.as_bytes()).into_owned()
+        });
+        let e = A2aError::new(
+            ErrorKind::ContentTypeNotSupported,
+            if received.is_empty() {
+                "the request has no Content-Type: send application/json".to_owned()
+            } else {
+                format!("Content-Type {received:?} is not supported: send application/json")
+            },
+        )
+        .with_meta("header", "Content-Type")
+        .with_meta("received", received);
+        return json(error_json(NULL_ID, &e));
+    }
     let body = match axum::body::to_bytes(body, st.options.max_body).await {
         Ok(b) => b,
         Err(_) => {
@@ -200,7 +219,8 @@ async fn handle(
         Ok(parsed) => parsed,
         Err((id, e)) => return json(error_json(id, &e)),
     };
-    let mut cx = CallContext::from_service_params(|n| header_str(&headers, n));
+    let mut cx = CallContext::from_service_params(|n| header_str(&headers, n))
+        .with_raw_version(headers.get("a2a-version").map(|v| v.as_bytes()));
     cx.binding = Some(trident_core::Binding::JsonRpc);
     if let Some(axum::Extension(p)) = principal {
         cx.principal = p;

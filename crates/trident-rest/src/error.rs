@@ -5,10 +5,16 @@ use trident_core::{A2aError, ErrorKind};
 
 /// The JSON body of an error.
 pub fn error_body(e: &A2aError) -> serde_json::Value {
+    error_body_with_code(e, e.wire().http)
+}
+
+/// The JSON body of an error answered with HTTP status `code` instead of the table's: for
+/// refusals at the HTTP level (405, 413, 415), before a request reaches the A2A layer.
+pub(crate) fn error_body_with_code(e: &A2aError, code: u16) -> serde_json::Value {
     let w = e.wire();
     serde_json::json!({
         "error": {
-            "code": w.http,
+            "code": code,
             "status": w.status,
             "message": e.message(),
             "details": e.details_json(),

@@ -22,7 +22,7 @@ pub use server::{RestOptions, error_response, router, sse};
 use std::sync::Arc;
 use std::time::Duration;
 
-use trident_core::{WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport, host_port};
+use trident_core::{WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport};
 
 /// Delivers push notifications over HTTP(S) with reqwest. Redirects are not followed, each
 /// attempt times out (the engine retries with backoff), and every connection is checked
@@ -113,13 +113,14 @@ impl reqwest::dns::Resolve for PolicyResolver {
 #[async_trait::async_trait]
 impl WebhookTransport for HttpWebhooks {
     async fn post(&self, request: &WebhookRequest) -> Result<(), WebhookError> {
-        let (host, _) = host_port(&request.url)
-            .ok_or_else(|| WebhookError::Transport("not an http(s) URL".into()))?;
-        if let Ok(addr) = host.parse::<std::net::IpAddr>() {
-            self.policy
-                .check_addr(&host, addr)
-                .map_err(|e| WebhookError::Transport(e.to_string()))?;
-        }
+        // The same check as at configuration time, on the URL as reqwest parses it: a
+        // literal address in any spelling is refused here (reqwest connects to literals
+        // without asking the resolver); a name is checked again by `PolicyResolver` on
+        // every connection, whatever it resolves to by then.
+        self.policy
+            .check_url(&request.url)
+            .await
+            .map_err(|e| WebhookError::Transport(e.to_string()))?;
         let mut builder = self.client.post(&request.url).body(request.body.clone());
         for (name, value) in &request.headers {
             builder = builder.header(*name, value);
@@ -188,7 +189,8 @@ pub mod fuzzing {
             headers: &HeaderMap,
             body: &[u8],
         ) -> Result<(Operation, Vec<u8>, String, PathVars), A2aError> {
-            let matched = match_request(&self.routes, method, path, query, headers)?;
+            let matched = match_request(&self.routes, method, path, query, headers)
+                .map_err(|refusal| refusal.error)?;
             let body = matched.route_has_body().then(|| body.to_vec());
             request_of(matched, &self.query, body)
         }

@@ -200,24 +200,39 @@ impl Routes {
         }
     }
 
-    /// Matches a request. `Err(true)` when the path exists with another method (answered as
-    /// `MethodNotFound`, whose table entry is 404: the error table has no 405).
-    pub fn find(&self, method: &str, path: &str) -> Result<(&Route, Bound), bool> {
+    /// Matches a request; [`Miss::Method`] when the path exists with other methods only.
+    pub fn find(&self, method: &str, path: &str) -> Result<(&Route, Bound), Miss> {
         let Some(raw) = path.strip_prefix('/') else {
-            return Err(false);
+            return Err(Miss::Path);
         };
         let raw: Vec<&str> = raw.split('/').collect();
-        let mut other_method = false;
+        let mut allowed: Vec<&'static str> = Vec::new();
         for route in &self.routes {
             if let Some(bound) = matches(route, &raw) {
                 if route.method == method {
                     return Ok((route, bound));
                 }
-                other_method = true;
+                if !allowed.contains(&route.method) {
+                    allowed.push(route.method);
+                }
             }
         }
-        Err(other_method)
+        if allowed.is_empty() {
+            Err(Miss::Path)
+        } else {
+            allowed.sort_unstable();
+            Err(Miss::Method(allowed))
+        }
     }
+}
+
+/// Why a request matched no route.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    /// No route has this path.
+    Path,
+    /// The path exists with these methods only (the `Allow` header of a 405).
+    Method(Vec<&'static str>),
 }
 
 fn decode(segment: &str) -> Option<String> {

@@ -18,8 +18,8 @@ use trident_core::{
     dispatch_json,
 };
 
-use crate::error::error_body;
-use crate::routes::{Bound, Route, RouteError, Routes};
+use crate::error::{error_body, error_body_with_code};
+use crate::routes::{Bound, Miss, Route, RouteError, Routes};
 
 /// Settings of the HTTP+JSON server.
 #[derive(Debug, Clone)]
@@ -105,14 +105,10 @@ pub fn router(svc: Arc<dyn A2aService>, options: RestOptions) -> Result<axum::Ro
 }
 
 /// An error as an HTTP response.
+///
+/// An error that says when to retry ([`A2aError::retry_after`]) also gets `Retry-After`.
 pub fn error_response(e: &A2aError) -> Response {
-    let status = StatusCode::from_u16(e.wire().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        error_body(e).to_string(),
-    )
-        .into_response()
+    Refusal::from(e.clone()).into_response()
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -120,7 +116,8 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 fn call_context(headers: &HeaderMap, query: &[(String, String)]) -> CallContext {
-    let mut cx = CallContext::from_service_params(|n| header_str(headers, n));
+    let mut cx = CallContext::from_service_params(|n| header_str(headers, n))
+        .with_raw_version(headers.get("a2a-version").map(|v| v.as_bytes()));
     cx.binding = Some(trident_core::Binding::Rest);
     if cx.version.is_none() {
         // The spec allows the version as a query parameter too.
@@ -159,26 +156,60 @@ fn query_json(
     serde_json::to_vec(&object).map_err(|e| A2aError::internal(e.to_string()))
 }
 
-fn json_content_type(headers: &HeaderMap) -> bool {
-    match header_str(headers, "content-type") {
-        None => true,
-        Some(ct) => {
-            let ct = ct.split(';').next().unwrap_or_default().trim();
-            ct.eq_ignore_ascii_case("application/json")
-                || ct.eq_ignore_ascii_case("application/a2a+json")
-                || ct.is_empty()
+/// A request refused at the HTTP level, before it reaches the A2A layer: HTTP's own status
+/// (405 with `Allow`, 413, 415) and the AIP-193 body of `error`, whose ErrorInfo names the
+/// A2A error kind. Every other failure is an [`A2aError`] answered through the wire table.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) status: StatusCode,
+    pub(crate) error: A2aError,
+    allow: Option<String>,
+}
+
+impl From<A2aError> for Refusal {
+    fn from(error: A2aError) -> Self {
+        let status =
+            StatusCode::from_u16(error.wire().http).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        Self {
+            status,
+            error,
+            allow: None,
         }
+    }
+}
+
+impl Refusal {
+    fn into_response(self) -> Response {
+        let body = error_body_with_code(&self.error, self.status.as_u16()).to_string();
+        let mut response = (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+        if let Some(allow) = self
+            .allow
+            .and_then(|a| header::HeaderValue::from_str(&a).ok())
+        {
+            response.headers_mut().insert(header::ALLOW, allow);
+        }
+        if let Some(seconds) = self.error.retry_after() {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
 async fn handle(State(st): State<AppState>, request: Request) -> Response {
     match serve(&st, request).await {
         Ok(r) => r,
-        Err(e) => error_response(&e),
+        Err(refusal) => refusal.into_response(),
     }
 }
 
-async fn serve(st: &AppState, request: Request) -> Result<Response, A2aError> {
+async fn serve(st: &AppState, request: Request) -> Result<Response, Refusal> {
     let (parts, body) = request.into_parts();
     let matched = match_request(
         &st.routes,
@@ -199,12 +230,7 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, A2aError> {
         Some(
             axum::body::to_bytes(body, st.options.max_body)
                 .await
-                .map_err(|_| {
-                    A2aError::new(
-                        ErrorKind::InvalidRequest,
-                        format!("the body exceeds {} bytes", st.options.max_body),
-                    )
-                })?
+                .map_err(|e| too_large(&e, st.options.max_body))?
                 .to_vec(),
         )
     } else {
@@ -246,27 +272,50 @@ pub(crate) fn match_request<'r>(
     path: &str,
     query: Option<&str>,
     headers: &HeaderMap,
-) -> Result<Matched<'r>, A2aError> {
+) -> Result<Matched<'r>, Refusal> {
     let (route, bound) = match routes.find(method, path) {
         Ok(found) => found,
-        Err(true) => {
-            return Err(A2aError::new(
-                ErrorKind::MethodNotFound,
-                format!("{method} is not allowed on {path}"),
-            ));
+        Err(Miss::Method(allowed)) => {
+            let allow = allowed.join(", ");
+            return Err(Refusal {
+                status: StatusCode::METHOD_NOT_ALLOWED,
+                error: A2aError::new(
+                    ErrorKind::MethodNotFound,
+                    format!("{method} is not allowed on {path}; allowed: {allow}"),
+                ),
+                allow: Some(allow),
+            });
         }
-        Err(false) => {
+        Err(Miss::Path) => {
             return Err(A2aError::new(
                 ErrorKind::MethodNotFound,
                 format!("no A2A operation at {path}"),
-            ));
+            )
+            .into());
         }
     };
-    if route.body && !json_content_type(headers) {
-        return Err(A2aError::new(
-            ErrorKind::InvalidRequest,
-            "the body must be application/json or application/a2a+json",
-        ));
+    let content_type = headers.get(header::CONTENT_TYPE);
+    let content_type_text = content_type.and_then(|v| v.to_str().ok());
+    if route.body && !trident_core::is_json_media_type(content_type_text) {
+        let received = content_type.map_or_else(
+            || "no Content-Type".to_owned(),
+            |v| format!("Content-Type {}", String::from_utf8_lossy(v.as_bytes())),
+        );
+        return Err(Refusal {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            error: A2aError::new(
+                ErrorKind::ContentTypeNotSupported,
+                format!("{received}: the body must be application/json or application/a2a+json"),
+            )
+            .with_meta("header", "Content-Type")
+            .with_meta(
+                "received",
+                content_type.map_or(String::new(), |v| {
+                    String::from_utf8_lossy(v.as_bytes()).into_owned()
+                }),
+            ),
+            allow: None,
+        });
     }
     let query = query.map(serde_urlencoded_pairs).unwrap_or_default();
     Ok(Matched {
@@ -274,6 +323,34 @@ pub(crate) fn match_request<'r>(
         bound,
         query,
     })
+}
+
+/// 413 for a body over `max` bytes; a body that failed for another reason (the client went
+/// away, or a read timed out) is a 400.
+fn too_large(e: &axum::Error, max: usize) -> Refusal {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut over = false;
+    while let Some(s) = source {
+        over |= s.is::<http_body_util::LengthLimitError>();
+        source = s.source();
+    }
+    if over {
+        Refusal {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            error: A2aError::new(
+                ErrorKind::InvalidRequest,
+                format!("the body exceeds {max} bytes"),
+            )
+            .with_meta("maxBodyBytes", max.to_string()),
+            allow: None,
+        }
+    } else {
+        A2aError::new(
+            ErrorKind::InvalidRequest,
+            format!("the body could not be read: {e}"),
+        )
+        .into()
+    }
 }
 
 /// The second half: the request JSON (`body` for routes with one, else built from the query),

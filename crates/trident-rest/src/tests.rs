@@ -2,7 +2,7 @@
 
 use trident_core::Operation;
 
-use crate::routes::{Bound, Routes, path_of};
+use crate::routes::{Bound, Miss, Routes, path_of};
 
 fn table() -> Routes {
     Routes::from_descriptor().expect("route table")
@@ -95,8 +95,12 @@ fn matching_prefers_verbs_and_unprefixed_routes() {
     );
     assert_eq!(
         t.find("DELETE", "/message:send").err(),
-        Some(true),
+        Some(Miss::Method(vec!["POST"])),
         "known path, other method"
     );
-    assert_eq!(t.find("GET", "/nowhere/at/all").err(), Some(false));
+    assert_eq!(
+        t.find("PUT", "/tasks/x/pushNotificationConfigs/y").err(),
+        Some(Miss::Method(vec!["DELETE", "GET"]))
+    );
+    assert_eq!(t.find("GET", "/nowhere/at/all").err(), Some(Miss::Path));
 }

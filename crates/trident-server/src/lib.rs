@@ -74,6 +74,10 @@ pub struct ServerOptions {
     /// Serve this JWKS (JSON) at [`JWKS_PATH`], public like the card: the keys that verify
     /// the card's signatures and signed push notifications.
     pub jwks: Option<String>,
+    /// The per-caller limits of the service, charged one request for each request the
+    /// authentication layer refuses (by the caller's address): a client sending bad
+    /// credentials in a loop gets `ResourceExhausted` (429) like any other over its rate.
+    pub refusals: Option<Arc<Limited>>,
 }
 
 /// The bindings a listener serves.
@@ -120,6 +124,7 @@ impl Default for ServerOptions {
             bindings: Bindings::ALL,
             metrics: None,
             jwks: None,
+            refusals: None,
         }
     }
 }
@@ -143,6 +148,7 @@ impl std::fmt::Debug for ServerOptions {
 struct Gate {
     authenticator: Arc<dyn Authenticator>,
     allow_anonymous: bool,
+    refusals: Option<Arc<Limited>>,
     /// Largest JSON-RPC body read to echo the request id in a refusal.
     jsonrpc_max_body: usize,
 }
@@ -183,7 +189,14 @@ async fn authenticate(
         Err(rejection) => rejection,
     };
     tracing::debug!(path = %request.uri().path(), %rejection, "request refused");
-    let error = rejection.to_error();
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
+    let (error, challenge) = match gate.refusals.as_ref().map(|l| l.charge_refusal(peer)) {
+        Some(Err(limited)) => (limited, false),
+        _ => (rejection.to_error(), true),
+    };
     let grpc = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -192,7 +205,11 @@ async fn authenticate(
     if grpc {
         return trident_grpc::status(&error).into_http::<axum::body::Body>();
     }
-    let challenges = gate.authenticator.challenges(&rejection);
+    let challenges = if challenge {
+        gate.authenticator.challenges(&rejection)
+    } else {
+        Vec::new()
+    };
     let mut response =
         if request.method() == axum::http::Method::POST && request.uri().path() == JSONRPC_PATH {
             let body = axum::body::to_bytes(request.into_body(), gate.jsonrpc_max_body)
@@ -459,6 +476,7 @@ pub fn app(
             Gate {
                 authenticator: auth.clone(),
                 allow_anonymous: options.allow_anonymous,
+                refusals: options.refusals.clone(),
                 jsonrpc_max_body: options.jsonrpc.max_body,
             },
             authenticate,

@@ -157,7 +157,7 @@ impl Limited {
                         self.limits.rate
                     ),
                 )
-                .with_meta("retryAfterSeconds", format!("{:.0}", wait.ceil())));
+                .with_retry_after(wait.ceil().max(1.0) as u64));
             }
             caller.tokens -= 1.0;
         }
@@ -171,13 +171,23 @@ impl Limited {
                     "at most {} streams may be open at once per caller",
                     self.limits.max_streams
                 ),
-            ));
+            )
+            .with_retry_after(1));
         }
         caller.streams += 1;
         Ok(Some(Slot {
             callers: self.callers.clone(),
             key,
         }))
+    }
+
+    /// Charges one request to an anonymous caller at `peer` for a request refused before it
+    /// reached the service (bad or missing credentials): `ResourceExhausted` once the
+    /// caller is over its rate, so failing requests are limited like any other.
+    pub fn charge_refusal(&self, peer: Option<std::net::SocketAddr>) -> Result<(), A2aError> {
+        let mut cx = CallContext::new();
+        cx.peer = peer;
+        self.admit(&cx, false).map(|_| ())
     }
 
     fn hold(stream: EventStream, slot: Option<Slot>) -> EventStream {

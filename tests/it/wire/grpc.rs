@@ -389,6 +389,10 @@ async fn grpc_success_messages() {
         &names.apply(created.unwrap_or_else(|s| status_json(&s))),
         &config_json,
     );
+    // Read back without its secrets: `token` and `credentials` are write-only.
+    let read_back = json!({"id": "cfg-1", "taskId": "<task>",
+                           "url": "https://client.example.com/hook",
+                           "authentication": {"scheme": "Bearer"}});
     let got = c
         .get_task_push_notification_config(r(pb::GetTaskPushNotificationConfigRequest {
             task_id: names.get("<task>").into(),
@@ -400,7 +404,7 @@ async fn grpc_success_messages() {
     check.eq(
         "GetTaskPushNotificationConfig",
         &names.apply(got.unwrap_or_else(|s| status_json(&s))),
-        &config_json,
+        &read_back,
     );
     let listed = c
         .list_task_push_notification_configs(r(pb::ListTaskPushNotificationConfigsRequest {
@@ -412,7 +416,7 @@ async fn grpc_success_messages() {
     check.eq(
         "ListTaskPushNotificationConfigs",
         &names.apply(listed.unwrap_or_else(|s| status_json(&s))),
-        &json!({"configs": [config_json]}),
+        &json!({"configs": [read_back]}),
     );
     let deleted = c
         .delete_task_push_notification_config(r(pb::DeleteTaskPushNotificationConfigRequest {

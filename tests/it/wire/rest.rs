@@ -413,18 +413,21 @@ async fn rest_every_route_and_its_body() {
         config.clone(),
     )
     .await;
+    // Read back without its secrets: `token` and `credentials` are write-only.
+    let read_back = json!({"id": "cfg-1", "taskId": "<task>", "url": "https://client.example.com/hook",
+                           "authentication": {"scheme": "Bearer"}});
     rest.exchange(
         get("/tasks/<task>/pushNotificationConfigs/cfg-1"),
         &[],
         200,
-        config.clone(),
+        read_back.clone(),
     )
     .await;
     rest.exchange(
         get("/tasks/<task>/pushNotificationConfigs"),
         &[],
         200,
-        json!({"configs": [config]}),
+        json!({"configs": [read_back]}),
     )
     .await;
     rest.exchange(
@@ -745,34 +748,38 @@ async fn rest_error_bodies() {
             ),
         ),
         (
+            // `<task>:frobnicate` reads as a task id, which only GET takes.
             post("/tasks/<task>:frobnicate", json!({})),
-            404,
+            405,
             aip193(
-                404,
+                405,
                 "UNIMPLEMENTED",
-                "POST is not allowed on /tasks/<task>:frobnicate",
+                "POST is not allowed on /tasks/<task>:frobnicate; allowed: GET",
                 info("METHOD_NOT_FOUND", json!({})),
             ),
         ),
         (
             delete("/message:send"),
-            404,
+            405,
             aip193(
-                404,
+                405,
                 "UNIMPLEMENTED",
-                "DELETE is not allowed on /message:send",
+                "DELETE is not allowed on /message:send; allowed: POST",
                 info("METHOD_NOT_FOUND", json!({})),
             ),
         ),
         (
             post("/message:send", json!({"message": user("m-6", "hi")}))
                 .header("content-type", "text/plain"),
-            400,
+            415,
             aip193(
-                400,
+                415,
                 "INVALID_ARGUMENT",
-                "the body must be application/json or application/a2a+json",
-                info("INVALID_REQUEST", json!({})),
+                "Content-Type text/plain: the body must be application/json or application/a2a+json",
+                info(
+                    "CONTENT_TYPE_NOT_SUPPORTED",
+                    json!({"header": "Content-Type", "received": "text/plain"}),
+                ),
             ),
         ),
         (
@@ -1022,12 +1029,12 @@ async fn rest_body_over_the_limit() {
     rest.exchange(
         post("/message:send", large),
         &[],
-        400,
+        413,
         aip193(
-            400,
+            413,
             "INVALID_ARGUMENT",
             "the body exceeds 128 bytes",
-            info("INVALID_REQUEST", json!({})),
+            info("INVALID_REQUEST", json!({"maxBodyBytes": "128"})),
         ),
     )
     .await;

@@ -15,7 +15,7 @@ use trident_proto as pb;
 
 use super::Inner;
 use crate::store::{LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
-use crate::{A2aError, EventStream, StreamEvent};
+use crate::{A2aError, ErrorKind, EventStream, StreamEvent};
 
 /// Events a reader takes per step.
 const BATCH: usize = 64;
@@ -25,6 +25,9 @@ const BATCH: usize = 64;
 pub(crate) struct Progress {
     pub(crate) seq: u64,
     pub(crate) state: pb::TaskState,
+    /// A commit of the running turn failed: the task's progress is no longer being stored
+    /// ([`Live::fault`]). Readers end with the error; waiting callers get it.
+    pub(crate) fault: bool,
 }
 
 /// The single writer's state. Held (through the async mutex) across the store writes of a
@@ -64,6 +67,8 @@ pub(crate) struct Live {
     tail: Mutex<Tail>,
     progress: watch::Sender<Progress>,
     capacity: usize,
+    /// Why the task's progress could not be stored, while that lasts (see [`Live::fault`]).
+    fault: Mutex<Option<A2aError>>,
 }
 
 impl Live {
@@ -76,6 +81,7 @@ impl Live {
         let progress = Progress {
             seq: record.last_seq,
             state: record.task.state(),
+            fault: false,
         };
         let next = record.last_seq + 1;
         Self {
@@ -97,7 +103,49 @@ impl Live {
             }),
             progress: watch::Sender::new(progress),
             capacity: capacity.max(1),
+            fault: Mutex::new(None),
         }
+    }
+
+    /// The error readers and waiting callers get while a fault lasts.
+    pub(crate) fn fault_error(&self) -> Option<A2aError> {
+        lock_std(&self.fault).clone()
+    }
+
+    /// A commit of the running turn failed for a reason other than a conflict (a full disk,
+    /// a lost database): nobody may wait for progress that will not be stored. The turn's
+    /// executor is cancelled, every reader ends with `error` and every waiting caller gets
+    /// it, and a background task records the task as `FAILED` as soon as the store accepts
+    /// writes again (a process that stops first leaves a lease, which the next start or
+    /// another replica's sweeper recovers). Called with the writer held.
+    pub(crate) fn fault(self: &Arc<Self>, inner: &Arc<Inner>, w: &mut Writer, error: A2aError) {
+        w.cancel.cancel();
+        let first = {
+            let mut fault = lock_std(&self.fault);
+            let first = fault.is_none();
+            if first {
+                *fault = Some(A2aError::new(
+                    ErrorKind::Internal,
+                    format!(
+                        "task {}: its progress could not be stored ({}); the turn was stopped",
+                        self.task_id,
+                        error.message()
+                    ),
+                ));
+            }
+            first
+        };
+        self.progress.send_modify(|p| p.fault = true);
+        if first {
+            tracing::error!(task = %self.task_id, error = %error, "a commit failed; stopping the turn and failing the task");
+            let guard = LiveGuard::new(inner.clone(), self.clone());
+            tokio::spawn(recover_fault(guard, error));
+        }
+    }
+
+    fn clear_fault(&self) {
+        *lock_std(&self.fault) = None;
+        self.progress.send_modify(|p| p.fault = false);
     }
 
     /// Events held in the tail.
@@ -141,7 +189,12 @@ impl Live {
             w.stale = true;
             return Err(e);
         }
-        self.publish(logged, w.record.task.state());
+        let state = w.record.task.state();
+        self.publish(logged, state);
+        if state.is_terminal() && lock_std(&self.fault).is_some() {
+            // The task was stored as ended after all (the store came back): nothing waits.
+            self.clear_fault();
+        }
         Ok(last)
     }
 
@@ -206,7 +259,10 @@ impl Live {
             }
             tail.next = last + 1;
         }
-        self.progress.send_replace(Progress { seq: last, state });
+        self.progress.send_modify(|p| {
+            p.seq = last;
+            p.state = state;
+        });
     }
 
     /// Events after `cursor` from the tail, or `None` when the tail no longer reaches back
@@ -338,6 +394,12 @@ impl Reader {
             if progress.state.is_terminal() && self.cursor >= progress.seq {
                 return None;
             }
+            if progress.fault
+                && let Some(e) = live.fault_error()
+            {
+                self.done = true;
+                return Some(Err(e));
+            }
             if self.progress.changed().await.is_err() {
                 return None;
             }
@@ -365,4 +427,53 @@ pub(crate) fn follow(
         r.next().await.map(|item| (item, r))
     })
     .boxed()
+}
+
+/// Records a faulted task as `FAILED` once the store accepts writes again: retries with
+/// backoff (100 ms doubling to 5 s) while the process runs. Ends when the task is terminal,
+/// however it got there.
+async fn recover_fault(guard: LiveGuard, cause: A2aError) {
+    let LiveGuard { inner, live } = &guard;
+    let mut backoff = std::time::Duration::from_millis(100);
+    loop {
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(std::time::Duration::from_secs(5));
+        let mut w = live.writer.lock().await;
+        if let Err(e) = live.sync(inner, &mut w).await {
+            tracing::debug!(task = %live.task_id, error = %e, "store still unavailable");
+            continue;
+        }
+        if w.record.task.state().is_terminal() {
+            live.clear_fault();
+            return;
+        }
+        let task = &w.record.task;
+        let mut message = pb::Message::agent(
+            uuid::Uuid::new_v4().to_string(),
+            vec![pb::Part::text(format!(
+                "the task failed: its progress could not be stored ({})",
+                cause.message()
+            ))],
+        );
+        message.context_id = task.context_id.clone();
+        message.task_id = task.id.clone();
+        let event = super::set_status(
+            &mut w.record.task,
+            pb::TaskStatus::now(pb::TaskState::Failed, Some(message)),
+            None,
+        );
+        match live.commit(inner, &mut w, vec![event]).await {
+            Ok(_) => {
+                tracing::info!(task = %live.task_id, "the store accepts writes again; the task is FAILED");
+                live.clear_fault();
+                super::push::kick(inner, live, &mut w).await;
+                return;
+            }
+            Err(e) => {
+                // The snapshot was changed in memory: re-read it before the next attempt.
+                w.stale = true;
+                tracing::debug!(task = %live.task_id, error = %e, "store still refuses writes");
+            }
+        }
+    }
 }

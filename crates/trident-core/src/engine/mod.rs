@@ -37,8 +37,24 @@ use crate::{
     RequestContext, StreamEvent,
 };
 
-pub use policy::{PolicyError, WebhookPolicy, host_port, non_public};
+pub use policy::{
+    AllowEntryError, Destination, PolicyError, WebhookPolicy, non_public, webhook_destination,
+};
 pub use push::{RetryPolicy, WebhookError, WebhookRequest, WebhookTransport, webhook_request};
+
+/// A push configuration as Get and List return it: its secrets (`token` and
+/// `authentication.credentials`) are write-only — kept for delivery, never read back — so a
+/// caller that may read a task's configurations cannot learn another client's webhook
+/// credentials. The scheme stays, so a reader still sees that authentication is configured.
+fn redact_push_secrets(
+    mut config: pb::TaskPushNotificationConfig,
+) -> pb::TaskPushNotificationConfig {
+    config.token.clear();
+    if let Some(auth) = &mut config.authentication {
+        auth.credentials.clear();
+    }
+    config
+}
 
 /// Limits on what a request may carry. Each violation is an `InvalidParams` error.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +65,9 @@ pub struct Limits {
     pub max_metadata_depth: usize,
     /// Length of client-supplied ids (messageId, contextId, taskId, config ids).
     pub max_id_len: usize,
+    /// Length of a tenant, in bytes. A tenant is also limited to visible ASCII other than
+    /// `/` (it must fit one URL path segment of the HTTP+JSON binding).
+    pub max_tenant_len: usize,
 }
 
 impl Default for Limits {
@@ -57,6 +76,7 @@ impl Default for Limits {
             max_parts: 256,
             max_metadata_depth: 16,
             max_id_len: 256,
+            max_tenant_len: 128,
         }
     }
 }
@@ -373,6 +393,8 @@ impl Inner {
                 }
             }
         }
+        validate::tenant(&cx.tenant, &self.config.limits)?;
+        validate::tenant(tenant, &self.config.limits)?;
         let tenant = match (cx.tenant.as_str(), tenant) {
             (t, "") | ("", t) => t,
             (a, b) if a == b => a,
@@ -414,6 +436,7 @@ impl Inner {
             .webhook_policy
             .check_url(url)
             .await
+            .map(|_| ())
             .map_err(|e| A2aError::invalid_field("url", e.to_string()))
     }
 
@@ -613,14 +636,25 @@ impl Inner {
     }
 
     /// Waits until the task is terminal or interrupted (after `after`), the caller leaves, or
-    /// its deadline passes; returns the task as it is then.
-    async fn settle(&self, live: &Live, after: u64, cx: &CallContext) -> pb::Task {
+    /// its deadline passes; returns the task as it is then. When the turn's progress can no
+    /// longer be stored ([`Live::fault`]), returns that error at once.
+    async fn settle(
+        &self,
+        live: &Live,
+        after: u64,
+        cx: &CallContext,
+    ) -> Result<pb::Task, A2aError> {
         let mut progress = live.progress();
         let deadline = cx.deadline.map(tokio::time::Instant::from_std);
         loop {
             let p = *progress.borrow_and_update();
             if p.seq > after && (p.state.is_terminal() || p.state.is_interrupted()) {
                 break;
+            }
+            if p.fault
+                && let Some(e) = live.fault_error()
+            {
+                return Err(e);
             }
             let sleep = async {
                 match deadline {
@@ -634,7 +668,7 @@ impl Inner {
                 () = sleep => break,
             }
         }
-        live.writer.lock().await.record.task.clone()
+        Ok(live.writer.lock().await.record.task.clone())
     }
 }
 
@@ -783,7 +817,7 @@ impl A2aService for Engine {
                         None => guard.live.writer.lock().await.record.task.clone(),
                     }
                 } else {
-                    self.inner.settle(&guard.live, after, cx).await
+                    self.inner.settle(&guard.live, after, cx).await?
                 };
                 trim_history(&mut task, history_length);
                 pb::send_message_response::Payload::Task(task)
@@ -1051,6 +1085,7 @@ impl A2aService for Engine {
             .get(&scope, &req.task_id, &req.id)
             .await
             .map_err(store_error)?
+            .map(redact_push_secrets)
             .ok_or_else(|| {
                 A2aError::new(
                     ErrorKind::TaskNotFound,
@@ -1112,7 +1147,7 @@ impl A2aService for Engine {
             _ => String::new(),
         };
         Ok(pb::ListTaskPushNotificationConfigsResponse {
-            configs,
+            configs: configs.into_iter().map(redact_push_secrets).collect(),
             next_page_token,
         })
     }

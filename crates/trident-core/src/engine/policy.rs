@@ -3,8 +3,16 @@
 //! reserved addresses are refused unless allow-listed — when a configuration is created
 //! (so the client learns at once) and again when the sender connects (a name can resolve
 //! elsewhere by then: DNS rebinding). See `trident_rest::HttpWebhooks` for the second check.
+//!
+//! The host is judged exactly as the HTTP client will connect to it: the URL is parsed with
+//! the WHATWG parser the client uses (`url::Url`), so every spelling of an address that the
+//! client would normalise — `127.0.0.1.`, `%31%32%37.0.0.1`, `0x7f.1`, `0177.0.0.1`,
+//! `2130706433`, `[::ffff:7f00:1]` — is seen as the address it is. [`WebhookPolicy::check_url`]
+//! is the one function both checks call.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use url::{Host, Url};
 
 /// An allow-list entry: a host name (exact, case-insensitive) or an address range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +48,66 @@ pub enum PolicyError {
     },
 }
 
+/// A malformed allow-list entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllowEntryError {
+    /// The entry is empty.
+    #[error("an empty allow-list entry")]
+    Empty,
+    /// `ADDR/PREFIX` whose address part is not an IP address.
+    #[error("{0:?}: not an address range")]
+    NotARange(String),
+    /// A prefix longer than the address.
+    #[error("{entry:?}: prefix must be 0..={max}")]
+    Prefix {
+        /// The entry.
+        entry: String,
+        /// The longest prefix for its address family.
+        max: u8,
+    },
+}
+
+/// Where a webhook URL points, as the HTTP client will see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// A literal address (in any spelling the URL parser accepts).
+    Addr(IpAddr),
+    /// A domain name, lower-cased and without a trailing dot; the client resolves it.
+    Name(String),
+}
+
+/// Parses a webhook URL the way the HTTP client does and returns its destination and port.
+///
+/// ```
+/// use std::net::{IpAddr, Ipv4Addr};
+/// use trident_core::{Destination, webhook_destination};
+///
+/// let loopback = Destination::Addr(IpAddr::V4(Ipv4Addr::LOCALHOST));
+/// assert_eq!(webhook_destination("http://0x7f.1:9/hook"), Ok((loopback.clone(), 9)));
+/// assert_eq!(webhook_destination("http://127.0.0.1.:9/"), Ok((loopback, 9)));
+/// ```
+pub fn webhook_destination(url: &str) -> Result<(Destination, u16), PolicyError> {
+    let parsed = Url::parse(url).map_err(|_| PolicyError::BadUrl)?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(PolicyError::BadUrl);
+    }
+    let port = parsed.port_or_known_default().ok_or(PolicyError::BadUrl)?;
+    let destination = match parsed.host().ok_or(PolicyError::BadUrl)? {
+        Host::Ipv4(a) => Destination::Addr(IpAddr::V4(a)),
+        Host::Ipv6(a) => Destination::Addr(IpAddr::V6(a)),
+        Host::Domain(name) => {
+            // The parser keeps a trailing dot on names it does not read as addresses;
+            // `localhost.` is `localhost` to a resolver.
+            let name = name.strip_suffix('.').unwrap_or(name);
+            if name.is_empty() {
+                return Err(PolicyError::BadUrl);
+            }
+            Destination::Name(name.to_ascii_lowercase())
+        }
+    };
+    Ok((destination, port))
+}
+
 impl WebhookPolicy {
     /// Public addresses only.
     pub fn new() -> Self {
@@ -54,21 +122,35 @@ impl WebhookPolicy {
         }
     }
 
+    /// Whether every destination is allowed.
+    pub fn allows_any(&self) -> bool {
+        self.any
+    }
+
     /// Also allows `entry`: a host name, an address, or a CIDR range (`10.0.0.0/8`,
-    /// `fd00::/8`). Returns an error message for a malformed range.
-    pub fn allow(mut self, entry: &str) -> Result<Self, String> {
+    /// `fd00::/8`).
+    ///
+    /// ```
+    /// use trident_core::WebhookPolicy;
+    ///
+    /// let policy = WebhookPolicy::new().allow("127.0.0.1")?.allow("fd00::/8")?;
+    /// assert!(WebhookPolicy::new().allow("10.0.0.0/33").is_err());
+    /// # Ok::<(), trident_core::AllowEntryError>(())
+    /// ```
+    pub fn allow(mut self, entry: &str) -> Result<Self, AllowEntryError> {
         let entry = entry.trim();
         let parsed = match entry.split_once('/') {
             Some((addr, prefix)) => {
                 let addr: IpAddr = addr
                     .parse()
-                    .map_err(|_| format!("{entry:?}: not an address range"))?;
+                    .map_err(|_| AllowEntryError::NotARange(entry.to_owned()))?;
                 let max = if addr.is_ipv4() { 32 } else { 128 };
-                let prefix: u8 = prefix
-                    .parse()
-                    .ok()
-                    .filter(|p| *p <= max)
-                    .ok_or_else(|| format!("{entry:?}: prefix must be 0..={max}"))?;
+                let prefix: u8 = prefix.parse().ok().filter(|p| *p <= max).ok_or_else(|| {
+                    AllowEntryError::Prefix {
+                        entry: entry.to_owned(),
+                        max,
+                    }
+                })?;
                 Allowed::Net { addr, prefix }
             }
             None => match entry.trim_matches(['[', ']']).parse::<IpAddr>() {
@@ -76,16 +158,22 @@ impl WebhookPolicy {
                     addr,
                     prefix: if addr.is_ipv4() { 32 } else { 128 },
                 },
-                Err(_) if !entry.is_empty() => Allowed::Host(entry.to_ascii_lowercase()),
-                Err(_) => return Err("an empty allow-list entry".into()),
+                Err(_) if !entry.is_empty() => Allowed::Host(
+                    entry
+                        .strip_suffix('.')
+                        .unwrap_or(entry)
+                        .to_ascii_lowercase(),
+                ),
+                Err(_) => return Err(AllowEntryError::Empty),
             },
         };
         self.allow.push(parsed);
         Ok(self)
     }
 
-    /// Whether `host` is allow-listed by name.
+    /// Whether `host` is allow-listed by name (a trailing dot is ignored).
     pub fn host_allowed(&self, host: &str) -> bool {
+        let host = host.strip_suffix('.').unwrap_or(host);
         self.any
             || self
                 .allow
@@ -101,8 +189,15 @@ impl WebhookPolicy {
         let Some(kind) = non_public(addr) else {
             return Ok(());
         };
+        // An IPv4-mapped IPv6 address is the IPv4 host itself.
+        let canonical = match addr {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
+            v4 => v4,
+        };
         let listed = self.allow.iter().any(|a| match a {
-            Allowed::Net { addr: net, prefix } => in_net(addr, *net, *prefix),
+            Allowed::Net { addr: net, prefix } => {
+                in_net(addr, *net, *prefix) || in_net(canonical, *net, *prefix)
+            }
             Allowed::Host(_) => false,
         });
         if listed {
@@ -116,54 +211,27 @@ impl WebhookPolicy {
         }
     }
 
-    /// Checks a URL at configuration time: a literal address is checked as is; a name is
-    /// resolved and every address checked. A name that does not resolve now is accepted (it
-    /// is checked again at every connection).
-    pub async fn check_url(&self, url: &str) -> Result<(), PolicyError> {
-        let (host, port) = host_port(url).ok_or(PolicyError::BadUrl)?;
-        if self.any || self.host_allowed(&host) {
-            return Ok(());
+    /// Checks a webhook URL: parsed as the HTTP client parses it ([`webhook_destination`]); a
+    /// literal address is checked as is, a name is resolved and every address checked. A
+    /// name that does not resolve now is accepted: the sender's resolver checks it again at
+    /// every connection. Called when a configuration is created and before each delivery.
+    pub async fn check_url(&self, url: &str) -> Result<Destination, PolicyError> {
+        let (destination, port) = webhook_destination(url)?;
+        if self.any {
+            return Ok(destination);
         }
-        if let Ok(addr) = host.parse::<IpAddr>() {
-            return self.check_addr(&host, addr);
-        }
-        match tokio::net::lookup_host((host.as_str(), port)).await {
-            Ok(addrs) => {
-                for a in addrs {
-                    self.check_addr(&host, a.ip())?;
+        match &destination {
+            Destination::Addr(addr) => self.check_addr(&addr.to_string(), *addr)?,
+            Destination::Name(name) if self.host_allowed(name) => {}
+            Destination::Name(name) => {
+                if let Ok(addrs) = tokio::net::lookup_host((name.as_str(), port)).await {
+                    for a in addrs {
+                        self.check_addr(name, a.ip())?;
+                    }
                 }
-                Ok(())
             }
-            Err(_) => Ok(()),
         }
-    }
-}
-
-/// The host (without brackets) and port of an http(s) URL.
-pub fn host_port(url: &str) -> Option<(String, u16)> {
-    let (scheme, rest) = url.split_once("://")?;
-    let default_port = match scheme.to_ascii_lowercase().as_str() {
-        "http" => 80,
-        "https" => 443,
-        _ => return None,
-    };
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-    if authority.is_empty() {
-        return None;
-    }
-    if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6.split_once(']')?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().ok()?,
-            None if after.is_empty() => default_port,
-            None => return None,
-        };
-        return Some((host.to_owned(), port));
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) => Some((host.to_ascii_lowercase(), port.parse().ok()?)),
-        None => Some((authority.to_ascii_lowercase(), default_port)),
+        Ok(destination)
     }
 }
 
@@ -181,7 +249,8 @@ fn in_net(addr: IpAddr, net: IpAddr, prefix: u8) -> bool {
     }
 }
 
-/// What kind of non-public address `addr` is, or `None` for a public one.
+/// What kind of non-public address `addr` is, or `None` for a public one. IPv6 forms that
+/// carry an IPv4 address (mapped, compatible, NAT64, 6to4) are judged by that address.
 pub fn non_public(addr: IpAddr) -> Option<&'static str> {
     match addr {
         IpAddr::V4(v4) => non_public_v4(v4),
@@ -190,7 +259,7 @@ pub fn non_public(addr: IpAddr) -> Option<&'static str> {
 }
 
 fn non_public_v4(a: Ipv4Addr) -> Option<&'static str> {
-    let [o0, o1, ..] = a.octets();
+    let [o0, o1, o2, _] = a.octets();
     if a.is_loopback() {
         Some("loopback")
     } else if a.is_private() {
@@ -205,7 +274,7 @@ fn non_public_v4(a: Ipv4Addr) -> Option<&'static str> {
         Some("multicast")
     } else if o0 >= 240 {
         Some("reserved")
-    } else if o0 == 192 && o1 == 0 && a.octets()[2] == 0 {
+    } else if o0 == 192 && o1 == 0 && o2 == 0 {
         Some("IETF protocol assignment")
     } else if o0 == 198 && (o1 == 18 || o1 == 19) {
         Some("benchmarking")
@@ -214,130 +283,47 @@ fn non_public_v4(a: Ipv4Addr) -> Option<&'static str> {
     }
 }
 
+fn embedded_v4(hi: u16, lo: u16) -> Ipv4Addr {
+    Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))
+}
+
 fn non_public_v6(a: Ipv6Addr) -> Option<&'static str> {
     if let Some(v4) = a.to_ipv4_mapped() {
         return non_public_v4(v4);
     }
-    let first = a.segments()[0];
+    let s = a.segments();
+    let first = s[0];
     if a.is_loopback() {
         Some("loopback")
     } else if a.is_unspecified() {
         Some("unspecified")
+    } else if s[..6] == [0; 6] {
+        // IPv4-compatible (::a.b.c.d, deprecated): judge the embedded address.
+        non_public_v4(embedded_v4(s[6], s[7])).or(Some("IPv4-compatible"))
     } else if first & 0xfe00 == 0xfc00 {
         Some("unique local (private)")
     } else if first & 0xffc0 == 0xfe80 {
         Some("link-local")
+    } else if first & 0xffc0 == 0xfec0 {
+        Some("site-local (private)")
     } else if a.is_multicast() {
         Some("multicast")
-    } else if a.segments()[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        // NAT64: judge the embedded IPv4 address.
-        let [.., g, h] = a.segments();
-        let v4 = Ipv4Addr::from((u32::from(g) << 16) | u32::from(h));
-        non_public_v4(v4)
+    } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        // NAT64 (well-known prefix): judge the embedded IPv4 address.
+        non_public_v4(embedded_v4(s[6], s[7]))
+    } else if s[..3] == [0x64, 0xff9b, 1] {
+        Some("local-use NAT64")
+    } else if first == 0x2002 {
+        // 6to4: the relay forwards to the IPv4 address in bits 16..48.
+        non_public_v4(embedded_v4(s[1], s[2]))
+    } else if s[..2] == [0x2001, 0] {
+        Some("Teredo")
+    } else if s[..4] == [0x100, 0, 0, 0] {
+        Some("discard-only")
     } else {
         None
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn non_public_ranges() {
-        for a in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "172.31.255.255",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "224.0.0.1",
-            "255.255.255.255",
-            "::1",
-            "::",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.0.0.1",
-            "64:ff9b::a9fe:a9fe",
-        ] {
-            let addr: IpAddr = a.parse().expect("addr");
-            assert!(non_public(addr).is_some(), "{a} must be refused");
-        }
-        for a in [
-            "8.8.8.8",
-            "203.0.113.7",
-            "172.32.0.1",
-            "2001:4860::8888",
-            "1.1.1.1",
-        ] {
-            let addr: IpAddr = a.parse().expect("addr");
-            assert_eq!(non_public(addr), None, "{a} is public");
-        }
-    }
-
-    #[test]
-    fn urls_split_into_host_and_port() {
-        assert_eq!(
-            host_port("http://127.0.0.1:9/hook"),
-            Some(("127.0.0.1".into(), 9))
-        );
-        assert_eq!(
-            host_port("https://User:pw@Example.COM/x?y"),
-            Some(("example.com".into(), 443))
-        );
-        assert_eq!(host_port("http://[::1]:8080/"), Some(("::1".into(), 8080)));
-        assert_eq!(host_port("http://[fe80::1]"), Some(("fe80::1".into(), 80)));
-        assert_eq!(host_port("ftp://x/"), None);
-        assert_eq!(host_port("http:///path"), None);
-    }
-
-    #[test]
-    fn allow_lists_names_addresses_and_ranges() {
-        let policy = WebhookPolicy::new()
-            .allow("127.0.0.1")
-            .and_then(|p| p.allow("10.0.0.0/8"))
-            .and_then(|p| p.allow("hooks.internal"))
-            .expect("policy");
-        let ip = |s: &str| s.parse::<IpAddr>().expect("addr");
-        assert!(policy.check_addr("x", ip("127.0.0.1")).is_ok());
-        assert!(policy.check_addr("x", ip("127.0.0.2")).is_err());
-        assert!(policy.check_addr("x", ip("10.9.8.7")).is_ok());
-        assert!(
-            policy
-                .check_addr("hooks.internal", ip("192.168.0.1"))
-                .is_ok()
-        );
-        assert!(policy.check_addr("x", ip("192.168.0.1")).is_err());
-        assert!(policy.check_addr("x", ip("8.8.8.8")).is_ok());
-        assert!(WebhookPolicy::new().allow("10.0.0.0/33").is_err());
-    }
-
-    #[tokio::test]
-    async fn config_time_checks_literals_and_resolved_names() {
-        let policy = WebhookPolicy::new();
-        assert!(matches!(
-            policy.check_url("http://127.0.0.1:9/hook").await,
-            Err(PolicyError::Forbidden { .. })
-        ));
-        assert!(matches!(
-            policy.check_url("http://[::1]/").await,
-            Err(PolicyError::Forbidden { .. })
-        ));
-        // `localhost` resolves to loopback.
-        assert!(matches!(
-            policy.check_url("http://localhost:8080/hook").await,
-            Err(PolicyError::Forbidden { .. })
-        ));
-        assert!(policy.check_url("https://203.0.113.7/hook").await.is_ok());
-        assert!(
-            WebhookPolicy::allow_any()
-                .check_url("http://127.0.0.1:9/")
-                .await
-                .is_ok()
-        );
-    }
-}
+mod tests;

@@ -161,6 +161,11 @@ impl Run {
                 }
                 _ => None,
             };
+            // A turn stopped because its progress could not be stored fails for that reason.
+            let failure = failure.map(|text| match live.fault_error() {
+                Some(fault) => format!("the task failed: {}", fault.message()),
+                None => text,
+            });
             if let Some(text) = failure {
                 let message = self.agent_message(text);
                 if let Err(e) = self
@@ -264,7 +269,14 @@ impl Run {
                     self.task_id
                 )));
             }
-            Err(e) => return Err(store_error(e)),
+            Err(e) => {
+                // Nothing this turn does can be stored any more: stop it and fail the task
+                // rather than leave it WORKING with callers waiting on it.
+                let error = store_error(e);
+                self.cancel.cancel();
+                live.fault(&self.inner, w, error.clone());
+                return Err(error);
+            }
         }
         super::push::kick(&self.inner, live, w).await;
         Ok(())

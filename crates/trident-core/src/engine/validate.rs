@@ -22,6 +22,28 @@ pub(super) fn id(field: &str, value: &str, limits: &Limits) -> Result<(), A2aErr
     optional_id(field, value, limits)
 }
 
+/// A tenant (empty when none): an opaque routing key, but one that fits a URL path segment,
+/// a log line and an index: at most `max_tenant_len` bytes of visible ASCII other than `/`.
+pub(super) fn tenant(value: &str, limits: &Limits) -> Result<(), A2aError> {
+    if value.len() > limits.max_tenant_len {
+        return Err(A2aError::invalid_field(
+            "tenant",
+            format!(
+                "is {} bytes long; a tenant has at most {} bytes",
+                value.len(),
+                limits.max_tenant_len
+            ),
+        ));
+    }
+    if let Some(c) = value.chars().find(|c| !c.is_ascii_graphic() || *c == '/') {
+        return Err(A2aError::invalid_field(
+            "tenant",
+            format!("contains {c:?}; a tenant is visible ASCII (0x21-0x7E) other than '/'"),
+        ));
+    }
+    Ok(())
+}
+
 fn optional_id(field: &str, value: &str, limits: &Limits) -> Result<(), A2aError> {
     if value.len() > limits.max_id_len {
         return Err(A2aError::invalid_field(

@@ -1,0 +1,30 @@
+//! Request media types: what the JSON bindings accept as a JSON body.
+
+/// Whether a request's `Content-Type` names JSON: `application/json`, `application/a2a+json`
+/// or another `application/…+json` type, with any parameters (`; charset=utf-8`). A missing
+/// header is not JSON: a POST without one (or with `text/plain`) is what a web page may send
+/// cross-origin without a CORS preflight, so accepting it would let any page drive a local
+/// agent.
+///
+/// ```
+/// use trident_core::is_json_media_type;
+///
+/// assert!(is_json_media_type(Some("application/json; charset=utf-8")));
+/// assert!(is_json_media_type(Some("Application/A2A+JSON")));
+/// assert!(!is_json_media_type(Some("text/plain")));
+/// assert!(!is_json_media_type(None));
+/// ```
+pub fn is_json_media_type(content_type: Option<&str>) -> bool {
+    let Some(value) = content_type else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    let Some((kind, sub)) = essence.split_once('/') else {
+        return false;
+    };
+    kind.eq_ignore_ascii_case("application")
+        && (sub.eq_ignore_ascii_case("json")
+            || (sub.len() > 5
+                && sub.is_char_boundary(sub.len() - 5)
+                && sub[sub.len() - 5..].eq_ignore_ascii_case("+json")))
+}

@@ -1,0 +1,642 @@
+//! Regression tests from the adversarial run (issue 12): what a hostile or careless client
+//! sent and the server must refuse, on every binding.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use trident_core::{CallContext, ErrorKind};
+use trident_proto as pb;
+
+use crate::harness::{Fixture, Transport, Variant, cx, msg, req, send_task, task_of};
+
+const BINDINGS: [Transport; 3] = [Transport::Grpc, Transport::JsonRpc, Transport::Rest];
+
+/// Tenants that must be refused: too long (the run sent 3 MB and grew SQLite by 101 MB), NUL,
+/// ESC, a newline, a space, a slash (it cannot be one HTTP+JSON path segment), non-ASCII.
+fn bad_tenants() -> Vec<(&'static str, String)> {
+    vec![
+        ("4 KiB", "t".repeat(4 << 10)),
+        ("129 bytes", "t".repeat(129)),
+        ("NUL", "a\u{0}b".into()),
+        ("ESC", "a\u{1b}[31mb".into()),
+        ("newline", "a\nb".into()),
+        ("space", "a b".into()),
+        ("slash", "a/b".into()),
+        ("non-ASCII", "caf\u{e9}".into()),
+    ]
+}
+
+#[tokio::test]
+async fn unbounded_or_unprintable_tenants_are_refused_on_every_binding() {
+    for transport in BINDINGS {
+        let f = Fixture::new(transport, Variant::default()).await;
+        for (what, tenant) in bad_tenants() {
+            let mut request = req(msg("hello"));
+            request.tenant = tenant.clone();
+            let err = f
+                .svc
+                .send_message(&cx(), request)
+                .await
+                .expect_err(&format!("{transport:?}: a {what} tenant"));
+            // (The messages are cut: a refused tenant may be long.)
+            let text: String = err.to_string().chars().take(300).collect();
+            assert_eq!(
+                err.kind(),
+                ErrorKind::InvalidParams,
+                "{transport:?}, {what} tenant: {text}"
+            );
+            assert!(
+                err.message().contains("tenant"),
+                "{transport:?}, {what}: the error names the field: {text}"
+            );
+            let err = f
+                .svc
+                .get_task(
+                    &cx(),
+                    pb::GetTaskRequest {
+                        tenant: tenant.clone(),
+                        id: "x".into(),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .expect_err(what);
+            assert_eq!(
+                err.kind(),
+                ErrorKind::InvalidParams,
+                "{transport:?}: {what}"
+            );
+        }
+        // An ordinary tenant still works, and scopes its tasks.
+        let mut request = req(msg("hello"));
+        request.tenant = "acme-1.eu_west:prod".into();
+        let task = task_of(f.svc.send_message(&cx(), request).await.expect("tenant"));
+        let found = f
+            .svc
+            .get_task(
+                &cx(),
+                pb::GetTaskRequest {
+                    tenant: "acme-1.eu_west:prod".into(),
+                    id: task.id.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("found in its tenant");
+        assert_eq!(found.id, task.id);
+    }
+}
+
+async fn post(
+    url: &str,
+    content_type: Option<&str>,
+    body: &str,
+) -> (u16, Value, reqwest::header::HeaderMap) {
+    let mut rb = reqwest::Client::new().post(url).body(body.to_owned());
+    if let Some(ct) = content_type {
+        rb = rb.header("content-type", ct);
+    }
+    let response = tokio::time::timeout(Duration::from_secs(20), rb.send())
+        .await
+        .expect("answered")
+        .expect("HTTP");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.expect("body");
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        headers,
+    )
+}
+
+/// The ErrorInfo of an error's details (JSON-RPC `data` or AIP-193 `details`).
+fn error_info(details: &Value) -> Value {
+    details
+        .as_array()
+        .and_then(|d| {
+            d.iter()
+                .find(|x| x["@type"] == "type.googleapis.com/google.rpc.ErrorInfo")
+        })
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+async fn task_count(f: &Fixture) -> usize {
+    f.svc
+        .list_tasks(&cx(), pb::ListTasksRequest::default())
+        .await
+        .expect("list")
+        .tasks
+        .len()
+}
+
+/// A body that is not JSON is refused before it is parsed — a `text/plain` POST is what any
+/// web page may send cross-origin without a preflight — and the call never runs.
+#[tokio::test]
+async fn a_body_that_is_not_json_is_refused_before_parsing() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let rpc = json!({"jsonrpc": "2.0", "id": 7, "method": "SendMessage",
+                     "params": {"message": {"messageId": "m1", "role": "ROLE_USER",
+                                            "parts": [{"text": "hi"}]}}})
+    .to_string();
+    let rest = json!({"message": {"messageId": "m2", "role": "ROLE_USER",
+                                  "parts": [{"text": "hi"}]}})
+    .to_string();
+    for content_type in [
+        Some("text/plain"),
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        Some("application/jsonp"),
+        None,
+    ] {
+        let (status, body, _) = post(&interfaces.jsonrpc, content_type, &rpc).await;
+        assert_eq!(status, 200, "{content_type:?}");
+        assert_eq!(
+            body["id"],
+            Value::Null,
+            "{content_type:?}: not parsed, so no id"
+        );
+        assert_eq!(body["error"]["code"], -32005, "{content_type:?}: {body}");
+        let info = error_info(&body["error"]["data"]);
+        assert_eq!(info["reason"], "CONTENT_TYPE_NOT_SUPPORTED", "{body}");
+        assert_eq!(info["metadata"]["header"], "Content-Type", "{body}");
+        assert_eq!(
+            info["metadata"]["received"],
+            content_type.unwrap_or(""),
+            "{body}"
+        );
+
+        let (status, body, _) = post(
+            &format!("{}/message:send", interfaces.rest),
+            content_type,
+            &rest,
+        )
+        .await;
+        assert_eq!(status, 415, "{content_type:?}: {body}");
+        assert_eq!(body["error"]["code"], 415, "{body}");
+        let info = error_info(&body["error"]["details"]);
+        assert_eq!(info["reason"], "CONTENT_TYPE_NOT_SUPPORTED", "{body}");
+        assert_eq!(info["metadata"]["header"], "Content-Type", "{body}");
+    }
+    assert_eq!(task_count(&f).await, 0, "no refused request ran");
+    // JSON in any of its names is accepted.
+    for content_type in [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/A2A+JSON",
+    ] {
+        let (status, body, _) = post(&interfaces.jsonrpc, Some(content_type), &rpc).await;
+        assert_eq!(status, 200);
+        assert!(body.get("result").is_some(), "{content_type}: {body}");
+        let (status, body, _) = post(
+            &format!("{}/message:send", interfaces.rest),
+            Some(content_type),
+            &rest,
+        )
+        .await;
+        assert_eq!(status, 200, "{content_type}: {body}");
+    }
+}
+
+/// HTTP+JSON: a known path with another method is 405 with `Allow`; a body over the limit is
+/// 413. Both keep the AIP-193 body.
+#[tokio::test]
+async fn rest_answers_405_with_allow_and_413_for_an_oversize_body() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let rest = f.interfaces.clone().expect("server").rest;
+    let http = reqwest::Client::new();
+    for (method, path, allow) in [
+        ("DELETE", "/message:send", "POST"),
+        ("GET", "/message:stream", "POST"),
+        ("PUT", "/tasks/abc", "GET"),
+        (
+            "PATCH",
+            "/tasks/abc/pushNotificationConfigs/c1",
+            "DELETE, GET",
+        ),
+        ("DELETE", "/acme/tasks", "GET"),
+    ] {
+        let response = http
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).expect("method"),
+                format!("{rest}{path}"),
+            )
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 405, "{method} {path}");
+        assert_eq!(
+            response
+                .headers()
+                .get("allow")
+                .and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "{method} {path}"
+        );
+        let body: Value = response.json().await.expect("JSON body");
+        assert_eq!(body["error"]["code"], 405, "{body}");
+        assert_eq!(
+            error_info(&body["error"]["details"])["reason"],
+            "METHOD_NOT_FOUND"
+        );
+    }
+    let response = http
+        .get(format!("{rest}/no/such/route"))
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 404, "an unknown path stays 404");
+
+    let big = format!(
+        r#"{{"message":{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"{}"}}]}}}}"#,
+        "x".repeat(5 << 20)
+    );
+    let (status, body, _) = post(
+        &format!("{rest}/message:send"),
+        Some("application/json"),
+        &big,
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["code"], 413, "{body}");
+    assert_eq!(
+        error_info(&body["error"]["details"])["reason"],
+        "INVALID_REQUEST"
+    );
+}
+
+/// An `A2A-Version` that is not ASCII was read as absent (so as 1.0): it is refused.
+#[tokio::test]
+async fn a_version_header_that_is_not_ascii_is_refused() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let raw = reqwest::header::HeaderValue::from_bytes(b"1.0\xc3\xa9").expect("opaque bytes");
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}});
+    let body: Value = reqwest::Client::new()
+        .post(&interfaces.jsonrpc)
+        .header("a2a-version", raw.clone())
+        .json(&rpc)
+        .send()
+        .await
+        .expect("HTTP")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        error_info(&body["error"]["data"])["reason"],
+        "VERSION_NOT_SUPPORTED",
+        "{body}"
+    );
+    let response = reqwest::Client::new()
+        .get(format!("{}/tasks", interfaces.rest))
+        .header("a2a-version", raw.clone())
+        .send()
+        .await
+        .expect("HTTP");
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(
+        error_info(&body["error"]["details"])["reason"],
+        "VERSION_NOT_SUPPORTED",
+        "{status} {body}"
+    );
+
+    let target = &interfaces.grpc;
+    let mut client =
+        trident_proto::a2a_service_client::A2aServiceClient::connect(format!("http://{target}"))
+            .await
+            .expect("gRPC");
+    let mut request = tonic::Request::new(pb::ListTasksRequest::default());
+    request.metadata_mut().insert(
+        "a2a-version",
+        tonic::metadata::MetadataValue::try_from(&b"1.0\xc3\xa9"[..]).expect("opaque bytes"),
+    );
+    let status = client.list_tasks(request).await.expect_err("refused");
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status:?}");
+    assert!(status.message().contains("A2A-Version"), "{status:?}");
+}
+
+/// Push credentials are write-only: Get and List never return `token` or
+/// `authentication.credentials`; delivery still uses them (see `push.rs`).
+#[tokio::test]
+async fn push_secrets_are_not_read_back_on_any_binding() {
+    for transport in [
+        Transport::InProcess,
+        Transport::Grpc,
+        Transport::JsonRpc,
+        Transport::Rest,
+    ] {
+        let f = Fixture::new(transport, Variant::default()).await;
+        let task = send_task(&*f.svc, &cx(), "input").await;
+        let created = f
+            .svc
+            .create_task_push_notification_config(
+                &cx(),
+                pb::TaskPushNotificationConfig {
+                    task_id: task.id.clone(),
+                    id: "c1".into(),
+                    url: "https://hooks.example.com/a2a".into(),
+                    token: "opaque-123".into(),
+                    authentication: Some(pb::AuthenticationInfo {
+                        scheme: "Bearer".into(),
+                        credentials: "hook-secret".into(),
+                    }),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("create");
+        assert_eq!(created.id, "c1");
+        let got = f
+            .svc
+            .get_task_push_notification_config(
+                &CallContext::new(),
+                pb::GetTaskPushNotificationConfigRequest {
+                    task_id: task.id.clone(),
+                    id: "c1".into(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("get");
+        let listed = f
+            .svc
+            .list_task_push_notification_configs(
+                &cx(),
+                pb::ListTaskPushNotificationConfigsRequest {
+                    task_id: task.id.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("list")
+            .configs;
+        assert_eq!(listed.len(), 1);
+        for read in [&got, &listed[0]] {
+            assert_eq!(read.url, "https://hooks.example.com/a2a", "{transport:?}");
+            assert_eq!(read.token, "", "{transport:?}: token read back");
+            let auth = read.authentication.as_ref().expect("scheme kept");
+            assert_eq!(auth.scheme, "Bearer", "{transport:?}");
+            assert_eq!(auth.credentials, "", "{transport:?}: credentials read back");
+        }
+    }
+}
+
+/// A task store whose commits fail while `failing` is set (a full disk, a lost database);
+/// reads keep working.
+struct FlakyTasks {
+    inner: std::sync::Arc<trident_core::store::MemoryStore>,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl trident_core::store::TaskStore for FlakyTasks {
+    async fn commit(
+        &self,
+        scope: &trident_core::store::Scope,
+        record: &trident_core::store::TaskRecord,
+        expected_seq: Option<u64>,
+        events: &[trident_core::store::LoggedEvent],
+    ) -> Result<(), trident_core::store::StoreError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(trident_core::store::StoreError::Backend(
+                "database or disk is full (injected)".into(),
+            ));
+        }
+        self.inner.commit(scope, record, expected_seq, events).await
+    }
+    async fn get(
+        &self,
+        scope: &trident_core::store::Scope,
+        id: &str,
+    ) -> Result<Option<trident_core::store::TaskRecord>, trident_core::store::StoreError> {
+        trident_core::store::TaskStore::get(&*self.inner, scope, id).await
+    }
+    async fn list(
+        &self,
+        scope: &trident_core::store::Scope,
+        query: &trident_core::store::TaskQuery,
+    ) -> Result<trident_core::store::TaskPage, trident_core::store::StoreError> {
+        trident_core::store::TaskStore::list(&*self.inner, scope, query).await
+    }
+    async fn renew_leases(
+        &self,
+        node: &str,
+        until_ms: i64,
+    ) -> Result<u64, trident_core::store::StoreError> {
+        self.inner.renew_leases(node, until_ms).await
+    }
+    async fn lapsed_leases(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(trident_core::store::Scope, String)>, trident_core::store::StoreError> {
+        self.inner.lapsed_leases(before_ms, limit).await
+    }
+}
+
+/// Works on a task, one artifact chunk every 20 ms, until it is cancelled; ignores refused
+/// events, so only the cancellation can stop it.
+struct Ticker {
+    cancelled: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Return when cancelled; otherwise note it and carry on (an agent that ignores it).
+    honour_cancel: bool,
+}
+
+#[async_trait::async_trait]
+impl trident_core::AgentExecutor for Ticker {
+    async fn execute(
+        &self,
+        ctx: trident_core::RequestContext,
+        sink: trident_core::EventSink,
+    ) -> Result<(), trident_core::A2aError> {
+        sink.working().await?;
+        let mut noted = false;
+        for i in 0u32.. {
+            tokio::select! {
+                () = ctx.cancelled(), if !noted => {
+                    self.cancelled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    noted = true;
+                    if self.honour_cancel {
+                        return Ok(());
+                    }
+                }
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            let chunk = pb::Artifact {
+                artifact_id: "out".into(),
+                parts: vec![pb::Part::text(format!("{i} "))],
+                ..Default::default()
+            };
+            let _ = sink.artifact_chunk(chunk, i > 0, false).await;
+        }
+        Ok(())
+    }
+}
+
+/// A commit that fails mid-turn left the task WORKING forever: the blocking caller never got
+/// an answer and the stream sent keep-alives forever. Now the caller gets an error at once,
+/// the stream ends with an error, the executor is cancelled, and the task ends FAILED as soon
+/// as the store accepts writes again.
+#[tokio::test]
+async fn a_failed_commit_stops_the_turn_and_fails_the_task_once_the_store_recovers() {
+    failed_commit(true).await;
+}
+
+/// The same with an agent that ignores the cancellation: the task still ends FAILED once the
+/// store is back, and the agent's later events are refused.
+#[tokio::test]
+async fn a_failed_commit_fails_the_task_even_when_the_agent_ignores_cancellation() {
+    failed_commit(false).await;
+}
+
+async fn failed_commit(honour_cancel: bool) {
+    use futures::StreamExt;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    let memory = Arc::new(trident_core::store::MemoryStore::new());
+    let tasks = Arc::new(FlakyTasks {
+        inner: memory.clone(),
+        failing: false.into(),
+    });
+    let cancelled = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let engine: Arc<dyn trident_core::A2aService> = Arc::new(
+        trident_core::Engine::builder(Arc::new(Ticker {
+            cancelled: cancelled.clone(),
+            honour_cancel,
+        }))
+        .stores(trident_core::store::Stores {
+            tasks: tasks.clone(),
+            events: memory.clone(),
+            push: memory,
+        })
+        .build(),
+    );
+    // A streaming caller, a subscriber, and a blocking caller on a second task.
+    let mut stream = engine
+        .send_streaming_message(&cx(), req(msg("stream")))
+        .await
+        .expect("stream");
+    let first = stream.next().await.expect("first event").expect("ok");
+    let streamed_id = match &first.response.payload {
+        Some(pb::stream_response::Payload::Task(t)) => t.id.clone(),
+        other => panic!("a Task first, got {other:?}"),
+    };
+    let mut subscriber = engine
+        .subscribe_to_task(
+            &cx(),
+            pb::SubscribeToTaskRequest {
+                id: streamed_id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("subscribe");
+    let blocking = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.send_message(&cx(), req(msg("block"))).await })
+    };
+    // Both turns are under way.
+    let mut under_way = false;
+    for _ in 0..400 {
+        let listed = engine
+            .list_tasks(
+                &cx(),
+                pb::ListTasksRequest {
+                    include_artifacts: Some(true),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("list");
+        if listed.tasks.len() == 2
+            && listed
+                .tasks
+                .iter()
+                .all(|t| t.state() == pb::TaskState::Working && !t.artifacts.is_empty())
+        {
+            under_way = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(under_way, "both tasks are working and streaming chunks");
+
+    tasks.failing.store(true, Ordering::SeqCst);
+
+    let answer = tokio::time::timeout(Duration::from_secs(10), blocking)
+        .await
+        .expect("the blocking caller is answered")
+        .expect("joined");
+    let err = answer.expect_err("an error, not a task that never ends");
+    assert_eq!(err.kind(), ErrorKind::Internal, "{err}");
+    assert!(err.message().contains("could not be stored"), "{err}");
+    for (name, s) in [("stream", &mut stream), ("subscriber", &mut subscriber)] {
+        let ended = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut last = None;
+            while let Some(item) = s.next().await {
+                last = Some(item);
+            }
+            last
+        })
+        .await
+        .unwrap_or_else(|_| panic!("the {name} ends"));
+        match ended {
+            Some(Err(e)) => assert!(e.message().contains("could not be stored"), "{name}: {e}"),
+            other => panic!("the {name} ends with an error event, got {other:?}"),
+        }
+    }
+    for _ in 0..400 {
+        if cancelled.load(Ordering::SeqCst) == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        cancelled.load(Ordering::SeqCst),
+        2,
+        "both executors are told to stop"
+    );
+    if !honour_cancel {
+        // Still refusing writes for a while: the stubborn agents keep trying.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+
+    // Space is freed: both tasks end FAILED, saying why.
+    tasks.failing.store(false, Ordering::SeqCst);
+    let listed = engine
+        .list_tasks(&cx(), pb::ListTasksRequest::default())
+        .await
+        .expect("list");
+    assert_eq!(listed.tasks.len(), 2);
+    for t in listed.tasks {
+        let failed = crate::harness::wait_for(&*engine, &cx(), &t.id, |t| {
+            t.state() == pb::TaskState::Failed
+        })
+        .await;
+        let status = failed.status.expect("status");
+        let text = status
+            .message
+            .and_then(|m| m.parts.into_iter().next())
+            .map(|p| format!("{p:?}"))
+            .unwrap_or_default();
+        assert!(text.contains("could not be stored"), "{text}");
+    }
+    // The task is terminal now: a new subscriber is refused as for any ended task.
+    let refused = engine
+        .subscribe_to_task(
+            &cx(),
+            pb::SubscribeToTaskRequest {
+                id: streamed_id,
+                ..Default::default()
+            },
+        )
+        .await
+        .err()
+        .map(|e| e.kind());
+    assert_eq!(refused, Some(ErrorKind::UnsupportedOperation));
+}
