@@ -5,9 +5,10 @@
 //! What a connection may do, with the defaults of [`ConnectionLimits`]:
 //!
 //! - **Request head** (`header_timeout`, 10 s): an HTTP/1.1 request's head must be complete
-//!   within it of the server starting to wait for one — at accept, and after each response on
-//!   a keep-alive connection (so an HTTP/1.1 connection with no new request also closes after
-//!   it). hyper enforces this and answers `408` before closing.
+//!   within it of the server starting to wait for one — at the connection's first bytes (once
+//!   they show it is not HTTP/2), and after each response on a keep-alive connection (so an
+//!   HTTP/1.1 connection with no new request also closes after it). hyper enforces this by
+//!   closing the connection (without a response).
 //! - **Request body** (`body_timeout`, 60 s): the whole body must arrive within it of the
 //!   request head, a total rather than per-read deadline (a per-read one is defeated by a byte
 //!   every few seconds). A handler still waiting for the body then gets an error, and the
@@ -59,8 +60,8 @@ use crate::registry::{Admission, ConnId, Registry};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// How long a client may take to send an HTTP/1.1 request head, counted from when the
-    /// server starts waiting for one (accept, or the end of the previous response). Default
-    /// 10 s.
+    /// server starts waiting for one (the connection's first bytes, or the end of the previous
+    /// response). Default 10 s.
     pub header_timeout: Option<Duration>,
     /// How long a request body may take to arrive in full, counted from its head; a handler
     /// still waiting then fails the request with 408 (gRPC: `DEADLINE_EXCEEDED`). Default 60 s.
@@ -168,7 +169,8 @@ impl Throttle {
 /// Serves `app` on `listener` within `limits` until `shutdown` completes; then stops
 /// accepting, lets open requests finish for up to `drain`, closes what is left and returns.
 /// Every request carries [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo) (the peer) and
-/// every accepted socket has `TCP_NODELAY`.
+/// every accepted socket has `TCP_NODELAY`. The connections are tasks of this future:
+/// dropping it closes them all.
 pub async fn serve_with(
     listener: TcpListener,
     app: axum::Router,
@@ -182,7 +184,9 @@ pub async fn serve_with(
     let builder = Arc::new(builder(&limits));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
-    let sweeper = tokio::spawn(sweep(shared.clone()));
+    // In a set of its own, so that it ends with this function even when it is dropped.
+    let mut sweeper = JoinSet::new();
+    sweeper.spawn(sweep(shared.clone()));
     let mut shutdown = pin!(shutdown);
     let mut accept_errors = Throttle::default();
     let mut refusals = Throttle::default();
@@ -267,9 +271,9 @@ pub async fn serve_with(
             "streams still open after the drain period; stopping anyway"
         );
     }
-    // Dropping the set aborts what is left.
+    // Dropping the sets aborts what is left.
     drop(connections);
-    sweeper.abort();
+    drop(sweeper);
     Ok(())
 }
 
