@@ -29,8 +29,8 @@ pub(crate) struct Listen {
     /// Seconds open streams may take to finish after SIGTERM/Ctrl-C.
     #[arg(long, env = "TRIDENT_DRAIN", default_value_t = 10.0)]
     drain: f64,
-    /// Seconds a client may take to send an HTTP/1.1 request's headers, from connecting or
-    /// from the previous response (so also how long an idle keep-alive connection stays
+    /// Seconds a client may take to send an HTTP/1.1 request's headers, from its first bytes
+    /// or from the previous response (so also how long an idle keep-alive connection stays
     /// open); 0: no limit.
     #[arg(long, env = "TRIDENT_HEADER_TIMEOUT", default_value_t = 10.0)]
     header_timeout: f64,
