@@ -229,6 +229,35 @@ async fn a_body_shorter_than_its_content_length_is_refused_at_the_body_timeout()
     assert_eq!(response.version(), reqwest::Version::HTTP_2);
     assert_eq!(response.status(), reqwest::StatusCode::REQUEST_TIMEOUT);
     assert!(started.elapsed() < body_timeout + MARGIN);
+    // gRPC: a message frame header promising 100 000 bytes, then 6 of them.
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&100_000u32.to_be_bytes());
+    frame.extend_from_slice(b"\x0a\x04abcd");
+    let stalled = futures::stream::once(async move { Ok::<_, std::io::Error>(frame) })
+        .chain(futures::stream::pending());
+    let started = Instant::now();
+    let response = tokio::time::timeout(
+        body_timeout + MARGIN,
+        http2
+            .post(format!(
+                "{}/lf.a2a.v1.A2AService/SendMessage",
+                server.interfaces.rest
+            ))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(reqwest::Body::wrap_stream(stalled))
+            .send(),
+    )
+    .await
+    .expect("answered in time")
+    .expect("a response");
+    assert_eq!(
+        response.headers().get("grpc-status").map(|v| v.as_bytes()),
+        Some(&b"4"[..]),
+        "DEADLINE_EXCEEDED: {:?}",
+        response.headers()
+    );
+    assert!(started.elapsed() < body_timeout + MARGIN);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
