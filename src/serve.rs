@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use trident_core::{A2aService, AgentExecutor, Engine, EngineConfig, agents};
 use trident_proto as pb;
-use trident_server::{Bindings, Interfaces, Metrics, Observed, ServerOptions};
+use trident_server::{Bindings, ConnectionLimits, Interfaces, Metrics, Observed, ServerOptions};
 
 /// Listener settings shared by `serve` and `gateway`.
 #[derive(Args)]
@@ -29,6 +29,24 @@ pub(crate) struct Listen {
     /// Seconds open streams may take to finish after SIGTERM/Ctrl-C.
     #[arg(long, env = "TRIDENT_DRAIN", default_value_t = 10.0)]
     drain: f64,
+    /// Seconds a client may take to send an HTTP/1.1 request's headers, from its first bytes
+    /// or from the previous response (so also how long an idle keep-alive connection stays
+    /// open); 0: no limit.
+    #[arg(long, env = "TRIDENT_HEADER_TIMEOUT", default_value_t = 10.0)]
+    header_timeout: f64,
+    /// Seconds a request body may take to arrive in full after its headers; then HTTP 408
+    /// (gRPC: DEADLINE_EXCEEDED). Response streams are never timed. 0: no limit.
+    #[arg(long, env = "TRIDENT_BODY_TIMEOUT", default_value_t = 60.0)]
+    body_timeout: f64,
+    /// Seconds a connection with no request in flight stays open (an open stream is in
+    /// flight); 0: no limit.
+    #[arg(long, env = "TRIDENT_IDLE_TIMEOUT", default_value_t = 60.0)]
+    idle_timeout: f64,
+    /// Most connections open at once per listener; at the limit the one idle the longest is
+    /// closed for a new one, or the new one refused if none is idle. 0: no limit. Default:
+    /// the open-files limit minus 256, at most 10000.
+    #[arg(long, env = "TRIDENT_MAX_CONNECTIONS", default_value_t = trident_server::default_max_connections())]
+    max_connections: usize,
     /// Requests per second each caller may make (0: unlimited); over it: HTTP 429 /
     /// RESOURCE_EXHAUSTED.
     #[arg(long, env = "TRIDENT_RATE_LIMIT", default_value_t = 0.0)]
@@ -50,6 +68,17 @@ pub(crate) struct Listen {
 }
 
 impl Listen {
+    /// The connection limits these flags ask for.
+    fn connection_limits(&self) -> Result<ConnectionLimits, String> {
+        Ok(ConnectionLimits {
+            header_timeout: optional_seconds(self.header_timeout, "--header-timeout")?,
+            body_timeout: optional_seconds(self.body_timeout, "--body-timeout")?,
+            idle_timeout: optional_seconds(self.idle_timeout, "--idle-timeout")?,
+            max_connections: (self.max_connections > 0).then_some(self.max_connections),
+            ..ConnectionLimits::default()
+        })
+    }
+
     /// `svc` behind the per-caller limits, observed; and the limits (when any), which the
     /// authentication layer also charges for the requests it refuses.
     fn wrap(
@@ -186,6 +215,16 @@ fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{flag} must be a positive number of seconds"))
+}
+
+/// A timeout flag: a positive number of seconds, or 0 for none.
+fn optional_seconds(value: f64, flag: &str) -> Result<Option<Duration>, String> {
+    if value == 0.0 {
+        return Ok(None);
+    }
+    seconds(value, flag)
+        .map(Some)
+        .map_err(|_| format!("{flag} must be a number of seconds (0: no limit)"))
 }
 
 fn fail(message: impl std::fmt::Display) -> ExitCode {
@@ -377,7 +416,7 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         .and_then(|k| serde_json::to_string(&k.jwks()).ok());
     let served = Served {
         svc,
-        limits,
+        caller_limits: limits,
         metrics,
         jwks,
     };
@@ -457,7 +496,7 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
     let (svc, limits) = args.listen.wrap(upstream, &metrics);
     let served = Served {
         svc,
-        limits,
+        caller_limits: limits,
         metrics,
         jwks: None,
     };
@@ -467,7 +506,7 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
 /// What `run` serves: the wrapped service, its limits, metrics and the JWKS to publish.
 struct Served {
     svc: Arc<dyn A2aService>,
-    limits: Option<Arc<trident_server::Limited>>,
+    caller_limits: Option<Arc<trident_server::Limited>>,
     metrics: Arc<Metrics>,
     jwks: Option<String>,
 }
@@ -482,7 +521,7 @@ async fn run(
 ) -> ExitCode {
     let Served {
         svc,
-        limits,
+        caller_limits,
         metrics,
         jwks,
     } = served;
@@ -490,12 +529,16 @@ async fn run(
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    let limits = match listen.connection_limits() {
+        Ok(l) => l,
+        Err(e) => return fail(e),
+    };
     let mut options = ServerOptions {
         metrics: Some(metrics),
         authenticator: security.authenticator.clone(),
         allow_anonymous: security.allow_anonymous,
         jwks,
-        refusals: limits,
+        refusals: caller_limits,
         ..ServerOptions::default()
     };
     options.rest.max_body = listen.max_body;
@@ -529,7 +572,7 @@ async fn run(
     };
     let result = match bound.grpc {
         None => match trident_server::app(svc, card, &options) {
-            Ok(app) => trident_server::serve(bound.main, app, stopped(), drain).await,
+            Ok(app) => trident_server::serve_with(bound.main, app, stopped(), drain, limits).await,
             Err(e) => return fail(e),
         },
         Some(grpc_listener) => {
@@ -554,8 +597,8 @@ async fn run(
                 (Err(e), _) | (_, Err(e)) => return fail(e),
             };
             let (a, b) = tokio::join!(
-                trident_server::serve(bound.main, http, stopped(), drain),
-                trident_server::serve(grpc_listener, grpc, stopped(), drain)
+                trident_server::serve_with(bound.main, http, stopped(), drain, limits),
+                trident_server::serve_with(grpc_listener, grpc, stopped(), drain, limits)
             );
             a.and(b)
         }

@@ -1,6 +1,6 @@
 //! Unit tests of the command line: settings from a file become flags of the command run.
 
-use clap::CommandFactory;
+use clap::{CommandFactory, Parser};
 
 use crate::{Cli, config};
 
@@ -80,4 +80,34 @@ fn nested_commands_get_their_settings() {
 #[test]
 fn the_command_line_is_consistent() {
     Cli::command().debug_assert();
+}
+
+#[test]
+fn connection_limits_come_from_the_file_for_serve_and_gateway() {
+    let vars = [
+        ("TRIDENT_HEADER_TIMEOUT".to_owned(), "0.5".to_owned()),
+        ("TRIDENT_BODY_TIMEOUT".to_owned(), "2".to_owned()),
+        ("TRIDENT_IDLE_TIMEOUT".to_owned(), "0".to_owned()),
+        ("TRIDENT_MAX_CONNECTIONS".to_owned(), "64".to_owned()),
+    ];
+    for command in ["serve", "gateway"] {
+        let out =
+            config::apply(&Cli::command(), args(&["trident", command]), &vars).expect("apply");
+        assert_eq!(
+            out,
+            args(&[
+                "trident",
+                command,
+                "--header-timeout=0.5",
+                "--body-timeout=2",
+                "--idle-timeout=0",
+                "--max-connections=64",
+            ])
+        );
+        let mut with_upstream = out.clone();
+        if command == "gateway" {
+            with_upstream.extend(args(&["--upstream", "http://x"]));
+        }
+        Cli::try_parse_from(&with_upstream).expect("the flags parse");
+    }
 }

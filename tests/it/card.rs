@@ -139,10 +139,22 @@ async fn grpc_can_have_a_listener_of_its_own() {
     .expect("app");
     let servers = [
         tokio::spawn(async move {
-            let _ = axum::serve(http, http_app).await;
+            let _ = trident_server::serve(
+                http,
+                http_app,
+                std::future::pending(),
+                std::time::Duration::ZERO,
+            )
+            .await;
         }),
         tokio::spawn(async move {
-            let _ = axum::serve(grpc, grpc_app).await;
+            let _ = trident_server::serve(
+                grpc,
+                grpc_app,
+                std::future::pending(),
+                std::time::Duration::ZERO,
+            )
+            .await;
         }),
     ];
     for binding in Binding::ALL {

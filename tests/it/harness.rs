@@ -160,7 +160,7 @@ pub async fn spawn_server_with(
     let card = trident_server::card_with_interfaces(engine.card().clone(), &interfaces);
     let app = trident_server::app(Arc::new(engine), &card, &options).expect("app");
     let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = trident_server::serve(listener, app, std::future::pending(), Duration::ZERO).await;
     });
     (interfaces, server)
 }

@@ -15,6 +15,7 @@ mod process;
 mod push;
 mod recovery;
 mod security;
+mod slowloris;
 mod store_contract;
 mod streams;
 mod suite;

@@ -115,6 +115,16 @@ impl Trident {
         None
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// `kill -9`: no shutdown code runs.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -322,7 +322,7 @@ pub async fn serve_app(app: axum::Router) -> App {
         .expect("bind");
     let origin = format!("http://{}", listener.local_addr().expect("addr"));
     let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = trident_server::serve(listener, app, std::future::pending(), Duration::ZERO).await;
     });
     App { origin, task }
 }

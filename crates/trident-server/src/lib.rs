@@ -22,8 +22,11 @@ use axum::response::{IntoResponse, Response};
 use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION, Principal};
 use trident_proto as pb;
 
+mod connections;
 mod limits;
 mod observe;
+mod registry;
+pub use connections::{ConnectionLimits, MAX_CONNECTIONS_CAP, default_max_connections, serve_with};
 pub use limits::{CallerLimits, Limited};
 pub use observe::{Metrics, Observed, observed_stores};
 pub use trident_grpc::GrpcOptions;
@@ -486,35 +489,13 @@ pub fn app(
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets open
-/// requests finish for up to `drain`, and returns.
+/// requests finish for up to `drain`, and returns. [`serve_with`] with the default
+/// [`ConnectionLimits`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
     drain: Duration,
 ) -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    // Without TCP_NODELAY, Nagle plus delayed ACKs stall pipelined h2 streams (~40 ms each).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    // Connection info gives every call its peer address (`CallContext::peer`).
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let graceful = axum::serve(listener, app).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = stop_tx.send(true);
-    });
-    let mut stop_rx = stop_rx;
-    tokio::select! {
-        result = graceful => result,
-        () = async {
-            let _ = stop_rx.wait_for(|stopped| *stopped).await;
-            tokio::time::sleep(drain).await;
-        } => {
-            tracing::warn!(?drain, "streams still open after the drain period; stopping anyway");
-            Ok(())
-        }
-    }
+    serve_with(listener, app, shutdown, drain, ConnectionLimits::default()).await
 }

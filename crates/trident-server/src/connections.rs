@@ -1,0 +1,598 @@
+//! The accept loop behind [`serve_with`]: our own, over hyper-util's HTTP/1.1 + h2c connection
+//! builder, because `axum::serve` can bound neither how long a client takes nor how many
+//! connections it holds (issue 12, "Slowloris").
+//!
+//! What a connection may do, with the defaults of [`ConnectionLimits`]:
+//!
+//! - **Request head** (`header_timeout`, 10 s): an HTTP/1.1 request's head must be complete
+//!   within it of the server starting to wait for one — at the connection's first bytes (once
+//!   they show it is not HTTP/2), and after each response on a keep-alive connection (so an
+//!   HTTP/1.1 connection with no new request also closes after it). hyper enforces this by
+//!   closing the connection (without a response).
+//! - **Request body** (`body_timeout`, 60 s): the whole body must arrive within it of the
+//!   request head, a total rather than per-read deadline (a per-read one is defeated by a byte
+//!   every few seconds). A handler still waiting for the body then gets an error, and the
+//!   client `408 Request Timeout` (`Connection: close` on HTTP/1.1) or, on gRPC,
+//!   `DEADLINE_EXCEEDED`. Only a body somebody reads can time out, and responses are never
+//!   timed: SSE and gRPC server streams stay open as long as they last.
+//! - **Idle connection** (`idle_timeout`, 60 s): a connection with no request in flight for
+//!   that long is closed (HTTP/2 with a `GOAWAY`). A request is in flight from its complete
+//!   head until its response — a stream included — has ended. A connection that sends nothing
+//!   at all is idle from its accept.
+//! - **HTTP/2 liveness** (`h2_keep_alive`, 30 s): a `PING` that often; a peer that does not
+//!   answer within as long is dropped, so a dead client cannot hold a stream open forever.
+//! - **Connection count** (`max_connections`, see [`default_max_connections`]): at the limit
+//!   the connection idle the longest is closed to admit the new one; when none is idle the new
+//!   connection is refused (closed at once). Established callers with requests in flight are
+//!   never shed. The limit is per listener.
+//!
+//! Accept errors other than a peer's aborted handshake (typically `EMFILE`, out of file
+//! descriptors) are logged at most once a second; the loop then closes the idle-longest
+//! connection to free a descriptor and pauses briefly (10 ms, or 100 ms when nothing is idle)
+//! instead of spinning.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, Version, header};
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+use tower::ServiceExt;
+
+use crate::registry::{Admission, ConnId, Registry};
+
+/// The connection limits [`serve_with`] enforces (see the [module docs](self) for exactly
+/// what each bounds). `None` disables a timeout or the connection limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// How long a client may take to send an HTTP/1.1 request head, counted from when the
+    /// server starts waiting for one (the connection's first bytes, or the end of the previous
+    /// response). Default 10 s.
+    pub header_timeout: Option<Duration>,
+    /// How long a request body may take to arrive in full, counted from its head; a handler
+    /// still waiting then fails the request with 408 (gRPC: `DEADLINE_EXCEEDED`). Default 60 s.
+    pub body_timeout: Option<Duration>,
+    /// How long a connection with no request (or stream) in flight stays open. Default 60 s.
+    pub idle_timeout: Option<Duration>,
+    /// HTTP/2 keep-alive: `PING` interval, and how long the peer has to answer. Default 30 s.
+    pub h2_keep_alive: Option<Duration>,
+    /// Most connections open at once on the listener. At the limit the connection idle the
+    /// longest is closed to admit a new one, or the new one is refused if none is idle.
+    /// Default: [`default_max_connections`].
+    pub max_connections: Option<usize>,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Some(Duration::from_secs(10)),
+            body_timeout: Some(Duration::from_secs(60)),
+            idle_timeout: Some(Duration::from_secs(60)),
+            h2_keep_alive: Some(Duration::from_secs(30)),
+            max_connections: Some(default_max_connections()),
+        }
+    }
+}
+
+/// The most connections the default limit ever allows.
+pub const MAX_CONNECTIONS_CAP: usize = 10_000;
+/// File descriptors the default connection limit leaves to everything else (stores,
+/// webhooks, agent processes, the gRPC listener).
+const FD_HEADROOM: u64 = 256;
+
+/// The default connection limit: the process's soft `RLIMIT_NOFILE` (read from
+/// `/proc/self/limits`) minus 256 descriptors of headroom (but at least half the limit),
+/// capped at [`MAX_CONNECTIONS_CAP`]; the cap itself where the limit cannot be read.
+pub fn default_max_connections() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| soft_open_files_limit(&text));
+    max_connections_for(soft)
+}
+
+/// The soft "Max open files" of a `/proc/self/limits` text (`None`: unlimited or absent).
+fn soft_open_files_limit(limits: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.trim_start_matches("Max open files")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn max_connections_for(soft_limit: Option<u64>) -> usize {
+    let Some(soft) = soft_limit else {
+        return MAX_CONNECTIONS_CAP;
+    };
+    let usable = soft.saturating_sub(FD_HEADROOM).max(soft / 2).max(1);
+    usize::try_from(usable).map_or(MAX_CONNECTIONS_CAP, |n| n.min(MAX_CONNECTIONS_CAP))
+}
+
+/// After an accept error, how long the loop pauses when it could close an idle connection
+/// to free a descriptor…
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
+/// …and when it could not.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a connection told to close (idle expiry, shed) has to do so gracefully before it
+/// is dropped — if it still has nothing in flight.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// What the accept loop and every connection task share.
+struct Shared {
+    registry: Mutex<Registry<Arc<Notify>>>,
+}
+
+impl Shared {
+    fn registry(&self) -> MutexGuard<'_, Registry<Arc<Notify>>> {
+        // The registry is plain bookkeeping: a panic elsewhere leaves it consistent.
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Logs a repeated warning at most once a second.
+#[derive(Default)]
+struct Throttle {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl Throttle {
+    /// `Some(suppressed since the last one)` when a warning may be logged now.
+    fn ready(&mut self) -> Option<u64> {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < Duration::from_secs(1))
+        {
+            self.suppressed += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.suppressed))
+    }
+}
+
+/// Serves `app` on `listener` within `limits` until `shutdown` completes; then stops
+/// accepting, lets open requests finish for up to `drain`, closes what is left and returns.
+/// Every request carries [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo) (the peer) and
+/// every accepted socket has `TCP_NODELAY`. The connections are tasks of this future:
+/// dropping it closes them all.
+pub async fn serve_with(
+    listener: TcpListener,
+    app: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    drain: Duration,
+    limits: ConnectionLimits,
+) -> std::io::Result<()> {
+    let shared = Arc::new(Shared {
+        registry: Mutex::new(Registry::new(limits.max_connections, limits.idle_timeout)),
+    });
+    let builder = Arc::new(builder(&limits));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    // In a set of its own, so that it ends with this function even when it is dropped.
+    let mut sweeper = JoinSet::new();
+    sweeper.spawn(sweep(shared.clone()));
+    let mut shutdown = pin!(shutdown);
+    let mut accept_errors = Throttle::default();
+    let mut refusals = Throttle::default();
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) if is_per_connection(&e) => continue,
+            Err(e) => {
+                if let Some(suppressed) = accept_errors.ready() {
+                    tracing::warn!(
+                        error = %e,
+                        suppressed,
+                        "accept error; closing the connection idle the longest and pausing"
+                    );
+                }
+                // Free a descriptor if we can; retry soon if we did, later if not.
+                let shed = shared.registry().shed_idlest();
+                let pause = match shed {
+                    Some(close) => {
+                        close.notify_one();
+                        ACCEPT_RETRY
+                    }
+                    None => ACCEPT_BACKOFF,
+                };
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    () = tokio::time::sleep(pause) => continue,
+                }
+            }
+        };
+        // Without TCP_NODELAY, Nagle plus delayed ACKs stall pipelined h2 streams (~40 ms each).
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let close = Arc::new(Notify::new());
+        let admission = shared.registry().admit(close.clone(), Instant::now());
+        match admission {
+            Admission::Refused => {
+                if let Some(suppressed) = refusals.ready() {
+                    tracing::warn!(
+                        %peer,
+                        suppressed,
+                        max_connections = ?limits.max_connections,
+                        "at the connection limit with every connection busy: refusing connections"
+                    );
+                }
+                drop(tcp);
+            }
+            Admission::Admitted { id, shed } => {
+                if let Some(shed) = shed {
+                    tracing::debug!(%peer, "at the connection limit: closing the connection idle the longest");
+                    shed.notify_one();
+                }
+                connections.spawn(connection(Connection {
+                    tcp,
+                    peer,
+                    id,
+                    close,
+                    shared: shared.clone(),
+                    builder: builder.clone(),
+                    app: app.clone(),
+                    body_timeout: limits.body_timeout,
+                    stop: stop_rx.clone(),
+                }));
+            }
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(drain, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            ?drain,
+            "streams still open after the drain period; stopping anyway"
+        );
+    }
+    // Dropping the sets aborts what is left.
+    drop(connections);
+    drop(sweeper);
+    Ok(())
+}
+
+/// Errors of one incoming connection, not of the listener: just accept the next.
+fn is_per_connection(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock
+    )
+}
+
+fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let mut http2 = builder.http2();
+    http2.timer(TokioTimer::new());
+    if let Some(interval) = limits.h2_keep_alive {
+        http2
+            .keep_alive_interval(interval)
+            .keep_alive_timeout(interval);
+    }
+    builder
+}
+
+/// Closes the connections idle for the idle timeout, as they expire.
+async fn sweep(shared: Arc<Shared>) {
+    loop {
+        let (expired, next) = shared.registry().expire(Instant::now());
+        if !expired.is_empty() {
+            tracing::debug!(connections = expired.len(), "closing idle connections");
+        }
+        for close in expired {
+            close.notify_one();
+        }
+        let Some(next) = next else { return };
+        tokio::time::sleep_until(tokio::time::Instant::from_std(next)).await;
+    }
+}
+
+/// One accepted connection and what it needs.
+struct Connection {
+    tcp: TcpStream,
+    peer: SocketAddr,
+    id: ConnId,
+    /// Notified when the connection is to close (idle expiry or shed).
+    close: Arc<Notify>,
+    shared: Arc<Shared>,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    app: axum::Router,
+    body_timeout: Option<Duration>,
+    stop: watch::Receiver<bool>,
+}
+
+async fn connection(c: Connection) {
+    let Connection {
+        tcp,
+        peer,
+        id,
+        close,
+        shared,
+        builder,
+        app,
+        body_timeout,
+        mut stop,
+    } = c;
+    let service = hyper::service::service_fn({
+        let shared = shared.clone();
+        move |request: Request<Incoming>| handle(request, peer, id, &shared, &app, body_timeout)
+    });
+    let mut conn = pin!(builder.serve_connection(TokioIo::new(tcp), service));
+    let mut graceful = false;
+    let mut stopping = false;
+    let mut closing = false;
+    let force = tokio::time::sleep(Duration::ZERO);
+    let mut force = pin!(force);
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::trace!(%peer, error = %e, "connection ended");
+                }
+                break;
+            }
+            _ = stop.wait_for(|stopped| *stopped), if !stopping => {
+                stopping = true;
+                if !graceful {
+                    graceful = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            () = close.notified(), if !closing => {
+                closing = true;
+                force.as_mut().reset(tokio::time::Instant::now() + CLOSE_GRACE);
+                if !graceful {
+                    graceful = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            () = &mut force, if closing => {
+                // Told to close and still open: drop it, unless a request raced in (then it
+                // finishes, and the connection closes after it).
+                if shared.registry().in_flight(id) == 0 {
+                    tracing::trace!(%peer, "dropping a connection that did not close");
+                    break;
+                }
+                force.as_mut().reset(tokio::time::Instant::now() + CLOSE_GRACE);
+            }
+        }
+    }
+    shared.registry().remove(id);
+}
+
+/// One request: counted in flight until its response ends, given the peer address and the
+/// body deadline, answered by `app`.
+fn handle(
+    request: Request<Incoming>,
+    peer: SocketAddr,
+    id: ConnId,
+    shared: &Arc<Shared>,
+    app: &axum::Router,
+    body_timeout: Option<Duration>,
+) -> impl Future<Output = Result<Response<Body>, Infallible>> + Send + use<> {
+    shared.registry().start(id);
+    let guard = InFlight {
+        shared: shared.clone(),
+        id,
+    };
+    let version = request.version();
+    let grpc = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"));
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(ConnectInfo(peer));
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let body = match body_timeout {
+        // A request without a body (most GETs, h2 HEADERS with END_STREAM) needs no timer.
+        Some(timeout) if !http_body::Body::is_end_stream(&body) => {
+            Body::new(TimedBody::new(body, timeout, timed_out.clone()))
+        }
+        _ => Body::new(body),
+    };
+    let request = Request::from_parts(parts, body);
+    let app = app.clone();
+    async move {
+        let response = match app.oneshot(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        let response = match body_timeout {
+            Some(timeout) if timed_out.load(Ordering::Acquire) => {
+                tracing::debug!(%peer, ?timeout, "request body timed out");
+                body_timeout_response(version, grpc, timeout)
+            }
+            _ => response,
+        };
+        Ok(response.map(|body| {
+            Body::new(Guarded {
+                inner: body,
+                guard: Some(guard),
+            })
+        }))
+    }
+}
+
+/// The answer to a request whose body did not arrive in time, whatever the handler made of
+/// the error: `408` (and `Connection: close` on HTTP/1.x, as the rest of the body is still
+/// owed), or a trailers-only `DEADLINE_EXCEEDED` to a gRPC client.
+fn body_timeout_response(version: Version, grpc: bool, timeout: Duration) -> Response<Body> {
+    let message = format!(
+        "the request body did not arrive within {}s",
+        timeout.as_secs_f64()
+    );
+    if grpc {
+        let mut response = Response::new(Body::empty());
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+        // DEADLINE_EXCEEDED
+        headers.insert("grpc-status", HeaderValue::from_static("4"));
+        if let Ok(v) = HeaderValue::try_from(message) {
+            headers.insert("grpc-message", v);
+        }
+        return response;
+    }
+    let mut response = Response::new(Body::from(message));
+    *response.status_mut() = StatusCode::REQUEST_TIMEOUT;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    if version <= Version::HTTP_11 {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// A request in flight on a connection; dropping it ends the request in the registry.
+struct InFlight {
+    shared: Arc<Shared>,
+    id: ConnId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.shared.registry().finish(self.id, Instant::now());
+    }
+}
+
+/// A response body that keeps its request in flight until it ends or is dropped.
+struct Guarded {
+    inner: Body,
+    guard: Option<InFlight>,
+}
+
+impl http_body::Body for Guarded {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            this.guard = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Why a request body read failed: it did not arrive within the body timeout.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {0:?}")]
+pub(crate) struct BodyTimeout(pub(crate) Duration);
+
+/// A request body that must arrive in full by a deadline (set when the head arrived). The
+/// timer exists only while a reader waits for a frame that has not come.
+struct TimedBody<B> {
+    inner: B,
+    timeout: Duration,
+    deadline: tokio::time::Instant,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    timed_out: Arc<AtomicBool>,
+}
+
+impl<B> TimedBody<B> {
+    fn new(inner: B, timeout: Duration, timed_out: Arc<AtomicBool>) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            inner,
+            timeout,
+            // A timeout too large for the clock: about 30 years.
+            deadline: now
+                .checked_add(timeout)
+                .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400)),
+            sleep: None,
+            timed_out,
+        }
+    }
+}
+
+impl<B> http_body::Body for TimedBody<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            if frame.is_none() {
+                this.sleep = None;
+            }
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        let deadline = this.deadline;
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                this.timed_out.store(true, Ordering::Release);
+                Poll::Ready(Some(Err(Box::new(BodyTimeout(this.timeout)))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests;
