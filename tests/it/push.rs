@@ -409,3 +409,83 @@ async fn https_webhooks_use_tls() {
         "TLS was attempted: {text}"
     );
 }
+
+/// A webhook that answers after `delay`; counts the requests that arrived.
+async fn slow_receiver(delay: Duration) -> (String, Arc<AtomicUsize>) {
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let counter = arrived.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/hook"), arrived)
+}
+
+/// Webhooks of one task are delivered independently: a slow one (each answer takes 3 s) does
+/// not hold back a fast one, which gets every event while the slow one is still on its
+/// first; each still gets the events in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_webhook_does_not_delay_another_on_the_same_task() {
+    let (slow, arrived) = slow_receiver(Duration::from_secs(3)).await;
+    let (fast, mut rx) = receiver(0).await;
+    let svc = engine();
+    // The slow configuration is created first (ids order the listing), with the task.
+    let cfg = pb::SendMessageConfiguration {
+        task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+            id: "a-slow".into(),
+            url: slow,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let asked = task_of(
+        svc.send_message(&cx(), req_with(msg("input"), cfg))
+            .await
+            .expect("send"),
+    );
+    svc.create_task_push_notification_config(
+        &cx(),
+        pb::TaskPushNotificationConfig {
+            task_id: asked.id.clone(),
+            id: "b-fast".into(),
+            url: fast,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("second config");
+    follow_up(&*svc, &cx(), &asked, "Ada")
+        .await
+        .expect("follow-up");
+    // The fast webhook gets the follow-up turn's events, in order, while the slow one has
+    // not finished its first request.
+    let mut kinds = Vec::new();
+    while kinds.last() != Some(&("status", Some(pb::TaskState::Completed))) {
+        kinds.push(kind(&next(&mut rx).await));
+    }
+    assert!(
+        kinds.ends_with(&[
+            ("status", Some(pb::TaskState::Working)),
+            ("artifact", None),
+            ("status", Some(pb::TaskState::Completed))
+        ]),
+        "{kinds:?}"
+    );
+    assert!(
+        arrived.load(Ordering::SeqCst) <= 1,
+        "the slow webhook is still on its first event: {}",
+        arrived.load(Ordering::SeqCst)
+    );
+}

@@ -1,10 +1,13 @@
 //! Push-notification delivery: one worker per task follows the task's event log with a cursor
-//! (never blocking the task, never holding more than a batch) and POSTs each event, in order,
-//! to every configured webhook, retrying with exponential backoff.
+//! (never blocking the task, never holding more than a batch per webhook) and POSTs each
+//! event, in order, to every configured webhook — one lane per webhook, so each retries with
+//! exponential backoff on its own and a slow one delays no other.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::mpsc;
 
 use trident_proto as pb;
 
@@ -132,10 +135,11 @@ pub(crate) async fn kick_from(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writ
     tokio::spawn(deliver_all(guard, from));
 }
 
-/// Delivers the task's events in order, from the stored delivery cursor (the outbox), while
-/// this process holds the task's delivery claim. Another process takes over a claim that
-/// lapsed, so delivery resumes after a crash; an event is marked delivered only after every
-/// webhook has had it, so a crash can repeat an event but never skip one.
+/// Delivers the task's events from the stored delivery cursor (the outbox) while this process
+/// holds the task's delivery claim: one lane per configuration, each POSTing the events in
+/// order and retrying on its own, so a slow or dead webhook never delays another one. The
+/// stored cursor is the slowest lane's position: another process takes over a claim that
+/// lapsed and resumes from it, so a crash can repeat an event to a webhook but never skip one.
 async fn deliver_all(guard: LiveGuard, from: u64) {
     let LiveGuard { inner, live } = &guard;
     let Some(transport) = inner.webhooks.clone() else {
@@ -146,7 +150,7 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
     let claimed = store
         .claim_delivery(&live.scope, &live.task_id, &inner.node, until(), from)
         .await;
-    let mut cursor = match claimed {
+    let cursor = match claimed {
         Ok(Some(cursor)) => cursor,
         Ok(None) => {
             // Another process delivers this task's notifications.
@@ -159,69 +163,196 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
             return;
         }
     };
-    let mut batch = VecDeque::new();
-    loop {
-        if let Err(e) = live.read_after(inner, cursor, &mut batch).await {
-            tracing::warn!(task = %live.task_id, error = %e, "push delivery stopped: cannot read the event log");
-            live.writer.lock().await.pushing = false;
-            return;
+    let mut lanes = Lanes {
+        positions: HashMap::new(),
+        running: HashMap::new(),
+        stored: cursor,
+        listed_at: None,
+    };
+    let (report, mut reports) = mpsc::unbounded_channel::<(String, LaneReport)>();
+    let mut progress = live.progress();
+    let outcome = loop {
+        // New configurations start after the events seen at the previous listing (the first
+        // listing: at the stored cursor); deleted ones drop out.
+        let seen = progress.borrow_and_update().seq;
+        if let Err(e) = lanes.relist(inner, live, seen).await {
+            tracing::warn!(task = %live.task_id, error = %e, "push delivery paused: cannot list the configurations");
+            tokio::time::sleep(PAUSE).await;
         }
-        if batch.is_empty() {
-            let mut w = live.writer.lock().await;
-            if w.record.last_seq > cursor {
-                continue;
+        for (id, pos) in &lanes.positions {
+            if *pos < seen && !lanes.running.contains_key(id) {
+                let lane = tokio::spawn(lane(
+                    guard.inner.clone(),
+                    guard.live.clone(),
+                    transport.clone(),
+                    id.clone(),
+                    *pos,
+                    report.clone(),
+                ));
+                lanes.running.insert(id.clone(), lane);
             }
-            if let Err(e) = store
-                .release_delivery(&live.scope, &live.task_id, &inner.node)
+        }
+        // The outbox cursor follows the slowest lane.
+        let slowest = lanes.positions.values().copied().min().unwrap_or(seen);
+        if slowest > lanes.stored {
+            match store
+                .delivered(&live.scope, &live.task_id, &inner.node, slowest, until())
                 .await
             {
-                tracing::warn!(task = %live.task_id, error = %e, "could not release the outbox claim");
-            }
-            w.pushing = false;
-            return;
-        }
-        while let Some(event) = batch.pop_front() {
-            cursor = event.seq;
-            if let Err(e) =
-                deliver_event(inner, live, transport.as_ref(), event.seq, &event.event).await
-            {
-                tracing::warn!(task = %live.task_id, seq = event.seq, error = %e, "push delivery skipped an event");
-            }
-            let kept = store
-                .delivered(&live.scope, &live.task_id, &inner.node, cursor, until())
-                .await;
-            if !matches!(kept, Ok(true)) {
-                tracing::warn!(task = %live.task_id, seq = cursor, "push delivery stopped: the outbox claim was lost");
-                live.writer.lock().await.pushing = false;
-                return;
+                Ok(true) => lanes.stored = slowest,
+                _ => break Err("the outbox claim was lost"),
             }
         }
+        if lanes.running.is_empty() {
+            // Under the writer lock no commit can publish in between: a commit after this
+            // sees `pushing` off and starts a new worker.
+            let mut w = live.writer.lock().await;
+            if progress.borrow().seq <= slowest || lanes.positions.is_empty() {
+                if let Err(e) = store
+                    .release_delivery(&live.scope, &live.task_id, &inner.node)
+                    .await
+                {
+                    tracing::warn!(task = %live.task_id, error = %e, "could not release the outbox claim");
+                }
+                w.pushing = false;
+                break Ok(());
+            }
+            continue;
+        }
+        tokio::select! {
+            Some((id, r)) = reports.recv() => match r {
+                LaneReport::At(pos) => {
+                    if let Some(p) = lanes.positions.get_mut(&id) {
+                        *p = (*p).max(pos);
+                    }
+                }
+                LaneReport::Done(pos) => {
+                    lanes.running.remove(&id);
+                    if let Some(p) = lanes.positions.get_mut(&id) {
+                        *p = (*p).max(pos);
+                    }
+                }
+                LaneReport::Deleted => {
+                    lanes.running.remove(&id);
+                    lanes.positions.remove(&id);
+                }
+            },
+            changed = progress.changed() => if changed.is_err() {
+                break Err("the task went away");
+            },
+        }
+    };
+    if let Err(why) = outcome {
+        tracing::warn!(task = %live.task_id, "push delivery stopped: {why}");
+        for (_, lane) in lanes.running.drain() {
+            lane.abort();
+        }
+        live.writer.lock().await.pushing = false;
     }
 }
 
-async fn deliver_event(
-    inner: &Inner,
-    live: &Live,
-    transport: &dyn WebhookTransport,
-    seq: u64,
-    event: &pb::StreamResponse,
-) -> Result<(), A2aError> {
-    let body = serde_json::to_vec(event).map_err(|e| A2aError::internal(e.to_string()))?;
-    let mut after: Option<String> = None;
-    loop {
-        let (configs, more) = inner
-            .stores
-            .push
-            .list(&live.scope, &live.task_id, after.as_deref(), 100)
-            .await
-            .map_err(super::store_error)?;
-        for config in &configs {
-            let request = webhook_request(config, seq, body.clone());
-            send_with_retry(transport, &request, inner.config.push_retry).await;
+/// The delivery lanes of one task.
+struct Lanes {
+    /// Each configuration's position: the last event it has had (or given up on).
+    positions: HashMap<String, u64>,
+    /// Lanes with events in hand.
+    running: HashMap<String, tokio::task::JoinHandle<()>>,
+    /// The stored outbox cursor.
+    stored: u64,
+    /// The task's last sequence number when the configurations were last listed.
+    listed_at: Option<u64>,
+}
+
+impl Lanes {
+    async fn relist(&mut self, inner: &Inner, live: &Live, seen: u64) -> Result<(), A2aError> {
+        let start = self.listed_at.unwrap_or(self.stored);
+        let mut ids = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let (configs, more) = inner
+                .stores
+                .push
+                .list(&live.scope, &live.task_id, after.as_deref(), 100)
+                .await
+                .map_err(super::store_error)?;
+            ids.extend(configs.iter().map(|c| c.id.clone()));
+            match configs.last() {
+                Some(last) if more => after = Some(last.id.clone()),
+                _ => break,
+            }
         }
-        match configs.last() {
-            Some(last) if more => after = Some(last.id.clone()),
-            _ => return Ok(()),
+        for id in &ids {
+            self.positions.entry(id.clone()).or_insert(start);
+        }
+        let running = &self.running;
+        self.positions
+            .retain(|id, _| ids.contains(id) || running.contains_key(id));
+        self.listed_at = Some(seen);
+        Ok(())
+    }
+}
+
+/// How long a lane waits before it is restarted after a store read failed.
+const PAUSE: Duration = Duration::from_millis(500);
+
+/// What a lane tells the task's worker.
+enum LaneReport {
+    /// It has delivered (or given up on) every event up to this one.
+    At(u64),
+    /// Caught up at this event: nothing more to send for now.
+    Done(u64),
+    /// Its configuration was deleted.
+    Deleted,
+}
+
+/// One configuration's deliveries: the task's events after `pos`, in order, each retried
+/// on its own, until caught up. Re-reads the configuration before each event (it may have
+/// been replaced or deleted).
+async fn lane(
+    inner: Arc<Inner>,
+    live: Arc<Live>,
+    transport: Arc<dyn WebhookTransport>,
+    id: String,
+    mut pos: u64,
+    report: mpsc::UnboundedSender<(String, LaneReport)>,
+) {
+    let mut batch = VecDeque::new();
+    loop {
+        if let Err(e) = live.read_after(&inner, pos, &mut batch).await {
+            tracing::warn!(task = %live.task_id, config = %id, error = %e, "push delivery paused: cannot read the event log");
+            tokio::time::sleep(PAUSE).await;
+            let _ = report.send((id, LaneReport::Done(pos)));
+            return;
+        }
+        if batch.is_empty() {
+            let _ = report.send((id, LaneReport::Done(pos)));
+            return;
+        }
+        while let Some(event) = batch.pop_front() {
+            let config = match inner.stores.push.get(&live.scope, &live.task_id, &id).await {
+                Ok(Some(c)) => c,
+                Ok(None) => {
+                    let _ = report.send((id, LaneReport::Deleted));
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(task = %live.task_id, config = %id, error = %e, "push delivery paused: cannot read the configuration");
+                    tokio::time::sleep(PAUSE).await;
+                    let _ = report.send((id, LaneReport::Done(pos)));
+                    return;
+                }
+            };
+            match serde_json::to_vec(&*event.event) {
+                Ok(body) => {
+                    let request = webhook_request(&config, event.seq, body);
+                    send_with_retry(transport.as_ref(), &request, inner.config.push_retry).await;
+                }
+                Err(e) => {
+                    tracing::warn!(task = %live.task_id, seq = event.seq, error = %e, "push delivery skipped an event it cannot encode");
+                }
+            }
+            pos = event.seq;
+            let _ = report.send((id.clone(), LaneReport::At(pos)));
         }
     }
 }
