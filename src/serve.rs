@@ -416,6 +416,7 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         .and_then(|k| serde_json::to_string(&k.jwks()).ok());
     let served = Served {
         svc,
+        engine: Some(engine.clone()),
         caller_limits: limits,
         metrics,
         jwks,
@@ -496,6 +497,7 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
     let (svc, limits) = args.listen.wrap(upstream, &metrics);
     let served = Served {
         svc,
+        engine: None,
         caller_limits: limits,
         metrics,
         jwks: None,
@@ -506,6 +508,8 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
 /// What `run` serves: the wrapped service, its limits, metrics and the JWKS to publish.
 struct Served {
     svc: Arc<dyn A2aService>,
+    /// The engine, told to end its streams when the server shuts down (`None`: a gateway).
+    engine: Option<trident_core::Engine>,
     caller_limits: Option<Arc<trident_server::Limited>>,
     metrics: Arc<Metrics>,
     jwks: Option<String>,
@@ -521,6 +525,7 @@ async fn run(
 ) -> ExitCode {
     let Served {
         svc,
+        engine,
         caller_limits,
         metrics,
         jwks,
@@ -563,6 +568,15 @@ async fn run(
         shutdown_signal().await;
         println!("shutting down: no new connections; open streams have {drain:?} to finish");
         let _ = stop_tx.send(true);
+        // Before connections are closed, every stream still open gets a last event saying to
+        // resubscribe, and blocking callers their task as it is: at once on a shared store
+        // (another replica serves them), else after most of the drain period.
+        if let Some(engine) = engine {
+            if !engine.shares_store() {
+                tokio::time::sleep(drain.mul_f64(0.8)).await;
+            }
+            engine.close_streams();
+        }
     });
     let stopped = move || {
         let mut rx = stop_rx.clone();

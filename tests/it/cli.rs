@@ -375,3 +375,81 @@ async fn sigterm_lets_open_streams_finish_then_exits() {
         "exited 0 after the drain: {status:?}"
     );
 }
+
+/// SIGTERM with streams that would outlast the drain: each gets a last error event saying to
+/// resubscribe (not a cut connection), a blocking caller gets its task as it is, exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_streams_with_a_last_event_and_answers_blocking_calls() {
+    use futures::StreamExt;
+    let mut server =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--drain", "2"]).await;
+    let mut streams = Vec::new();
+    for binding in [
+        trident_client::Binding::Grpc,
+        trident_client::Binding::JsonRpc,
+        trident_client::Binding::Rest,
+    ] {
+        let svc = server.client(binding).await;
+        let mut stream = svc
+            .send_streaming_message(
+                &trident_core::CallContext::new(),
+                crate::harness::req(crate::harness::msg("slow")),
+            )
+            .await
+            .expect("stream");
+        let first = stream.next().await.expect("first").expect("event");
+        assert!(first.seq.is_some(), "{binding:?}");
+        streams.push((binding, stream));
+    }
+    let svc = server.client(trident_client::Binding::Rest).await;
+    let blocking = {
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            svc.send_message(
+                &trident_core::CallContext::new(),
+                crate::harness::req(crate::harness::msg("slow")),
+            )
+            .await
+        })
+    };
+    // The blocking call's task exists (four slow tasks in all).
+    for _ in 0..200 {
+        let listed = svc
+            .list_tasks(
+                &trident_core::CallContext::new(),
+                pb::ListTasksRequest::default(),
+            )
+            .await
+            .expect("list");
+        if listed.tasks.len() == 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let status = tokio::task::spawn_blocking(move || {
+        let status = server.terminate(Duration::from_secs(10));
+        (server, status)
+    });
+    for (binding, stream) in streams {
+        let rest: Vec<_> = stream.collect().await;
+        match rest.last() {
+            Some(Err(e)) => {
+                assert_eq!(
+                    e.kind(),
+                    trident_core::ErrorKind::Unavailable,
+                    "{binding:?}: {e}"
+                );
+                assert!(e.message().contains("shutting down"), "{binding:?}: {e}");
+            }
+            other => panic!("{binding:?}: the stream ends with a last error event: {other:?}"),
+        }
+    }
+    let answered = blocking
+        .await
+        .expect("join")
+        .expect("the blocking call is answered");
+    let task = crate::harness::task_of(answered);
+    assert_eq!(task.state(), pb::TaskState::Working, "the task as it is");
+    let (_server, status) = status.await.expect("join");
+    assert!(status.is_some_and(|s| s.success()), "exited 0: {status:?}");
+}

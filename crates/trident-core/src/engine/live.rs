@@ -379,6 +379,10 @@ impl Reader {
             if self.done {
                 return None;
             }
+            if self.guard.inner.closing.is_cancelled() {
+                self.done = true;
+                return Some(Err(super::shutting_down()));
+            }
             let progress = *self.progress.borrow_and_update();
             let live = &self.guard.live;
             if let Err(e) = live
@@ -400,8 +404,14 @@ impl Reader {
                 self.done = true;
                 return Some(Err(e));
             }
-            if self.progress.changed().await.is_err() {
-                return None;
+            tokio::select! {
+                changed = self.progress.changed() => if changed.is_err() {
+                    return None;
+                },
+                () = self.guard.inner.closing.cancelled() => {
+                    self.done = true;
+                    return Some(Err(super::shutting_down()));
+                }
             }
         }
     }

@@ -193,6 +193,7 @@ impl EngineBuilder {
                 authorizer: self.authorizer,
                 config: self.config,
                 live: Sharded::new(),
+                closing: CancellationToken::new(),
             }),
         };
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -229,6 +230,17 @@ pub(crate) struct Inner {
     authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) config: EngineConfig,
     live: Sharded<Arc<Live>>,
+    /// Cancelled when the server shuts down ([`Engine::close_streams`]).
+    pub(crate) closing: CancellationToken,
+}
+
+/// What a stream still open at shutdown ends with.
+pub(crate) fn shutting_down() -> A2aError {
+    A2aError::new(
+        ErrorKind::Unavailable,
+        "the server is shutting down; resubscribe (with the last event's id as Last-Event-ID) \
+         to continue",
+    )
 }
 
 pub(crate) fn store_error(e: StoreError) -> A2aError {
@@ -665,6 +677,7 @@ impl Inner {
             tokio::select! {
                 changed = progress.changed() => if changed.is_err() { break },
                 () = cx.cancelled.cancelled() => break,
+                () = self.closing.cancelled() => break,
                 () = sleep => break,
             }
         }
@@ -715,6 +728,21 @@ impl Engine {
         {
             tracing::warn!(error = %e, "could not release this process's task leases");
         }
+    }
+
+    /// Ends every open stream (SendStreamingMessage, SubscribeToTask) with an `Unavailable`
+    /// error event that says to resubscribe, and answers every blocking SendMessage still
+    /// waiting with its task as it is now; later streams end the same way at once. Tasks keep
+    /// running. Call when the server shuts down, before it closes connections, so no client
+    /// is cut off without a last word: `trident serve` calls it at once on a shared store
+    /// (another replica serves the resubscription) and after most of `--drain` otherwise.
+    pub fn close_streams(&self) {
+        self.inner.closing.cancel();
+    }
+
+    /// Whether the engine's task store is shared with other processes (cluster mode).
+    pub fn shares_store(&self) -> bool {
+        self.inner.stores.tasks.shared()
     }
 
     /// What the engine holds in memory right now.
