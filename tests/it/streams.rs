@@ -190,3 +190,79 @@ async fn a_server_that_never_ends_a_body_cannot_grow_the_clients_memory() {
         assert_eq!(e.kind(), ErrorKind::InvalidAgentResponse, "{binding}: {e}");
     }
 }
+
+/// SubscribeToTask works on any non-terminal task and ends at a terminal state (spec §3.1.6):
+/// three subscribers of an INPUT_REQUIRED task stay open across a fourth client's follow-up
+/// and all see the same events in the same order until COMPLETED, then their streams close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_of_an_interrupted_task_follow_it_to_the_end_on_every_binding() {
+    use crate::harness::{Fixture, Transport, Variant, follow_up, state_of};
+    for transport in [
+        Transport::InProcess,
+        Transport::Grpc,
+        Transport::JsonRpc,
+        Transport::Rest,
+    ] {
+        let f = Fixture::new(transport, Variant::default()).await;
+        let task = send_task(&*f.svc, &cx(), "input").await;
+        assert_eq!(task.state(), pb::TaskState::InputRequired, "{transport:?}");
+        let mut subscribers = Vec::new();
+        for _ in 0..3 {
+            let mut s = f
+                .svc
+                .subscribe_to_task(
+                    &cx(),
+                    pb::SubscribeToTaskRequest {
+                        id: task.id.clone(),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .expect("subscribe");
+            let first = s.next().await.expect("the snapshot").expect("ok");
+            assert_eq!(
+                state_of(&first),
+                Some(pb::TaskState::InputRequired),
+                "{transport:?}"
+            );
+            subscribers.push(s);
+        }
+        follow_up(&*f.svc, &cx(), &task, "Ada")
+            .await
+            .expect("follow-up");
+        let mut seen = Vec::new();
+        for s in subscribers {
+            let events = tokio::time::timeout(Duration::from_secs(10), s.collect::<Vec<_>>())
+                .await
+                .unwrap_or_else(|_| panic!("{transport:?}: the stream closes after COMPLETED"));
+            let events: Vec<_> = events
+                .into_iter()
+                .map(|e| e.expect("event"))
+                .map(|e| (e.seq, e.response))
+                .collect();
+            seen.push(events);
+        }
+        let states: Vec<_> = seen[0]
+            .iter()
+            .map(|(_, r)| {
+                crate::harness::state_of(&trident_core::StreamEvent {
+                    seq: None,
+                    response: r.clone(),
+                })
+            })
+            .collect();
+        assert_eq!(
+            states,
+            [
+                Some(pb::TaskState::Working),
+                None,
+                Some(pb::TaskState::Completed)
+            ],
+            "{transport:?}: the follow-up turn, to the end"
+        );
+        assert!(
+            seen.iter().all(|s| s == &seen[0]),
+            "{transport:?}: every subscriber saw the same events in the same order"
+        );
+    }
+}

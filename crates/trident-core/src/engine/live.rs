@@ -346,8 +346,29 @@ fn ends_task(event: &pb::StreamResponse) -> bool {
     }
 }
 
+/// Where a stream of a task ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// With the turn: at a terminal state or `INPUT_REQUIRED` (SendStreamingMessage; a direct
+    /// message ends it too).
+    Turn,
+    /// At a terminal state only, through interruptions and their follow-up turns
+    /// (SubscribeToTask, spec §3.1.6).
+    Terminal,
+}
+
+impl StreamEnd {
+    fn ends_at(self, event: &pb::StreamResponse) -> bool {
+        match self {
+            StreamEnd::Turn => closes_stream(event),
+            StreamEnd::Terminal => ends_task(event),
+        }
+    }
+}
+
 struct Reader {
     guard: LiveGuard,
+    end: StreamEnd,
     cursor: u64,
     lead: Option<StreamEvent>,
     pending: VecDeque<LoggedEvent>,
@@ -358,7 +379,7 @@ struct Reader {
 impl Reader {
     async fn next(&mut self) -> Option<Result<StreamEvent, A2aError>> {
         if let Some(lead) = self.lead.take() {
-            self.done = closes_stream(&lead.response);
+            self.done = self.end.ends_at(&lead.response);
             return Some(Ok(lead));
         }
         loop {
@@ -367,7 +388,7 @@ impl Reader {
                 // A replay from an old cursor passes an INPUT_REQUIRED the task has since
                 // answered; only a terminal state or the latest interruption ends the stream.
                 let latest = self.progress.borrow().seq;
-                if closes_stream(&e.event) && (e.seq >= latest || ends_task(&e.event)) {
+                if self.end.ends_at(&e.event) && (e.seq >= latest || ends_task(&e.event)) {
                     self.done = true;
                     self.pending.clear();
                 }
@@ -423,10 +444,12 @@ pub(crate) fn follow(
     live: Arc<Live>,
     cursor: u64,
     lead: Option<StreamEvent>,
+    end: StreamEnd,
 ) -> EventStream {
     let progress = live.progress();
     let reader = Reader {
         guard: LiveGuard { inner, live },
+        end,
         cursor,
         lead,
         pending: VecDeque::new(),

@@ -25,7 +25,7 @@ pub(crate) mod push;
 pub(crate) mod run;
 mod validate;
 
-use live::{Live, LiveGuard, follow};
+use live::{Live, LiveGuard, StreamEnd, follow};
 use run::{Creation, First, Run};
 
 use crate::auth::{Access, Authorizer};
@@ -883,7 +883,13 @@ impl A2aService for Engine {
                         pb::stream_response::Payload::Task(t),
                     )),
                 });
-                Ok(follow(inner.clone(), live.clone(), after, lead))
+                Ok(follow(
+                    inner.clone(),
+                    live.clone(),
+                    after,
+                    lead,
+                    StreamEnd::Turn,
+                ))
             }
         }
     }
@@ -1040,7 +1046,13 @@ impl A2aService for Engine {
                 "Last-Event-ID",
                 format!("task {} has no event {resume}", task.id),
             )),
-            Some(resume) => Ok(follow(inner.clone(), live.clone(), resume, None)),
+            Some(resume) => Ok(follow(
+                inner.clone(),
+                live.clone(),
+                resume,
+                None,
+                StreamEnd::Terminal,
+            )),
             None if task.state().is_terminal() => Err(A2aError::unsupported(format!(
                 "task {} is {}; subscribe to tasks that are still running",
                 task.id,
@@ -1054,7 +1066,13 @@ impl A2aService for Engine {
                         pb::stream_response::Payload::Task(task),
                     )),
                 };
-                Ok(follow(inner.clone(), live.clone(), last_seq, Some(lead)))
+                Ok(follow(
+                    inner.clone(),
+                    live.clone(),
+                    last_seq,
+                    Some(lead),
+                    StreamEnd::Terminal,
+                ))
             }
         }
     }
