@@ -85,13 +85,13 @@ pub(crate) struct Listen {
     proxy_protocol: bool,
     /// The request header a trusted proxy names the client in (walked from the right, past
     /// trusted proxies); never read from other peers.
-    #[arg(long, value_enum, env = "TRIDENT_FORWARDED_HEADER", default_value_t = Forwarded::XForwardedFor)]
-    forwarded_header: Forwarded,
+    #[arg(long, value_enum, env = "TRIDENT_FORWARDED_HEADER", default_value_t = ForwardedArg::XForwardedFor)]
+    forwarded_header: ForwardedArg,
 }
 
 /// `--forwarded-header`
 #[derive(Clone, Copy, ValueEnum)]
-enum Forwarded {
+enum ForwardedArg {
     /// `X-Forwarded-For: client, proxy…`
     XForwardedFor,
     /// RFC 7239 `Forwarded: for=client, …`
@@ -121,9 +121,9 @@ impl Listen {
             trusted: self.trusted_proxy.clone(),
             proxy_protocol: self.proxy_protocol,
             forwarded_header: match self.forwarded_header {
-                Forwarded::XForwardedFor => ForwardedHeader::XForwardedFor,
-                Forwarded::Forwarded => ForwardedHeader::Forwarded,
-                Forwarded::None => ForwardedHeader::None,
+                ForwardedArg::XForwardedFor => ForwardedHeader::XForwardedFor,
+                ForwardedArg::Forwarded => ForwardedHeader::Forwarded,
+                ForwardedArg::None => ForwardedHeader::None,
             },
         })
     }
