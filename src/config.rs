@@ -1,6 +1,7 @@
 //! The optional configuration file: a TOML table whose keys are the `TRIDENT_*` environment
 //! variables without the prefix, lower-case (`store = "sqlite:/var/lib/trident.db"`,
-//! `lease_ttl = 5`, `max_body = 1048576`). Precedence: command-line flags, then the
+//! `lease_ttl = 5`, `max_body = 1048576`); a list flag also takes an array of strings
+//! (`trusted_proxy = ["10.0.0.0/8", "fd00::/8"]`, the same as `"10.0.0.0/8,fd00::/8"`). Precedence: command-line flags, then the
 //! environment, then the file. A file setting becomes the matching flag of the command being
 //! run (the environment is never modified); keys no command knows are refused, keys another
 //! command knows are ignored.
@@ -38,9 +39,15 @@ pub(crate) fn load(file: &Path) -> Result<Vec<(String, String)>, String> {
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(f) => f.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
+            // A list flag's values, as its comma-separated environment variable has them.
+            toml::Value::Array(items) if items.iter().all(toml::Value::is_str) => items
+                .iter()
+                .filter_map(toml::Value::as_str)
+                .collect::<Vec<_>>()
+                .join(","),
             other => {
                 return Err(format!(
-                    "config {}: {key} must be a string, number or boolean, not {}",
+                    "config {}: {key} must be a string, number, boolean or array of strings, not {}",
                     file.display(),
                     other.type_str()
                 ));
@@ -163,6 +170,23 @@ mod tests {
                 ("TRIDENT_MAX_BODY".to_owned(), "1024".to_owned()),
                 ("TRIDENT_NODE_ID".to_owned(), "n1".to_owned()),
                 ("TRIDENT_STRICT_VERSION".to_owned(), "true".to_owned()),
+            ]
+        );
+        std::fs::write(
+            &file,
+            "trusted_proxy = [\"10.0.0.0/8\", \"127.0.0.1\"]\nproxy_protocol = true\n",
+        )
+        .expect("write");
+        let mut vars = load(&file).expect("load");
+        vars.sort();
+        assert_eq!(
+            vars,
+            [
+                ("TRIDENT_PROXY_PROTOCOL".to_owned(), "true".to_owned()),
+                (
+                    "TRIDENT_TRUSTED_PROXY".to_owned(),
+                    "10.0.0.0/8,127.0.0.1".to_owned()
+                ),
             ]
         );
         std::fs::write(&file, "listen = [1]\n").expect("write");

@@ -9,7 +9,10 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use trident_core::{A2aService, AgentExecutor, Engine, EngineConfig, agents};
 use trident_proto as pb;
-use trident_server::{Bindings, ConnectionLimits, Interfaces, Metrics, Observed, ServerOptions};
+use trident_server::{
+    Bindings, ConnectionLimits, ForwardedHeader, Interfaces, Metrics, Observed, ProxyOptions,
+    ServerOptions,
+};
 
 /// Listener settings shared by `serve` and `gateway`.
 #[derive(Args)]
@@ -65,6 +68,36 @@ pub(crate) struct Listen {
     /// Accept `Authorization: Bearer TOKEN` as PRINCIPAL (repeatable; PRINCIPAL=TOKEN).
     #[arg(long, value_name = "PRINCIPAL=TOKEN")]
     bearer: Vec<String>,
+    /// A proxy (load balancer) in front of this server, by address or CIDR range, trusted to
+    /// name the client: in a PROXY protocol header (--proxy-protocol) and in
+    /// --forwarded-header. Repeat, or comma-separate. Default: nobody.
+    #[arg(
+        long,
+        env = "TRIDENT_TRUSTED_PROXY",
+        value_delimiter = ',',
+        value_name = "CIDR"
+    )]
+    trusted_proxy: Vec<trident_server::IpNet>,
+    /// Connections from trusted proxies start with a PROXY protocol header (v2 or v1, e.g.
+    /// HAProxy's send-proxy-v2) naming the client; a missing or malformed one closes the
+    /// connection, and connections from other addresses are refused.
+    #[arg(long, env = "TRIDENT_PROXY_PROTOCOL")]
+    proxy_protocol: bool,
+    /// The request header a trusted proxy names the client in (walked from the right, past
+    /// trusted proxies); never read from other peers.
+    #[arg(long, value_enum, env = "TRIDENT_FORWARDED_HEADER", default_value_t = ForwardedArg::XForwardedFor)]
+    forwarded_header: ForwardedArg,
+}
+
+/// `--forwarded-header`
+#[derive(Clone, Copy, ValueEnum)]
+enum ForwardedArg {
+    /// `X-Forwarded-For: client, proxy…`
+    XForwardedFor,
+    /// RFC 7239 `Forwarded: for=client, …`
+    Forwarded,
+    /// Neither: only the PROXY protocol names the client.
+    None,
 }
 
 impl Listen {
@@ -76,6 +109,22 @@ impl Listen {
             idle_timeout: optional_seconds(self.idle_timeout, "--idle-timeout")?,
             max_connections: (self.max_connections > 0).then_some(self.max_connections),
             ..ConnectionLimits::default()
+        })
+    }
+
+    /// Who may name the client, as these flags say.
+    fn proxies(&self) -> Result<ProxyOptions, String> {
+        if self.proxy_protocol && self.trusted_proxy.is_empty() {
+            return Err("--proxy-protocol needs --trusted-proxy (the proxies' addresses)".into());
+        }
+        Ok(ProxyOptions {
+            trusted: self.trusted_proxy.clone(),
+            proxy_protocol: self.proxy_protocol,
+            forwarded_header: match self.forwarded_header {
+                ForwardedArg::XForwardedFor => ForwardedHeader::XForwardedFor,
+                ForwardedArg::Forwarded => ForwardedHeader::Forwarded,
+                ForwardedArg::None => ForwardedHeader::None,
+            },
         })
     }
 
@@ -538,6 +587,10 @@ async fn run(
         Ok(l) => l,
         Err(e) => return fail(e),
     };
+    let proxies = match listen.proxies() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
     let mut options = ServerOptions {
         metrics: Some(metrics),
         authenticator: security.authenticator.clone(),
@@ -586,7 +639,17 @@ async fn run(
     };
     let result = match bound.grpc {
         None => match trident_server::app(svc, card, &options) {
-            Ok(app) => trident_server::serve_with(bound.main, app, stopped(), drain, limits).await,
+            Ok(app) => {
+                trident_server::serve_with_proxies(
+                    bound.main,
+                    app,
+                    stopped(),
+                    drain,
+                    limits,
+                    proxies,
+                )
+                .await
+            }
             Err(e) => return fail(e),
         },
         Some(grpc_listener) => {
@@ -611,8 +674,22 @@ async fn run(
                 (Err(e), _) | (_, Err(e)) => return fail(e),
             };
             let (a, b) = tokio::join!(
-                trident_server::serve_with(bound.main, http, stopped(), drain, limits),
-                trident_server::serve_with(grpc_listener, grpc, stopped(), drain, limits)
+                trident_server::serve_with_proxies(
+                    bound.main,
+                    http,
+                    stopped(),
+                    drain,
+                    limits,
+                    proxies.clone()
+                ),
+                trident_server::serve_with_proxies(
+                    grpc_listener,
+                    grpc,
+                    stopped(),
+                    drain,
+                    limits,
+                    proxies
+                )
             );
             a.and(b)
         }

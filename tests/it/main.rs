@@ -12,6 +12,7 @@ mod harness;
 mod list_property;
 mod openapi;
 mod process;
+mod proxied;
 mod push;
 mod recovery;
 mod security;

@@ -26,6 +26,12 @@
 //!   connection is refused (closed at once). Established callers with requests in flight are
 //!   never shed. The limit is per listener.
 //!
+//! - **Proxies** ([`ProxyOptions`], see [`crate::proxy`]): with the PROXY protocol on, a
+//!   connection from a trusted proxy must start with the header within `header_timeout` (10 s
+//!   when that is off), and connections from other addresses are refused at accept; a
+//!   forwarding header is read from trusted peers only. Either way the client so found is the
+//!   request's `ConnectInfo`.
+//!
 //! Accept errors other than a peer's aborted handshake (typically `EMFILE`, out of file
 //! descriptors) are logged at most once a second; the loop then closes the idle-longest
 //! connection to free a descriptor and pauses briefly (10 ms, or 100 ms when nothing is idle)
@@ -53,6 +59,7 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
+use crate::proxy::{ProxyHeader, ProxyOptions};
 use crate::registry::{Admission, ConnId, Registry};
 
 /// The connection limits [`serve_with`] enforces (see the [module docs](self) for exactly
@@ -127,6 +134,8 @@ fn max_connections_for(soft_limit: Option<u64>) -> usize {
 const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 /// …and when it could not.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a trusted proxy has to send the PROXY header when `header_timeout` is off.
+const PROXY_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection told to close (idle expiry, shed) has to do so gracefully before it
 /// is dropped — if it still has nothing in flight.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -178,6 +187,31 @@ pub async fn serve_with(
     drain: Duration,
     limits: ConnectionLimits,
 ) -> std::io::Result<()> {
+    serve_with_proxies(
+        listener,
+        app,
+        shutdown,
+        drain,
+        limits,
+        ProxyOptions::default(),
+    )
+    .await
+}
+
+/// [`serve_with`] behind the proxies of `proxies`: the peer in each request's
+/// [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo) is the client they name (the
+/// PROXY protocol header, then a forwarding header; see [`crate::proxy`]), and with the PROXY
+/// protocol on, connections from addresses that are not trusted proxies are refused.
+pub async fn serve_with_proxies(
+    listener: TcpListener,
+    app: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    drain: Duration,
+    limits: ConnectionLimits,
+    proxies: ProxyOptions,
+) -> std::io::Result<()> {
+    let proxies = Arc::new(proxies);
+    let proxy_header_timeout = limits.header_timeout.unwrap_or(PROXY_HEADER_TIMEOUT);
     let shared = Arc::new(Shared {
         registry: Mutex::new(Registry::new(limits.max_connections, limits.idle_timeout)),
     });
@@ -190,6 +224,7 @@ pub async fn serve_with(
     let mut shutdown = pin!(shutdown);
     let mut accept_errors = Throttle::default();
     let mut refusals = Throttle::default();
+    let mut bypasses = Throttle::default();
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
@@ -222,6 +257,18 @@ pub async fn serve_with(
                 }
             }
         };
+        if proxies.proxy_protocol && !proxies.is_trusted(peer.ip()) {
+            if let Some(suppressed) = bypasses.ready() {
+                tracing::warn!(
+                    %peer,
+                    suppressed,
+                    "refusing a connection from an address that is not a trusted proxy \
+                     (the listener expects the PROXY protocol)"
+                );
+            }
+            drop(tcp);
+            continue;
+        }
         // Without TCP_NODELAY, Nagle plus delayed ACKs stall pipelined h2 streams (~40 ms each).
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
@@ -255,6 +302,8 @@ pub async fn serve_with(
                     app: app.clone(),
                     body_timeout: limits.body_timeout,
                     stop: stop_rx.clone(),
+                    proxies: proxies.clone(),
+                    proxy_header_timeout,
                 }));
             }
         }
@@ -329,11 +378,13 @@ struct Connection {
     app: axum::Router,
     body_timeout: Option<Duration>,
     stop: watch::Receiver<bool>,
+    proxies: Arc<ProxyOptions>,
+    proxy_header_timeout: Duration,
 }
 
 async fn connection(c: Connection) {
     let Connection {
-        tcp,
+        mut tcp,
         peer,
         id,
         close,
@@ -342,10 +393,42 @@ async fn connection(c: Connection) {
         app,
         body_timeout,
         mut stop,
+        proxies,
+        proxy_header_timeout,
     } = c;
+    let peer = if proxies.proxy_protocol {
+        let read = tokio::time::timeout(proxy_header_timeout, crate::proxy::read_header(&mut tcp));
+        let outcome = tokio::select! {
+            outcome = read => Some(outcome),
+            () = close.notified() => None,
+            _ = stop.wait_for(|stopped| *stopped) => None,
+        };
+        match outcome {
+            Some(Ok(Ok(ProxyHeader::Client(client)))) => client,
+            Some(Ok(Ok(ProxyHeader::Local))) => peer,
+            Some(Ok(Err(e))) => {
+                tracing::warn!(%peer, error = %e, "closing a connection from a trusted proxy: bad PROXY header");
+                shared.registry().remove(id);
+                return;
+            }
+            Some(Err(_)) => {
+                tracing::warn!(%peer, timeout = ?proxy_header_timeout, "closing a connection from a trusted proxy: no PROXY header in time");
+                shared.registry().remove(id);
+                return;
+            }
+            None => {
+                shared.registry().remove(id);
+                return;
+            }
+        }
+    } else {
+        peer
+    };
     let service = hyper::service::service_fn({
         let shared = shared.clone();
-        move |request: Request<Incoming>| handle(request, peer, id, &shared, &app, body_timeout)
+        move |request: Request<Incoming>| {
+            handle(request, peer, id, &shared, &app, body_timeout, &proxies)
+        }
     });
     let mut conn = pin!(builder.serve_connection(TokioIo::new(tcp), service));
     let mut graceful = false;
@@ -390,8 +473,8 @@ async fn connection(c: Connection) {
     shared.registry().remove(id);
 }
 
-/// One request: counted in flight until its response ends, given the peer address and the
-/// body deadline, answered by `app`.
+/// One request: counted in flight until its response ends, given the client's address (the
+/// connection's peer, or whom a trusted proxy names) and the body deadline, answered by `app`.
 fn handle(
     request: Request<Incoming>,
     peer: SocketAddr,
@@ -399,6 +482,7 @@ fn handle(
     shared: &Arc<Shared>,
     app: &axum::Router,
     body_timeout: Option<Duration>,
+    proxies: &ProxyOptions,
 ) -> impl Future<Output = Result<Response<Body>, Infallible>> + Send + use<> {
     shared.registry().start(id);
     let guard = InFlight {
@@ -412,6 +496,7 @@ fn handle(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("application/grpc"));
     let (mut parts, body) = request.into_parts();
+    let peer = proxies.client(&parts.headers, peer);
     parts.extensions.insert(ConnectInfo(peer));
     let timed_out = Arc::new(AtomicBool::new(false));
     let body = match body_timeout {

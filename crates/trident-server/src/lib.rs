@@ -25,10 +25,14 @@ use trident_proto as pb;
 mod connections;
 mod limits;
 mod observe;
+pub mod proxy;
 mod registry;
-pub use connections::{ConnectionLimits, MAX_CONNECTIONS_CAP, default_max_connections, serve_with};
+pub use connections::{
+    ConnectionLimits, MAX_CONNECTIONS_CAP, default_max_connections, serve_with, serve_with_proxies,
+};
 pub use limits::{CallerLimits, Limited};
 pub use observe::{Metrics, Observed, observed_stores};
+pub use proxy::{ForwardedHeader, IpNet, ProxyOptions};
 pub use trident_grpc::GrpcOptions;
 pub use trident_jsonrpc::JsonRpcOptions;
 pub use trident_rest::RestOptions;

@@ -1,6 +1,6 @@
 //! Per-caller limits: a request rate (token bucket) and a number of concurrent streams, keyed
 //! by the authenticated principal, or for an anonymous caller by its IPv4 address or IPv6 /64
-//! (behind a proxy, the proxy's: no PROXY protocol or `Forwarded` header is read). A caller over a limit
+//! (behind a trusted proxy, the client's it names; see [`crate::proxy`]). A caller over a limit
 //! gets `ResourceExhausted` (HTTP 429, gRPC RESOURCE_EXHAUSTED, JSON-RPC -31429) on every
 //! binding; other callers are unaffected. Request body size is limited per binding
 //! (`RestOptions::max_body` and friends).
