@@ -194,6 +194,10 @@ fn error_kinds(op: Operation, body: bool) -> Vec<ErrorKind> {
     kinds
 }
 
+/// HTTP statuses of the refusals made before a request reaches the A2A layer (outside the
+/// error table): 405 with `Allow`, 413 and 415; their bodies are ErrorResponses too.
+const HTTP_REFUSALS: [u16; 3] = [405, 413, 415];
+
 /// One error response per HTTP status the kinds map to, listing the statuses and reasons.
 fn error_responses(kinds: &[ErrorKind]) -> BTreeMap<String, serde_json::Value> {
     let mut by_status: BTreeMap<u16, Vec<ErrorKind>> = BTreeMap::new();
@@ -221,7 +225,11 @@ fn error_responses(kinds: &[ErrorKind]) -> BTreeMap<String, serde_json::Value> {
 /// The AIP-193 error body and the detail messages our server sends in it.
 fn error_schemas() -> Map<String, serde_json::Value> {
     let statuses: BTreeSet<&str> = ErrorKind::ALL.iter().map(|k| k.wire().status).collect();
-    let codes: BTreeSet<u16> = ErrorKind::ALL.iter().map(|k| k.wire().http).collect();
+    let codes: BTreeSet<u16> = ErrorKind::ALL
+        .iter()
+        .map(|k| k.wire().http)
+        .chain(HTTP_REFUSALS)
+        .collect();
     let reasons: BTreeSet<&str> = ErrorKind::ALL.iter().map(|k| k.wire().reason).collect();
     let mut m = Map::new();
     m.insert(
@@ -718,6 +726,26 @@ impl Gen {
             );
         }
         responses.extend(error_responses(&error_kinds(route.op, route.body)));
+        if route.body {
+            for (status, why) in [
+                (
+                    413u16,
+                    "The body is larger than the server accepts (`--max-body`); ErrorInfo reason `INVALID_REQUEST`, metadata `maxBodyBytes`.",
+                ),
+                (
+                    415,
+                    "The body is not JSON: `Content-Type` must be `application/json`, `application/a2a+json` or another `+json` type; ErrorInfo reason `CONTENT_TYPE_NOT_SUPPORTED`, metadata `header` and `received`.",
+                ),
+            ] {
+                responses.insert(
+                    status.to_string(),
+                    json!({
+                        "description": format!("Refused before the request is read. {why}"),
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+                    }),
+                );
+            }
+        }
         op.insert("responses".into(), responses.into());
         Ok(serde_json::Value::Object(op))
     }
