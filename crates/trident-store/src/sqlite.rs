@@ -513,31 +513,55 @@ fn commit(
     use rusqlite::{OptionalExtension as _, params};
     let deltas = match expected {
         Some(expected) => {
-            let old: Option<(i64, i32, String)> = conn
+            type Old = (i64, i32, String, i64, Option<String>);
+            let old: Option<Old> = conn
                 .prepare_cached(
-                    "SELECT last_seq, state, context_id FROM tasks \
+                    "SELECT last_seq, state, context_id, status_ts, lease_node FROM tasks \
                      WHERE tenant = ? AND owner = ? AND id = ?",
                 )
                 .and_then(|mut s| {
                     s.query_row(params![row.tenant, row.owner, row.id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                     })
                     .optional()
                 })
                 .map_err(failed)?;
-            let (stored, old_state, old_context) = old.ok_or(StoreError::NotFound)?;
+            let (stored, old_state, old_context, old_ts, old_node) =
+                old.ok_or(StoreError::NotFound)?;
             if stored != expected || !continues {
                 return Err(StoreError::Conflict);
             }
-            // A small row (no blob): SQLite rewrites a whole row on UPDATE.
-            run(
-                conn,
-                "UPDATE tasks SET context_id = :context_id, state = :state, \
-                 status_ts = :status_ts, last_seq = :last_seq, turn = :turn, \
-                 lease_node = :lease_node, lease_until = :lease_until \
-                 WHERE tenant = :tenant AND owner = :owner AND id = :id",
-                row_params(row).as_slice(),
-            )?;
+            // A small row (no blob): SQLite rewrites a whole row on UPDATE. It also rewrites
+            // the entries of every index on a column the SET names, so a commit that moves
+            // only the sequence (a streamed chunk) names only what it changes.
+            if old_state == row.state
+                && old_context == row.context_id
+                && old_ts == row.status_ts
+                && old_node == row.lease_node
+            {
+                run(
+                    conn,
+                    "UPDATE tasks SET last_seq = ?, turn = ?, lease_until = ? \
+                     WHERE tenant = ? AND owner = ? AND id = ?",
+                    params![
+                        row.last_seq,
+                        row.turn,
+                        row.lease_until,
+                        row.tenant,
+                        row.owner,
+                        row.id
+                    ],
+                )?;
+            } else {
+                run(
+                    conn,
+                    "UPDATE tasks SET context_id = :context_id, state = :state, \
+                     status_ts = :status_ts, last_seq = :last_seq, turn = :turn, \
+                     lease_node = :lease_node, lease_until = :lease_until \
+                     WHERE tenant = :tenant AND owner = :owner AND id = :id",
+                    row_params(row).as_slice(),
+                )?;
+            }
             put_snapshot(conn, row)?;
             CounterDeltas::updated(&old_context, old_state, row)
         }
