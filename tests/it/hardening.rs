@@ -408,6 +408,20 @@ impl trident_core::store::TaskStore for FlakyTasks {
         }
         self.inner.commit(scope, record, expected_seq, events).await
     }
+    async fn append(
+        &self,
+        scope: &trident_core::store::Scope,
+        record: &trident_core::store::TaskRecord,
+        expected_seq: u64,
+        events: &[trident_core::store::LoggedEvent],
+    ) -> Result<(), trident_core::store::StoreError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(trident_core::store::StoreError::Backend(
+                "database or disk is full (injected)".into(),
+            ));
+        }
+        self.inner.append(scope, record, expected_seq, events).await
+    }
     async fn get(
         &self,
         scope: &trident_core::store::Scope,

@@ -37,6 +37,16 @@ impl TaskStore for Discard {
         Ok(())
     }
 
+    async fn append(
+        &self,
+        _scope: &Scope,
+        _record: &TaskRecord,
+        _expected_seq: u64,
+        _events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     async fn get(&self, _scope: &Scope, _id: &str) -> Result<Option<TaskRecord>, StoreError> {
         Ok(None)
     }

@@ -26,6 +26,10 @@
 //! `--trident-store sqlite` runs Trident on `trident serve`'s durable default, a SQLite file
 //! (in a fresh temporary directory per server, removed when the server stops).
 //!
+//! `trident-bench chunks --store memory|sqlite:PATH|postgres://…` is a third: one agent
+//! streaming artifact chunks through the engine, time and bytes written per chunk as the
+//! artifact grows (see [`chunks`]).
+//!
 //! `trident-bench list --store sqlite|postgres` is a second benchmark: the latency of one
 //! ListTasks page, measured on the store itself (no HTTP), as the store grows (see [`list`]).
 //!
@@ -44,6 +48,7 @@
 //! and of the bindings' adapters. Trident keeps every task in its in-memory store, so its
 //! memory grows with the number of requests of a run.
 
+pub mod chunks;
 pub mod cpu;
 pub mod discard;
 pub mod list;

@@ -115,6 +115,23 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         concurrency: usize,
     },
+    /// Stream artifact chunks through the engine (one task, one subscriber); print µs and
+    /// bytes written per chunk for the first and last thousand chunks and each window.
+    Chunks {
+        /// `memory`, `sqlite:PATH` (a new file, left in place) or a PostgreSQL URL (a fresh
+        /// schema is created and dropped).
+        #[arg(long, default_value = "memory")]
+        store: String,
+        /// Chunks to emit.
+        #[arg(long, default_value_t = 100_000)]
+        chunks: usize,
+        /// Bytes of text per chunk.
+        #[arg(long, default_value_t = 16)]
+        size: usize,
+        /// Chunks per reported window.
+        #[arg(long, default_value_t = 10_000)]
+        window: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -190,6 +207,23 @@ fn main() -> ExitCode {
                     samples: samples.max(1),
                     concurrency,
                 }))
+            }),
+        Command::Chunks {
+            store,
+            chunks,
+            size,
+            window,
+        } => tokio::runtime::Runtime::new()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                rt.block_on(trident_bench::chunks::run(
+                    &trident_bench::chunks::ChunksConfig {
+                        store,
+                        chunks,
+                        size,
+                        window,
+                    },
+                ))
             }),
     };
     match result {

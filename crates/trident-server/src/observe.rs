@@ -536,6 +536,23 @@ struct TimedStores {
 }
 
 impl TimedStores {
+    /// Counts a committed state change in `entered`.
+    fn count_entered(&self, record: &TaskRecord, events: &[LoggedEvent]) {
+        let entered = events.iter().any(|e| {
+            matches!(
+                e.event.payload,
+                Some(pb::stream_response::Payload::StatusUpdate(_))
+                    | Some(pb::stream_response::Payload::Task(_))
+            )
+        });
+        if entered {
+            let state = usize::try_from(record.task.state() as i32).unwrap_or(0);
+            if let Some(n) = self.metrics.entered.get(state) {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     async fn time<T>(&self, op: usize, call: impl std::future::Future<Output = T>) -> T {
         let start = Instant::now();
         let out = call.await;
@@ -560,19 +577,27 @@ impl TaskStore for TimedStores {
             )
             .await;
         if result.is_ok() {
-            let entered = events.iter().any(|e| {
-                matches!(
-                    e.event.payload,
-                    Some(pb::stream_response::Payload::StatusUpdate(_))
-                        | Some(pb::stream_response::Payload::Task(_))
-                )
-            });
-            if entered {
-                let state = usize::try_from(record.task.state() as i32).unwrap_or(0);
-                if let Some(n) = self.metrics.entered.get(state) {
-                    n.fetch_add(1, Ordering::Relaxed);
-                }
-            }
+            self.count_entered(record, events);
+        }
+        result
+    }
+
+    /// Timed as a commit (it is one, without a snapshot).
+    async fn append(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        let result = self
+            .time(
+                0,
+                self.inner.tasks.append(scope, record, expected_seq, events),
+            )
+            .await;
+        if result.is_ok() {
+            self.count_entered(record, events);
         }
         result
     }

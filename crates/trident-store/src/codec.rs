@@ -2,11 +2,13 @@
 
 use prost::Message;
 use trident_core::store::{
-    Lease, ListCursor, LoggedEvent, Scope, StoreError, TaskPage, TaskRecord, status_nanos,
+    Lease, ListCursor, LoggedEvent, Scope, StoreError, TaskPage, TaskRecord, apply,
+    events_continue, status_nanos,
 };
 use trident_proto as pb;
 
-/// A task record as the columns of the `tasks` table.
+/// A task record as the columns of the `tasks` table, and its snapshot (the `snapshots` row)
+/// when the commit stores one.
 #[derive(Debug, Clone)]
 pub(crate) struct TaskRow {
     pub(crate) tenant: String,
@@ -19,11 +21,18 @@ pub(crate) struct TaskRow {
     pub(crate) turn: i64,
     pub(crate) lease_node: Option<String>,
     pub(crate) lease_until: Option<i64>,
-    pub(crate) snapshot: Vec<u8>,
+    /// The prost-encoded task, as of `last_seq`; `None` for an append.
+    pub(crate) snapshot: Option<Vec<u8>>,
 }
 
 impl TaskRow {
-    pub(crate) fn encode(scope: &Scope, record: &TaskRecord) -> Result<Self, StoreError> {
+    /// The row of `record`; with `snapshot`, its task encoded (O(task)), otherwise only the
+    /// small columns (O(1)).
+    pub(crate) fn encode(
+        scope: &Scope,
+        record: &TaskRecord,
+        snapshot: bool,
+    ) -> Result<Self, StoreError> {
         Ok(Self {
             tenant: scope.tenant.to_string(),
             owner: scope.owner.to_string(),
@@ -35,21 +44,23 @@ impl TaskRow {
             turn: to_i64(record.turn)?,
             lease_node: record.lease.as_ref().map(|l| l.node.to_string()),
             lease_until: record.lease.as_ref().map(|l| l.until_ms),
-            snapshot: record.task.encode_to_vec(),
+            snapshot: snapshot.then(|| record.task.encode_to_vec()),
         })
     }
 }
 
-/// Rebuilds a record from its columns.
+/// Rebuilds a record from its columns: the snapshot with `events` (those after it, in order,
+/// up to `last_seq`) applied.
 pub(crate) fn decode_record(
     snapshot: &[u8],
+    events: &[LoggedEvent],
     last_seq: i64,
     turn: i64,
     lease_node: Option<String>,
     lease_until: Option<i64>,
 ) -> Result<TaskRecord, StoreError> {
     Ok(TaskRecord {
-        task: decode_task(snapshot)?,
+        task: rebuild(snapshot, events)?,
         last_seq: to_u64(last_seq),
         turn: to_u64(turn),
         lease: lease_node.map(|node| Lease {
@@ -59,11 +70,18 @@ pub(crate) fn decode_record(
     })
 }
 
-/// A page from the `limit + 1` rows a list query fetched (the extra row says whether more
-/// follow) and the matching total.
-pub(crate) fn page(mut tasks: Vec<pb::Task>, limit: usize, total: i64) -> TaskPage {
-    let more = tasks.len() > limit;
-    tasks.truncate(limit);
+/// A task from its snapshot and the events logged after it.
+pub(crate) fn rebuild(snapshot: &[u8], events: &[LoggedEvent]) -> Result<pb::Task, StoreError> {
+    let mut task = decode_task(snapshot)?;
+    for e in events {
+        apply(&mut task, &e.event);
+    }
+    Ok(task)
+}
+
+/// A page from the tasks of the first `limit` rows a list query fetched, whether it fetched
+/// more (it asks for `limit + 1`), and the matching total.
+pub(crate) fn page(tasks: Vec<pb::Task>, more: bool, total: i64) -> TaskPage {
     let next = if more {
         tasks.last().map(ListCursor::of)
     } else {
@@ -74,6 +92,54 @@ pub(crate) fn page(mut tasks: Vec<pb::Task>, limit: usize, total: i64) -> TaskPa
         total: usize::try_from(total).unwrap_or(0),
         next,
     }
+}
+
+/// One row of a list page: the task's id and `last_seq`, its snapshot's seq and body.
+pub(crate) struct ListedRow {
+    pub(crate) id: String,
+    pub(crate) last_seq: u64,
+    pub(crate) snapshot_seq: u64,
+    pub(crate) snapshot: Vec<u8>,
+}
+
+/// The tasks of a list page: each row's snapshot with the events after it (read with
+/// `log`, only for the rows that have any) applied.
+pub(crate) async fn rebuild_page(
+    log: &dyn trident_core::store::EventLog,
+    scope: &Scope,
+    rows: Vec<ListedRow>,
+) -> Result<Vec<pb::Task>, StoreError> {
+    let mut tasks = Vec::with_capacity(rows.len());
+    for row in rows {
+        let events =
+            events_after_snapshot(log, scope, &row.id, row.snapshot_seq, row.last_seq).await?;
+        tasks.push(rebuild(&row.snapshot, &events)?);
+    }
+    Ok(tasks)
+}
+
+/// The events of task `id` with a sequence number in `(snapshot_seq, last_seq]`. The log is
+/// append-only and gapless, so reading them after reading `last_seq` needs no transaction.
+pub(crate) async fn events_after_snapshot(
+    log: &dyn trident_core::store::EventLog,
+    scope: &Scope,
+    id: &str,
+    snapshot_seq: u64,
+    last_seq: u64,
+) -> Result<Vec<LoggedEvent>, StoreError> {
+    if last_seq <= snapshot_seq {
+        return Ok(Vec::new());
+    }
+    let n = usize::try_from(last_seq - snapshot_seq).unwrap_or(usize::MAX);
+    let mut events = log.read(scope, id, snapshot_seq, n).await?;
+    events.retain(|e| e.seq <= last_seq);
+    if !events_continue(snapshot_seq, last_seq, &events) {
+        return Err(StoreError::Backend(format!(
+            "task {id}: the log does not hold events {} to {last_seq}",
+            snapshot_seq + 1
+        )));
+    }
+    Ok(events)
 }
 
 pub(crate) fn decode_task(snapshot: &[u8]) -> Result<pb::Task, StoreError> {
@@ -208,30 +274,35 @@ pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery, pg: bo
             self.sql.push_str(s);
         }
     }
-    let filters = |b: &mut B, with_since: bool| {
+    // `t` qualifies the columns of `tasks` (the page joins `snapshots`).
+    let filters = |b: &mut B, t_: &str, with_since: bool| {
         let t = b.arg(Val::Str(scope.tenant.to_string()));
         let o = b.arg(Val::Str(scope.owner.to_string()));
-        b.push(&format!(" WHERE tenant = {t} AND owner = {o}"));
+        b.push(&format!(" WHERE {t_}tenant = {t} AND {t_}owner = {o}"));
         if let Some(c) = &q.context_id {
             let p = b.arg(Val::Str(c.clone()));
-            b.push(&format!(" AND context_id = {p}"));
+            b.push(&format!(" AND {t_}context_id = {p}"));
         }
         if let Some(s) = q.state {
             let p = b.arg(Val::I32(s as i32));
-            b.push(&format!(" AND state = {p}"));
+            b.push(&format!(" AND {t_}state = {p}"));
         }
         if with_since && let Some(since) = q.updated_since {
             let p = b.arg(Val::I64(saturate(since)));
-            b.push(&format!(" AND status_ts >= {p}"));
+            b.push(&format!(" AND {t_}status_ts >= {p}"));
         }
     };
 
+    // Columns: the task's id and last_seq, its snapshot's seq and body (the events between
+    // are read separately, for the tasks that have any).
     let mut page = B {
-        sql: "SELECT snapshot FROM tasks".to_owned(),
+        sql: "SELECT t.id, t.last_seq, s.seq, s.body FROM tasks t JOIN snapshots s \
+              ON s.tenant = t.tenant AND s.owner = t.owner AND s.id = t.id"
+            .to_owned(),
         args: Vec::new(),
         pg,
     };
-    filters(&mut page, true);
+    filters(&mut page, "t.", true);
     if let Some(c) = &q.after {
         let ts = saturate(c.timestamp);
         // The redundant `status_ts <= ts` is what an index range can use (PostgreSQL only
@@ -241,11 +312,11 @@ pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery, pg: bo
         let b = page.arg(Val::I64(ts));
         let i = page.arg(Val::Str(c.id.clone()));
         page.push(&format!(
-            " AND status_ts <= {le} AND (status_ts < {a} OR (status_ts = {b} AND id > {i}))"
+            " AND t.status_ts <= {le} AND (t.status_ts < {a} OR (t.status_ts = {b} AND t.id > {i}))"
         ));
     }
     let l = page.arg(Val::I64(limit_plus_one(q.limit)));
-    page.push(&format!(" ORDER BY status_ts DESC, id ASC LIMIT {l}"));
+    page.push(&format!(" ORDER BY t.status_ts DESC, t.id ASC LIMIT {l}"));
 
     // The total: from the counters, except with `updated_since`, which no counter covers:
     // then a count of the matching rows (O(matching rows), through the same indexes).
@@ -256,13 +327,13 @@ pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery, pg: bo
     };
     if q.updated_since.is_some() {
         total.push("SELECT CAST(COUNT(*) AS BIGINT) FROM tasks");
-        filters(&mut total, true);
+        filters(&mut total, "", true);
     } else if q.context_id.is_some() {
         total.push("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM context_counts");
-        filters(&mut total, false);
+        filters(&mut total, "", false);
     } else {
         total.push("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM task_counts");
-        filters(&mut total, false);
+        filters(&mut total, "", false);
     }
     ListSql {
         page: page.sql,

@@ -14,20 +14,32 @@ struct Migration {
     sql: &'static str,
 }
 
-const SQLITE: &[Migration] = &[Migration {
-    version: 1,
-    sql: include_str!("migrations/sqlite/0001_init.sql"),
-}];
+const SQLITE: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: include_str!("migrations/sqlite/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        sql: include_str!("migrations/sqlite/0002_snapshots.sql"),
+    },
+];
 
-const POSTGRES: &[Migration] = &[Migration {
-    version: 1,
-    sql: include_str!("migrations/postgres/0001_init.sql"),
-}];
+const POSTGRES: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: include_str!("migrations/postgres/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        sql: include_str!("migrations/postgres/0002_snapshots.sql"),
+    },
+];
 
 /// The newest SQLite schema version this binary knows.
-pub const SQLITE_VERSION: i64 = 1;
+pub const SQLITE_VERSION: i64 = 2;
 /// The newest PostgreSQL schema version this binary knows.
-pub const POSTGRES_VERSION: i64 = 1;
+pub const POSTGRES_VERSION: i64 = 2;
 
 const CREATE_SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS trident_schema (\
      version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL)";

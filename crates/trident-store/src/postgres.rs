@@ -18,8 +18,9 @@ use trident_proto as pb;
 
 use crate::OpenError;
 use crate::codec::{
-    CounterDeltas, TaskRow, Val, decode_event, decode_push, decode_record, decode_task,
-    encode_events, limit, limit_plus_one, list_sql, page, to_i64, to_u64,
+    CounterDeltas, ListedRow, TaskRow, Val, decode_event, decode_push, decode_record,
+    encode_events, events_after_snapshot, limit, limit_plus_one, list_sql, page, rebuild_page,
+    to_i64, to_u64,
 };
 
 /// The NOTIFY channel commits are announced on.
@@ -237,19 +238,20 @@ fn scoped_id(r: &PgRow) -> Result<(Scope, String), StoreError> {
     Ok((Scope::new(tenant, owner), r.try_get(2).map_err(backend)?))
 }
 
-#[async_trait::async_trait]
-impl TaskStore for PgStore {
+impl PgStore {
     /// One transaction. A create is an `INSERT … ON CONFLICT DO NOTHING` (no row: the id is
     /// taken); an update first locks the row (`SELECT … FOR UPDATE`), so racing commits at one
-    /// version serialize on it and all but one see a newer `last_seq`.
-    async fn commit(
+    /// version serialize on it and all but one see a newer `last_seq`. `snapshot` stores
+    /// `record.task` as the task's snapshot.
+    async fn write_commit(
         &self,
         scope: &Scope,
         record: &TaskRecord,
         expected_seq: Option<u64>,
         events: &[LoggedEvent],
+        snapshot: bool,
     ) -> Result<(), StoreError> {
-        let row = TaskRow::encode(scope, record)?;
+        let row = TaskRow::encode(scope, record, snapshot)?;
         let continues = events_continue(expected_seq.unwrap_or(0), record.last_seq, events);
         let encoded = encode_events(events)?;
         let mut tx = self.pool.begin().await.map_err(backend)?;
@@ -274,8 +276,8 @@ impl TaskStore for PgStore {
                 let old_context: String = old.try_get(2).map_err(backend)?;
                 sqlx::query(
                     "UPDATE tasks SET context_id = $4, state = $5, status_ts = $6, \
-                     last_seq = $7, turn = $8, lease_node = $9, lease_until = $10, \
-                     snapshot = $11 WHERE tenant = $1 AND owner = $2 AND id = $3",
+                     last_seq = $7, turn = $8, lease_node = $9, lease_until = $10 \
+                     WHERE tenant = $1 AND owner = $2 AND id = $3",
                 )
                 .bind(&row.tenant)
                 .bind(&row.owner)
@@ -287,7 +289,6 @@ impl TaskStore for PgStore {
                 .bind(row.turn)
                 .bind(&row.lease_node)
                 .bind(row.lease_until)
-                .bind(&row.snapshot)
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
@@ -296,8 +297,8 @@ impl TaskStore for PgStore {
             None => {
                 let r = sqlx::query(
                     "INSERT INTO tasks (tenant, owner, id, context_id, state, status_ts, \
-                     last_seq, turn, lease_node, lease_until, snapshot) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
+                     last_seq, turn, lease_node, lease_until) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
                      ON CONFLICT (tenant, owner, id) DO NOTHING",
                 )
                 .bind(&row.tenant)
@@ -310,7 +311,6 @@ impl TaskStore for PgStore {
                 .bind(row.turn)
                 .bind(&row.lease_node)
                 .bind(row.lease_until)
-                .bind(&row.snapshot)
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| map_err(e, StoreError::AlreadyExists))?;
@@ -320,9 +320,26 @@ impl TaskStore for PgStore {
                 if !continues {
                     return Err(StoreError::Conflict);
                 }
+                if row.snapshot.is_none() {
+                    return Err(StoreError::Backend("a new task needs its snapshot".into()));
+                }
                 CounterDeltas::created(&row)
             }
         };
+        if let Some(body) = &row.snapshot {
+            sqlx::query(
+                "INSERT INTO snapshots (tenant, owner, id, seq, body) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (tenant, owner, id) DO UPDATE SET seq = EXCLUDED.seq, body = EXCLUDED.body",
+            )
+            .bind(&row.tenant)
+            .bind(&row.owner)
+            .bind(&row.id)
+            .bind(row.last_seq)
+            .bind(body)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
         if !encoded.is_empty() {
             let (seqs, bodies): (Vec<i64>, Vec<Vec<u8>>) = encoded.into_iter().unzip();
             sqlx::query(
@@ -382,11 +399,41 @@ impl TaskStore for PgStore {
             .map_err(backend)?;
         tx.commit().await.map_err(backend)
     }
+}
 
+#[async_trait::async_trait]
+impl TaskStore for PgStore {
+    async fn commit(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: Option<u64>,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.write_commit(scope, record, expected_seq, events, true)
+            .await
+    }
+
+    /// The small `tasks` row and the events; the snapshot row is not touched.
+    async fn append(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.write_commit(scope, record, Some(expected_seq), events, false)
+            .await
+    }
+
+    /// The task row with its snapshot (one statement, so they agree), then the events logged
+    /// after the snapshot, applied.
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let row = sqlx::query(
-            "SELECT snapshot, last_seq, turn, lease_node, lease_until FROM tasks \
-             WHERE tenant = $1 AND owner = $2 AND id = $3",
+            "SELECT s.body, s.seq, t.last_seq, t.turn, t.lease_node, t.lease_until \
+             FROM tasks t JOIN snapshots s \
+             ON s.tenant = t.tenant AND s.owner = t.owner AND s.id = t.id \
+             WHERE t.tenant = $1 AND t.owner = $2 AND t.id = $3",
         )
         .bind(&*scope.tenant)
         .bind(&*scope.owner)
@@ -394,16 +441,22 @@ impl TaskStore for PgStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(backend)?;
-        row.map(|r| {
-            decode_record(
-                r.try_get::<&[u8], _>(0).map_err(backend)?,
-                r.try_get(1).map_err(backend)?,
-                r.try_get(2).map_err(backend)?,
-                r.try_get(3).map_err(backend)?,
-                r.try_get(4).map_err(backend)?,
-            )
-        })
-        .transpose()
+        let Some(r) = row else {
+            return Ok(None);
+        };
+        let snapshot_seq: i64 = r.try_get(1).map_err(backend)?;
+        let last_seq: i64 = r.try_get(2).map_err(backend)?;
+        let events =
+            events_after_snapshot(self, scope, id, to_u64(snapshot_seq), to_u64(last_seq)).await?;
+        decode_record(
+            r.try_get::<&[u8], _>(0).map_err(backend)?,
+            &events,
+            last_seq,
+            r.try_get(3).map_err(backend)?,
+            r.try_get(4).map_err(backend)?,
+            r.try_get(5).map_err(backend)?,
+        )
+        .map(Some)
     }
 
     /// A keyset page through the index matching the filters: O(page size). The total comes
@@ -421,11 +474,21 @@ impl TaskStore for PgStore {
             .map_err(backend)?
             .try_get(0)
             .map_err(backend)?;
-        let tasks = rows
+        let more = rows.len() > query.limit;
+        let rows = rows
             .iter()
-            .map(|r| decode_task(r.try_get::<&[u8], _>(0).map_err(backend)?))
-            .collect::<Result<Vec<pb::Task>, _>>()?;
-        Ok(page(tasks, query.limit, total))
+            .take(query.limit)
+            .map(|r| {
+                Ok(ListedRow {
+                    id: r.try_get(0).map_err(backend)?,
+                    last_seq: to_u64(r.try_get(1).map_err(backend)?),
+                    snapshot_seq: to_u64(r.try_get(2).map_err(backend)?),
+                    snapshot: r.try_get(3).map_err(backend)?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let tasks = rebuild_page(self, scope, rows).await?;
+        Ok(page(tasks, more, total))
     }
 
     async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {

@@ -21,8 +21,9 @@ use trident_proto as pb;
 
 use crate::OpenError;
 use crate::codec::{
-    CounterDeltas, TaskRow, Val, backend, decode_event, decode_push, decode_record, decode_task,
-    encode_events, limit, limit_plus_one, list_sql, page, to_i64, to_u64,
+    CounterDeltas, ListedRow, TaskRow, Val, backend, decode_event, decode_push, decode_record,
+    encode_events, events_after_snapshot, limit, limit_plus_one, list_sql, page, rebuild_page,
+    to_i64, to_u64,
 };
 
 /// Most write requests one transaction carries.
@@ -211,6 +212,27 @@ impl SqliteStore {
         WriterStats {
             requests: self.counters.requests.load(Ordering::Relaxed),
             transactions: self.counters.transactions.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A commit through the writer; `snapshot` stores `record.task` as the task's snapshot.
+    async fn write_commit(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: Option<u64>,
+        events: &[LoggedEvent],
+        snapshot: bool,
+    ) -> Result<(), StoreError> {
+        let op = Op::Commit {
+            row: TaskRow::encode(scope, record, snapshot)?,
+            expected: expected_seq.map(to_i64).transpose()?,
+            continues: events_continue(expected_seq.unwrap_or(0), record.last_seq, events),
+            events: encode_events(events)?,
+        };
+        match self.write(op).await? {
+            Out::Unit => Ok(()),
+            other => Err(unexpected(other)),
         }
     }
 
@@ -483,8 +505,8 @@ fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, StoreError> {
     }
 }
 
-/// A task row's columns as named parameters, for the statements that write all of them.
-fn row_params(row: &TaskRow) -> [(&'static str, &dyn rusqlite::ToSql); 11] {
+/// A task row's small columns as named parameters, for the statements that write all of them.
+fn row_params(row: &TaskRow) -> [(&'static str, &dyn rusqlite::ToSql); 10] {
     [
         (":tenant", &row.tenant),
         (":owner", &row.owner),
@@ -496,8 +518,21 @@ fn row_params(row: &TaskRow) -> [(&'static str, &dyn rusqlite::ToSql); 11] {
         (":turn", &row.turn),
         (":lease_node", &row.lease_node),
         (":lease_until", &row.lease_until),
-        (":snapshot", &row.snapshot),
     ]
+}
+
+/// Stores the row's snapshot (when it carries one) as the task's, current to `last_seq`.
+fn put_snapshot(conn: &rusqlite::Connection, row: &TaskRow) -> Result<(), StoreError> {
+    let Some(body) = &row.snapshot else {
+        return Ok(());
+    };
+    run(
+        conn,
+        "INSERT INTO snapshots (tenant, owner, id, seq, body) VALUES (?, ?, ?, ?, ?) \
+         ON CONFLICT (tenant, owner, id) DO UPDATE SET seq = excluded.seq, body = excluded.body",
+        rusqlite::params![row.tenant, row.owner, row.id, row.last_seq, body],
+    )?;
+    Ok(())
 }
 
 /// A commit; the single writer makes read-then-write safe.
@@ -511,39 +546,65 @@ fn commit(
     use rusqlite::{OptionalExtension as _, params};
     let deltas = match expected {
         Some(expected) => {
-            let old: Option<(i64, i32, String)> = conn
+            type Old = (i64, i32, String, i64, Option<String>);
+            let old: Option<Old> = conn
                 .prepare_cached(
-                    "SELECT last_seq, state, context_id FROM tasks \
+                    "SELECT last_seq, state, context_id, status_ts, lease_node FROM tasks \
                      WHERE tenant = ? AND owner = ? AND id = ?",
                 )
                 .and_then(|mut s| {
                     s.query_row(params![row.tenant, row.owner, row.id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
                     })
                     .optional()
                 })
                 .map_err(failed)?;
-            let (stored, old_state, old_context) = old.ok_or(StoreError::NotFound)?;
+            let (stored, old_state, old_context, old_ts, old_node) =
+                old.ok_or(StoreError::NotFound)?;
             if stored != expected || !continues {
                 return Err(StoreError::Conflict);
             }
-            run(
-                conn,
-                "UPDATE tasks SET context_id = :context_id, state = :state, \
-                 status_ts = :status_ts, last_seq = :last_seq, turn = :turn, \
-                 lease_node = :lease_node, lease_until = :lease_until, snapshot = :snapshot \
-                 WHERE tenant = :tenant AND owner = :owner AND id = :id",
-                row_params(row).as_slice(),
-            )?;
+            // A small row (no blob): SQLite rewrites a whole row on UPDATE. It also rewrites
+            // the entries of every index on a column the SET names, so a commit that moves
+            // only the sequence (a streamed chunk) names only what it changes.
+            if old_state == row.state
+                && old_context == row.context_id
+                && old_ts == row.status_ts
+                && old_node == row.lease_node
+            {
+                run(
+                    conn,
+                    "UPDATE tasks SET last_seq = ?, turn = ?, lease_until = ? \
+                     WHERE tenant = ? AND owner = ? AND id = ?",
+                    params![
+                        row.last_seq,
+                        row.turn,
+                        row.lease_until,
+                        row.tenant,
+                        row.owner,
+                        row.id
+                    ],
+                )?;
+            } else {
+                run(
+                    conn,
+                    "UPDATE tasks SET context_id = :context_id, state = :state, \
+                     status_ts = :status_ts, last_seq = :last_seq, turn = :turn, \
+                     lease_node = :lease_node, lease_until = :lease_until \
+                     WHERE tenant = :tenant AND owner = :owner AND id = :id",
+                    row_params(row).as_slice(),
+                )?;
+            }
+            put_snapshot(conn, row)?;
             CounterDeltas::updated(&old_context, old_state, row)
         }
         None => {
             let n = run(
                 conn,
                 "INSERT INTO tasks (tenant, owner, id, context_id, state, status_ts, last_seq, \
-                 turn, lease_node, lease_until, snapshot) VALUES (:tenant, :owner, :id, \
-                 :context_id, :state, :status_ts, :last_seq, :turn, :lease_node, :lease_until, \
-                 :snapshot) ON CONFLICT (tenant, owner, id) DO NOTHING",
+                 turn, lease_node, lease_until) VALUES (:tenant, :owner, :id, \
+                 :context_id, :state, :status_ts, :last_seq, :turn, :lease_node, :lease_until) \
+                 ON CONFLICT (tenant, owner, id) DO NOTHING",
                 row_params(row).as_slice(),
             )?;
             if n == 0 {
@@ -552,6 +613,10 @@ fn commit(
             if !continues {
                 return Err(StoreError::Conflict);
             }
+            if row.snapshot.is_none() {
+                return Err(StoreError::Backend("a new task needs its snapshot".into()));
+            }
+            put_snapshot(conn, row)?;
             CounterDeltas::created(row)
         }
     };
@@ -611,22 +676,30 @@ impl TaskStore for SqliteStore {
         expected_seq: Option<u64>,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
-        let op = Op::Commit {
-            row: TaskRow::encode(scope, record)?,
-            expected: expected_seq.map(to_i64).transpose()?,
-            continues: events_continue(expected_seq.unwrap_or(0), record.last_seq, events),
-            events: encode_events(events)?,
-        };
-        match self.write(op).await? {
-            Out::Unit => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        self.write_commit(scope, record, expected_seq, events, true)
+            .await
     }
 
+    /// The small `tasks` row and the events; the snapshot row is not touched.
+    async fn append(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.write_commit(scope, record, Some(expected_seq), events, false)
+            .await
+    }
+
+    /// The task row with its snapshot (one statement, so they agree), then the events logged
+    /// after the snapshot, applied.
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let row = sqlx::query(
-            "SELECT snapshot, last_seq, turn, lease_node, lease_until FROM tasks \
-             WHERE tenant = ? AND owner = ? AND id = ?",
+            "SELECT s.body, s.seq, t.last_seq, t.turn, t.lease_node, t.lease_until \
+             FROM tasks t JOIN snapshots s \
+             ON s.tenant = t.tenant AND s.owner = t.owner AND s.id = t.id \
+             WHERE t.tenant = ? AND t.owner = ? AND t.id = ?",
         )
         .bind(&*scope.tenant)
         .bind(&*scope.owner)
@@ -634,16 +707,22 @@ impl TaskStore for SqliteStore {
         .fetch_optional(&self.readers)
         .await
         .map_err(backend)?;
-        row.map(|r| {
-            decode_record(
-                r.try_get::<&[u8], _>(0).map_err(backend)?,
-                r.try_get(1).map_err(backend)?,
-                r.try_get(2).map_err(backend)?,
-                r.try_get(3).map_err(backend)?,
-                r.try_get(4).map_err(backend)?,
-            )
-        })
-        .transpose()
+        let Some(r) = row else {
+            return Ok(None);
+        };
+        let snapshot_seq: i64 = r.try_get(1).map_err(backend)?;
+        let last_seq: i64 = r.try_get(2).map_err(backend)?;
+        let events =
+            events_after_snapshot(self, scope, id, to_u64(snapshot_seq), to_u64(last_seq)).await?;
+        decode_record(
+            r.try_get::<&[u8], _>(0).map_err(backend)?,
+            &events,
+            last_seq,
+            r.try_get(3).map_err(backend)?,
+            r.try_get(4).map_err(backend)?,
+            r.try_get(5).map_err(backend)?,
+        )
+        .map(Some)
     }
 
     /// A keyset page through the index matching the filters: O(page size). The total comes
@@ -661,11 +740,21 @@ impl TaskStore for SqliteStore {
             .map_err(backend)?
             .try_get(0)
             .map_err(backend)?;
-        let tasks = rows
+        let more = rows.len() > query.limit;
+        let rows = rows
             .iter()
-            .map(|r| decode_task(r.try_get::<&[u8], _>(0).map_err(backend)?))
-            .collect::<Result<Vec<pb::Task>, _>>()?;
-        Ok(page(tasks, query.limit, total))
+            .take(query.limit)
+            .map(|r| {
+                Ok(ListedRow {
+                    id: r.try_get(0).map_err(backend)?,
+                    last_seq: to_u64(r.try_get(1).map_err(backend)?),
+                    snapshot_seq: to_u64(r.try_get(2).map_err(backend)?),
+                    snapshot: r.try_get(3).map_err(backend)?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let tasks = rebuild_page(self, scope, rows).await?;
+        Ok(page(tasks, more, total))
     }
 
     async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {

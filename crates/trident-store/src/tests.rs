@@ -2,6 +2,7 @@
 //! `postgres://postgres@127.0.0.1:5432/test`), each run in a fresh schema dropped at the end.
 
 use std::path::PathBuf;
+use std::str::FromStr as _;
 use std::sync::Arc;
 
 use sqlx::{ConnectOptions as _, Connection as _};
@@ -280,6 +281,184 @@ async fn sqlite_data_survives_reopening() {
     );
 }
 
+/// An appended chunk of task `id` at `seq`.
+fn chunk(id: &str, seq: u64, text: String) -> LoggedEvent {
+    LoggedEvent {
+        seq,
+        event: Arc::new(pb::StreamResponse::new(
+            pb::stream_response::Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
+                task_id: id.into(),
+                context_id: "c".into(),
+                artifact: Some(pb::Artifact::new("answer", vec![pb::Part::text(text)])),
+                append: seq > 2,
+                last_chunk: false,
+                metadata: None,
+            }),
+        )),
+    }
+}
+
+/// Appends `n` chunks to `rec` (through `append`, a snapshot commit every `snapshot_every`).
+async fn append_chunks(
+    stores: &Stores,
+    scope: &Scope,
+    rec: &mut TaskRecord,
+    n: usize,
+    snapshot_every: usize,
+) {
+    for i in 0..n {
+        let prev = rec.last_seq;
+        let e = chunk(&rec.task.id, prev + 1, format!("<{prev}>"));
+        trident_core::store::apply(&mut rec.task, &e.event);
+        rec.last_seq = prev + 1;
+        let events = std::slice::from_ref(&e);
+        if (i + 1) % snapshot_every == 0 {
+            stores.tasks.commit(scope, rec, Some(prev), events).await
+        } else {
+            stores.tasks.append(scope, rec, prev, events).await
+        }
+        .expect("append");
+    }
+}
+
+#[tokio::test]
+async fn sqlite_reopened_after_chunk_appends_reads_the_task() {
+    let dir = TempDir::new();
+    let scope = Scope::new("t", "o");
+    let mut rec = TaskRecord::new(task("streamed", "c", pb::TaskState::Working), 1);
+    let spec = format!("sqlite:{}", dir.db().display());
+    {
+        let stores = open(&spec).await.expect("open");
+        stores
+            .tasks
+            .commit(&scope, &rec, None, &[ev("streamed", 1)])
+            .await
+            .expect("create");
+        // 300 chunks, a snapshot at chunk 200, 100 appended after it.
+        append_chunks(&stores, &scope, &mut rec, 300, 200).await;
+    }
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.db())
+        .connect()
+        .await
+        .expect("connect");
+    let snapshot_seq: i64 = sqlx::query_scalar("SELECT seq FROM snapshots WHERE id = 'streamed'")
+        .fetch_one(&mut conn)
+        .await
+        .expect("snapshot row");
+    conn.close().await.expect("close");
+    assert_eq!(
+        snapshot_seq, 201,
+        "appends leave the snapshot where the last commit put it"
+    );
+
+    let stores = open(&spec).await.expect("reopen");
+    assert_eq!(
+        stores.tasks.get(&scope, "streamed").await.expect("get"),
+        Some(rec.clone()),
+        "the snapshot and the 100 chunks after it"
+    );
+    assert_eq!(rec.task.artifacts[0].parts.len(), 300);
+    let page = stores
+        .tasks
+        .list(
+            &scope,
+            &TaskQuery {
+                limit: 5,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(page.tasks, [rec.task.clone()]);
+    // Appending goes on after the reopen.
+    append_chunks(&stores, &scope, &mut rec, 10, usize::MAX).await;
+    assert_eq!(
+        stores.tasks.get(&scope, "streamed").await.expect("get"),
+        Some(rec)
+    );
+}
+
+/// The version 1 schema, as a binary before the snapshot table created it, with one task.
+const SQLITE_V1: &str = include_str!("migrations/sqlite/0001_init.sql");
+const POSTGRES_V1: &str = include_str!("migrations/postgres/0001_init.sql");
+
+#[tokio::test]
+async fn sqlite_a_version_1_database_migrates() {
+    use prost::Message as _;
+    let dir = TempDir::new();
+    let scope = Scope::new("t", "o");
+    let rec = TaskRecord {
+        turn: 3,
+        ..TaskRecord::new(task("old", "c", pb::TaskState::Working), 2)
+    };
+    {
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(dir.db())
+            .create_if_missing(true)
+            .connect()
+            .await
+            .expect("create v1");
+        sqlx::raw_sql(SQLITE_V1)
+            .execute(&mut conn)
+            .await
+            .expect("v1 schema");
+        sqlx::raw_sql(
+            "CREATE TABLE trident_schema (version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL); \
+             INSERT INTO trident_schema VALUES (1, 0); \
+             INSERT INTO task_counts VALUES ('t', 'o', 2, 1); \
+             INSERT INTO context_counts VALUES ('t', 'o', 'c', 2, 1);",
+        )
+        .execute(&mut conn)
+        .await
+        .expect("v1 rows");
+        sqlx::query("INSERT INTO tasks VALUES ('t', 'o', 'old', 'c', 2, ?, 2, 3, NULL, NULL, ?)")
+            .bind(crate::codec::saturate(trident_core::store::status_nanos(
+                &rec.task,
+            )))
+            .bind(rec.task.encode_to_vec())
+            .execute(&mut conn)
+            .await
+            .expect("v1 task");
+        for e in [ev("old", 1), ev("old", 2)] {
+            sqlx::query("INSERT INTO events VALUES ('t', 'o', 'old', ?, ?)")
+                .bind(i64::try_from(e.seq).expect("seq"))
+                .bind(e.event.encode_to_vec())
+                .execute(&mut conn)
+                .await
+                .expect("v1 event");
+        }
+        conn.close().await.expect("close");
+    }
+    let stores = open(&format!("sqlite:{}", dir.db().display()))
+        .await
+        .expect("migrate");
+    assert_eq!(sqlite_version(&dir.db()).await, [1, 2]);
+    assert_eq!(
+        stores.tasks.get(&scope, "old").await.expect("get"),
+        Some(rec.clone()),
+        "the task survives the migration"
+    );
+    let mut rec = rec;
+    append_chunks(&stores, &scope, &mut rec, 20, 7).await;
+    assert_eq!(
+        stores.tasks.get(&scope, "old").await.expect("get"),
+        Some(rec.clone())
+    );
+    let page = stores
+        .tasks
+        .list(
+            &scope,
+            &TaskQuery {
+                limit: 5,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!((page.tasks, page.total), (vec![rec.task], 1));
+}
+
 async fn sqlite_version(path: &std::path::Path) -> Vec<i64> {
     let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(path)
@@ -298,11 +477,11 @@ async fn sqlite_version(path: &std::path::Path) -> Vec<i64> {
 async fn sqlite_migrations_apply_once_and_refuse_newer_databases() {
     let dir = TempDir::new();
     drop(SqliteStore::open(dir.db()).await.expect("from empty"));
-    assert_eq!(sqlite_version(&dir.db()).await, [crate::SQLITE_VERSION]);
+    assert_eq!(sqlite_version(&dir.db()).await, [1, crate::SQLITE_VERSION]);
     drop(SqliteStore::open(dir.db()).await.expect("reopen migrated"));
     assert_eq!(
         sqlite_version(&dir.db()).await,
-        [crate::SQLITE_VERSION],
+        [1, crate::SQLITE_VERSION],
         "reopening applies nothing"
     );
 
@@ -479,11 +658,11 @@ async fn postgres_migrations_apply_once_and_refuse_newer_databases() {
         let first = PgStore::connect_in_schema(&url, &schema)
             .await
             .expect("from empty");
-        assert_eq!(versions(&first).await, [1]);
+        assert_eq!(versions(&first).await, [1, 2]);
         let again = PgStore::connect_in_schema(&url, &schema)
             .await
             .expect("reopen migrated");
-        assert_eq!(versions(&again).await, [1], "reopening applies nothing");
+        assert_eq!(versions(&again).await, [1, 2], "reopening applies nothing");
         sqlx::query("INSERT INTO trident_schema (version, applied_ms) VALUES (999, 0)")
             .execute(again.pool())
             .await
@@ -544,6 +723,84 @@ async fn postgres_feed_resyncs_after_losing_its_connection() {
         // Listening again: a's next commit reaches b.
         let b = stores(Arc::new(b));
         contract::shared(&a, &b).await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_version_1_schema_migrates() {
+    use prost::Message as _;
+    let Some(url) = postgres_url("postgres_a_version_1_schema_migrates") else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let scope = Scope::new("t", "o");
+        let rec = TaskRecord::new(task("old", "c", pb::TaskState::Working), 2);
+        {
+            let options = sqlx::postgres::PgConnectOptions::from_str(&url)
+                .expect("url")
+                .options([("search_path", schema.as_str())]);
+            let mut conn = sqlx::PgConnection::connect_with(&options)
+                .await
+                .expect("connect");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+                .execute(&mut conn)
+                .await
+                .expect("schema");
+            sqlx::raw_sql(POSTGRES_V1)
+                .execute(&mut conn)
+                .await
+                .expect("v1 schema");
+            sqlx::raw_sql(
+                "CREATE TABLE trident_schema (version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL); \
+                 INSERT INTO trident_schema VALUES (1, 0); \
+                 INSERT INTO task_counts VALUES ('t', 'o', 2, 1); \
+                 INSERT INTO context_counts VALUES ('t', 'o', 'c', 2, 1);",
+            )
+            .execute(&mut conn)
+            .await
+            .expect("v1 rows");
+            sqlx::query(
+                "INSERT INTO tasks VALUES ('t', 'o', 'old', 'c', 2, $1, 2, 1, NULL, NULL, $2)",
+            )
+            .bind(crate::codec::saturate(trident_core::store::status_nanos(&rec.task)))
+            .bind(rec.task.encode_to_vec())
+            .execute(&mut conn)
+            .await
+            .expect("v1 task");
+            for e in [ev("old", 1), ev("old", 2)] {
+                sqlx::query("INSERT INTO events VALUES ('t', 'o', 'old', $1, $2)")
+                    .bind(i64::try_from(e.seq).expect("seq"))
+                    .bind(e.event.encode_to_vec())
+                    .execute(&mut conn)
+                    .await
+                    .expect("v1 event");
+            }
+            conn.close().await.expect("close");
+        }
+        let store = Arc::new(
+            PgStore::connect_in_schema(&url, &schema)
+                .await
+                .expect("migrate"),
+        );
+        let stores = stores(store);
+        assert_eq!(
+            stores.tasks.get(&scope, "old").await.expect("get"),
+            Some(rec.clone()),
+            "the task survives the migration"
+        );
+        let mut rec = rec;
+        append_chunks(&stores, &scope, &mut rec, 20, 7).await;
+        assert_eq!(
+            stores.tasks.get(&scope, "old").await.expect("get"),
+            Some(rec.clone())
+        );
+        let page = stores
+            .tasks
+            .list(&scope, &TaskQuery { limit: 5, ..Default::default() })
+            .await
+            .expect("list");
+        assert_eq!((page.tasks, page.total), (vec![rec.task], 1));
     })
     .await;
 }

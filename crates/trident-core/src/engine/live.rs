@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use prost::Message;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
@@ -19,6 +20,10 @@ use crate::{A2aError, ErrorKind, EventStream, StreamEvent};
 
 /// Events a reader takes per step.
 const BATCH: usize = 64;
+
+/// Bytes of events a task's log may hold after its last stored snapshot before a commit
+/// stores a new one, when the snapshot is smaller than this.
+pub(crate) const COMPACT_MIN_BYTES: usize = 64 * 1024;
 
 /// The latest committed position of a task.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +52,28 @@ pub(crate) struct Writer {
     pub(crate) pushing: bool,
     /// A store write failed midway: reload before the next write.
     pub(crate) stale: bool,
+    /// Encoded bytes of the events committed since the last stored snapshot (as far as this
+    /// process knows: 0 after loading the task).
+    pub(crate) unsnapshotted: usize,
+    /// Encoded size of the task when its last snapshot was stored (or loaded).
+    pub(crate) snapshot_len: usize,
+}
+
+impl Writer {
+    /// Takes `record` as the stored state, its task as the last snapshot.
+    fn reset(&mut self, record: TaskRecord) {
+        self.snapshot_len = record.task.encoded_len();
+        self.unsnapshotted = 0;
+        self.record = record;
+    }
+
+    /// Whether a commit of `bytes` more bytes of events should store a snapshot: once the
+    /// events since the last one outweigh it (and [`COMPACT_MIN_BYTES`]). Each snapshot
+    /// then follows at least its predecessor's size in events, so the snapshots written add
+    /// up to O(events), and a read applies at most that many bytes of events to the last one.
+    fn compaction_due(&self, bytes: usize) -> bool {
+        self.unsnapshotted + bytes > self.snapshot_len.max(COMPACT_MIN_BYTES)
+    }
 }
 
 #[derive(Debug)]
@@ -84,6 +111,7 @@ impl Live {
             fault: false,
         };
         let next = record.last_seq + 1;
+        let snapshot_len = record.task.encoded_len();
         Self {
             scope,
             task_id: record.task.id.as_str().into(),
@@ -95,6 +123,8 @@ impl Live {
                 has_push: None,
                 pushing: false,
                 stale: false,
+                unsnapshotted: 0,
+                snapshot_len,
             }),
             turn_ended: tokio::sync::Notify::new(),
             tail: Mutex::new(Tail {
@@ -157,18 +187,46 @@ impl Live {
         self.progress.subscribe()
     }
 
-    /// Persists `events` together with the snapshot in `w` (which the caller already
-    /// updated), then publishes them: nobody sees an event before it is durable. The lease
-    /// follows the state: held while the task is in progress, dropped once it is interrupted
-    /// or terminal. A `Conflict` means another process wrote the task: the writer is marked
-    /// stale and the next [`Live::sync`] catches up.
+    /// Persists `events`, which the caller already applied to the task in `w` with
+    /// [`crate::store::apply`], then publishes them: nobody sees an event before it is
+    /// durable. The store gets the events alone ([`TaskStore::append`], O(events)) unless a
+    /// snapshot is due: when the events since the last one outweigh it, or when the task
+    /// leaves `SUBMITTED`/`WORKING` (a finished or interrupted task is then read and listed
+    /// from its snapshot alone). The lease follows the state: held while the task is in
+    /// progress, dropped once it is interrupted or terminal. A `Conflict` means another
+    /// process wrote the task: the writer is marked stale and the next [`Live::sync`] catches
+    /// up.
+    ///
+    /// [`TaskStore::append`]: crate::store::TaskStore::append
     pub(crate) async fn commit(
         &self,
         inner: &Inner,
         w: &mut Writer,
         events: Vec<pb::StreamResponse>,
     ) -> Result<u64, StoreError> {
+        self.commit_as(inner, w, events, false).await
+    }
+
+    /// [`Live::commit`] for a change its events do not describe (a follow-up message joins
+    /// the history): stores the snapshot.
+    pub(crate) async fn commit_snapshot(
+        &self,
+        inner: &Inner,
+        w: &mut Writer,
+        events: Vec<pb::StreamResponse>,
+    ) -> Result<u64, StoreError> {
+        self.commit_as(inner, w, events, true).await
+    }
+
+    async fn commit_as(
+        &self,
+        inner: &Inner,
+        w: &mut Writer,
+        events: Vec<pb::StreamResponse>,
+        snapshot: bool,
+    ) -> Result<u64, StoreError> {
         let prev = w.record.last_seq;
+        let bytes: usize = events.iter().map(Message::encoded_len).sum();
         let logged: Vec<LoggedEvent> = events
             .into_iter()
             .zip(prev + 1..)
@@ -178,18 +236,29 @@ impl Live {
             })
             .collect();
         let last = prev + logged.len() as u64;
+        let state = w.record.task.state();
+        let settles = state != self.progress.borrow().state && !state.is_in_progress();
+        let snapshot = snapshot || settles || w.compaction_due(bytes);
         w.record.last_seq = last;
-        w.record.lease = inner.lease_for(w.record.task.state());
-        if let Err(e) = inner
-            .stores
-            .tasks
-            .commit(&self.scope, &w.record, Some(prev), &logged)
-            .await
-        {
+        w.record.lease = inner.lease_for(state);
+        let tasks = &inner.stores.tasks;
+        let stored = if snapshot {
+            tasks
+                .commit(&self.scope, &w.record, Some(prev), &logged)
+                .await
+        } else {
+            tasks.append(&self.scope, &w.record, prev, &logged).await
+        };
+        if let Err(e) = stored {
             w.stale = true;
             return Err(e);
         }
-        let state = w.record.task.state();
+        if snapshot {
+            w.snapshot_len = w.record.task.encoded_len();
+            w.unsnapshotted = 0;
+        } else {
+            w.unsnapshotted += bytes;
+        }
         self.publish(logged, state);
         if state.is_terminal() && lock_std(&self.fault).is_some() {
             // The task was stored as ended after all (the store came back): nothing waits.
@@ -235,7 +304,7 @@ impl Live {
         if w.running && (record.turn != w.turn || record.task.state().is_terminal()) {
             w.cancel.cancel();
         }
-        w.record = record;
+        w.reset(record);
         w.stale = false;
         Ok(())
     }

@@ -25,6 +25,9 @@ pub(crate) mod push;
 pub(crate) mod run;
 mod validate;
 
+#[cfg(test)]
+mod tests;
+
 use live::{Live, LiveGuard, StreamEnd, follow};
 use run::{Creation, First, Run};
 
@@ -621,7 +624,9 @@ impl Inner {
                 w.has_push = Some(true);
             }
             w.record.turn += 1;
-            match live.commit(self, &mut w, vec![event]).await {
+            // The message joins the history, which the status event does not say: the
+            // commit stores the snapshot.
+            match live.commit_snapshot(self, &mut w, vec![event]).await {
                 Ok(after) => break (w, after),
                 Err(StoreError::Conflict) if attempts < 3 => attempts += 1,
                 Err(e) => return Err(store_error(e)),
@@ -775,17 +780,16 @@ pub(crate) fn set_status(
     status: pb::TaskStatus,
     metadata: Option<trident_proto::wkt::Struct>,
 ) -> pb::StreamResponse {
-    if let Some(previous) = task.status.replace(status.clone()).and_then(|s| s.message) {
-        task.history.push(previous);
-    }
-    pb::StreamResponse::new(pb::stream_response::Payload::StatusUpdate(
+    let event = pb::StreamResponse::new(pb::stream_response::Payload::StatusUpdate(
         pb::TaskStatusUpdateEvent {
             task_id: task.id.clone(),
             context_id: task.context_id.clone(),
             status: Some(status),
             metadata,
         },
-    ))
+    ));
+    crate::store::apply(task, &event);
+    event
 }
 
 /// Applies `historyLength`: unset keeps all, 0 drops all, n keeps the n most recent.

@@ -316,18 +316,7 @@ impl Run {
                         "an artifact needs an artifactId",
                     ));
                 }
-                match task
-                    .artifacts
-                    .iter_mut()
-                    .find(|a| a.artifact_id == artifact.artifact_id)
-                {
-                    Some(existing) if append => {
-                        existing.parts.extend(artifact.parts.iter().cloned())
-                    }
-                    Some(existing) => *existing = artifact.clone(),
-                    None => task.artifacts.push(artifact.clone()),
-                }
-                pb::StreamResponse::new(pb::stream_response::Payload::ArtifactUpdate(
+                let event = pb::StreamResponse::new(pb::stream_response::Payload::ArtifactUpdate(
                     pb::TaskArtifactUpdateEvent {
                         task_id: self.task_id.to_string(),
                         context_id: self.context_id.to_string(),
@@ -336,7 +325,11 @@ impl Run {
                         last_chunk,
                         metadata: None,
                     },
-                ))
+                ));
+                // The same function the stores rebuild tasks with: the events of a commit
+                // describe exactly what it changed.
+                crate::store::apply(task, &event);
+                event
             }
         };
         Ok(event)

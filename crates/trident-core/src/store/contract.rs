@@ -10,7 +10,7 @@ use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
 use super::{
-    Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery, TaskRecord,
+    Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery, TaskRecord, apply,
 };
 
 /// Runs every contract check.
@@ -18,6 +18,9 @@ pub async fn run(stores: &Stores) {
     tasks_are_scoped_and_versioned(stores).await;
     list_orders_filters_and_pages(stores).await;
     commits_are_atomic_ordered_and_gapless(stores).await;
+    appended_chunks_rebuild_the_task(stores).await;
+    appends_around_snapshots(stores).await;
+    list_pages_show_appended_state(stores).await;
     leases_renew_and_lapse(stores).await;
     push_configs_crud(stores).await;
     delivery_cursor_is_claimed_once(stores).await;
@@ -377,6 +380,375 @@ pub async fn commits_are_atomic_ordered_and_gapless(stores: &Stores) {
             .all(|r| matches!(r, Ok(()) | Err(StoreError::Conflict))),
         "the others conflict: {results:?}"
     );
+}
+
+/// A status update of task `id` to `state` at `ts_ms`, with an agent message saying `text`.
+fn status_event(id: &str, state: pb::TaskState, text: &str, ts_ms: i64) -> pb::StreamResponse {
+    let mut message = pb::Message::agent(format!("m-{id}-{ts_ms}"), vec![pb::Part::text(text)]);
+    message.task_id = id.to_owned();
+    message.context_id = "c".to_owned();
+    pb::StreamResponse::new(pb::stream_response::Payload::StatusUpdate(
+        pb::TaskStatusUpdateEvent {
+            task_id: id.to_owned(),
+            context_id: "c".to_owned(),
+            status: Some(pb::TaskStatus {
+                state: state as i32,
+                message: Some(message),
+                timestamp: Some(Timestamp::from_unix_nanos(i128::from(ts_ms) * 1_000_000)),
+            }),
+            metadata: None,
+        },
+    ))
+}
+
+/// An artifact update of task `id`: `artifact` with one text part, appended or not.
+fn chunk_event(id: &str, artifact: &str, text: String, append: bool) -> pb::StreamResponse {
+    pb::StreamResponse::new(pb::stream_response::Payload::ArtifactUpdate(
+        pb::TaskArtifactUpdateEvent {
+            task_id: id.to_owned(),
+            context_id: "c".to_owned(),
+            artifact: Some(pb::Artifact::new(artifact, vec![pb::Part::text(text)])),
+            append,
+            last_chunk: false,
+            metadata: None,
+        },
+    ))
+}
+
+/// A writer of one task that applies each event to its own copy (what the engine does) and
+/// commits it with a snapshot or appends it.
+struct Writer<'a> {
+    stores: &'a Stores,
+    scope: Scope,
+    record: TaskRecord,
+}
+
+impl<'a> Writer<'a> {
+    /// Creates the task: a snapshot and the `Task` event as seq 1.
+    async fn create(stores: &'a Stores, scope: Scope, task: pb::Task) -> Self {
+        let event = pb::StreamResponse::new(pb::stream_response::Payload::Task(task.clone()));
+        let record = TaskRecord::new(task, 1);
+        let logged = [LoggedEvent {
+            seq: 1,
+            event: Arc::new(event),
+        }];
+        stores
+            .tasks
+            .commit(&scope, &record, None, &logged)
+            .await
+            .expect("create");
+        Self {
+            stores,
+            scope,
+            record,
+        }
+    }
+
+    /// Applies `events` and stores them: with a snapshot (`commit`) or without (`append`).
+    async fn write(&mut self, events: Vec<pb::StreamResponse>, snapshot: bool) {
+        let prev = self.record.last_seq;
+        let logged: Vec<LoggedEvent> = events
+            .into_iter()
+            .zip(prev + 1..)
+            .map(|(event, seq)| {
+                apply(&mut self.record.task, &event);
+                LoggedEvent {
+                    seq,
+                    event: Arc::new(event),
+                }
+            })
+            .collect();
+        self.record.last_seq = prev + logged.len() as u64;
+        let tasks = &self.stores.tasks;
+        let result = if snapshot {
+            tasks
+                .commit(&self.scope, &self.record, Some(prev), &logged)
+                .await
+        } else {
+            tasks.append(&self.scope, &self.record, prev, &logged).await
+        };
+        result.unwrap_or_else(|e| panic!("write at {prev} (snapshot: {snapshot}): {e}"));
+    }
+
+    async fn stored(&self) -> Option<TaskRecord> {
+        self.stores
+            .tasks
+            .get(&self.scope, &self.record.task.id)
+            .await
+            .expect("get")
+    }
+}
+
+/// Many appended chunks (no snapshot after the first): `get` rebuilds exactly the task that
+/// applying every event gives, and the log holds every event.
+pub async fn appended_chunks_rebuild_the_task(stores: &Stores) {
+    const CHUNKS: usize = 1000;
+    let scope = Scope::new("", "chunks");
+    let mut w = Writer::create(
+        stores,
+        scope.clone(),
+        task("chunked", "c", pb::TaskState::Working, 1),
+    )
+    .await;
+    for i in 0..CHUNKS {
+        let event = chunk_event("chunked", "answer", format!("<{i:04}>"), i > 0);
+        w.write(vec![event], false).await;
+        if i == 0 || i == CHUNKS / 2 {
+            assert_eq!(
+                w.stored().await.as_ref(),
+                Some(&w.record),
+                "after {} chunks",
+                i + 1
+            );
+        }
+    }
+    let stored = w.stored().await.expect("the task is there");
+    assert_eq!(stored, w.record, "get applies every appended chunk");
+    let text: String = stored.task.artifacts[0]
+        .parts
+        .iter()
+        .filter_map(pb::Part::as_text)
+        .collect();
+    let want: String = (0..CHUNKS).map(|i| format!("<{i:04}>")).collect();
+    assert_eq!(text, want, "the chunks in order");
+    let logged = stores
+        .events
+        .read(&scope, "chunked", 0, CHUNKS + 10)
+        .await
+        .expect("read");
+    assert_eq!(
+        logged.len(),
+        CHUNKS + 1,
+        "the log holds the creation and every chunk"
+    );
+}
+
+/// Appends interleaved with snapshots at every kind of boundary (right after one, several
+/// events per append, status changes moving messages into the history, artifacts replaced
+/// and added, a lease and turn carried by an append): `get` always returns the task as the
+/// writer has it; refused appends change nothing.
+pub async fn appends_around_snapshots(stores: &Stores) {
+    let scope = Scope::new("", "boundaries");
+    let id = "bounded";
+    let mut w = Writer::create(
+        stores,
+        scope.clone(),
+        task(id, "c", pb::TaskState::Submitted, 1),
+    )
+    .await;
+    assert_eq!(w.stored().await.as_ref(), Some(&w.record), "fresh task");
+    for i in 0..120_i64 {
+        let event = match i % 40 {
+            0 => status_event(id, pb::TaskState::Working, &format!("step {i}"), 10 + i),
+            17 => chunk_event(id, "other", format!("replaced {i}"), false),
+            // Appending to an artifact that does not exist yet adds it.
+            23 => chunk_event(id, &format!("new-{i}"), format!("first {i}"), true),
+            _ => chunk_event(id, "answer", format!("[{i}]"), i % 40 != 1),
+        };
+        // A snapshot every 13 writes; after it, at once, an append.
+        w.write(vec![event], i % 13 == 12).await;
+        if i % 13 == 12 || i % 13 == 0 || i % 7 == 3 {
+            assert_eq!(
+                w.stored().await.as_ref(),
+                Some(&w.record),
+                "after write {i}"
+            );
+        }
+    }
+    // Several events in one append, then one in a snapshot commit.
+    let batch = (0..5)
+        .map(|i| chunk_event(id, "answer", format!("(batch {i})"), true))
+        .collect();
+    w.write(batch, false).await;
+    assert_eq!(w.stored().await.as_ref(), Some(&w.record), "after a batch");
+    w.write(
+        vec![status_event(id, pb::TaskState::InputRequired, "more?", 500)],
+        true,
+    )
+    .await;
+    assert_eq!(
+        w.stored().await.as_ref(),
+        Some(&w.record),
+        "after a snapshot"
+    );
+    assert_eq!(
+        w.record.task.history.len(),
+        3,
+        "each replaced status message in history"
+    );
+
+    // An append carries the turn and the lease.
+    w.record.turn = 2;
+    w.record.lease = Some(Lease {
+        node: "chunk-node".into(),
+        until_ms: 42,
+    });
+    w.write(
+        vec![status_event(id, pb::TaskState::Working, "again", 600)],
+        false,
+    )
+    .await;
+    let stored = w.stored().await.expect("there");
+    assert_eq!(stored, w.record, "turn and lease follow an append");
+    let lapsed = stores
+        .tasks
+        .lapsed_leases(43, 10_000)
+        .await
+        .expect("lapsed");
+    assert!(
+        lapsed.contains(&(scope.clone(), id.to_owned())),
+        "an appended lease lapses: {lapsed:?}"
+    );
+
+    // Refused appends change nothing.
+    let mut stale = w.record.clone();
+    stale.last_seq += 1;
+    let next = [LoggedEvent {
+        seq: w.record.last_seq + 1,
+        event: Arc::new(chunk_event(id, "answer", "refused".into(), true)),
+    }];
+    let at = w.record.last_seq;
+    assert_eq!(
+        stores.tasks.append(&scope, &stale, at - 1, &next).await,
+        Err(StoreError::Conflict),
+        "an append at an old version conflicts"
+    );
+    let gap = [LoggedEvent {
+        seq: at + 2,
+        event: next[0].event.clone(),
+    }];
+    let mut gapped = stale.clone();
+    gapped.last_seq = at + 2;
+    assert_eq!(
+        stores.tasks.append(&scope, &gapped, at, &gap).await,
+        Err(StoreError::Conflict),
+        "an append with a gap conflicts"
+    );
+    assert_eq!(
+        stores
+            .tasks
+            .append(&Scope::new("", "someone else"), &stale, at, &next)
+            .await,
+        Err(StoreError::NotFound),
+        "an append in another scope finds no task"
+    );
+    let mut absent = stale.clone();
+    absent.task.id = "never-created".into();
+    assert_eq!(
+        stores.tasks.append(&scope, &absent, at, &next).await,
+        Err(StoreError::NotFound),
+        "an append to a missing task finds none"
+    );
+    assert_eq!(
+        w.stored().await.as_ref(),
+        Some(&w.record),
+        "refusals change nothing"
+    );
+    assert_eq!(
+        stores
+            .events
+            .read(&scope, id, at - 1, 10)
+            .await
+            .expect("read")
+            .len(),
+        1,
+        "refused appends log nothing"
+    );
+}
+
+/// List pages rebuild their tasks too: current state, order and filters after appends.
+pub async fn list_pages_show_appended_state(stores: &Stores) {
+    let scope = Scope::new("", "listing-appends");
+    let mut writers = Vec::new();
+    for i in 0..5_i64 {
+        let id = format!("la-{i}");
+        let mut w = Writer::create(
+            stores,
+            scope.clone(),
+            task(&id, "c", pb::TaskState::Working, 100 + i),
+        )
+        .await;
+        for j in 0..20 {
+            w.write(
+                vec![chunk_event(&id, "answer", format!("{i}.{j}"), j > 0)],
+                false,
+            )
+            .await;
+        }
+        writers.push(w);
+    }
+    // la-2 completes (in an append): it moves to the top and out of WORKING.
+    writers[2]
+        .write(
+            vec![status_event(
+                "la-2",
+                pb::TaskState::Completed,
+                "done",
+                1_000,
+            )],
+            false,
+        )
+        .await;
+    let want: Vec<pb::Task> = [2, 4, 3, 1, 0]
+        .iter()
+        .map(|&i: &usize| writers[i].record.task.clone())
+        .collect();
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = stores
+            .tasks
+            .list(
+                &scope,
+                &TaskQuery {
+                    after: after.clone(),
+                    limit: 2,
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("list");
+        assert_eq!(page.total, 5);
+        seen.extend(page.tasks);
+        match page.next {
+            Some(c) => after = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen, want,
+        "pages of 2 show every task as last appended, in order"
+    );
+    let working = stores
+        .tasks
+        .list(
+            &scope,
+            &TaskQuery {
+                state: Some(pb::TaskState::Working),
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(
+        working.total, 4,
+        "the counters follow an appended state change"
+    );
+    assert!(working.tasks.iter().all(|t| t.id != "la-2"));
+    let completed = stores
+        .tasks
+        .list(
+            &scope,
+            &TaskQuery {
+                state: Some(pb::TaskState::Completed),
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(completed.tasks, [writers[2].record.task.clone()]);
 }
 
 /// Leases are renewed per node and reported once they lapse.

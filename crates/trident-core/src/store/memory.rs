@@ -119,9 +119,65 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A stored task: its last snapshot and what later appends changed (the events themselves
+/// are in the log).
+#[derive(Debug)]
+struct Stored {
+    /// The task as of `snapshot_seq`.
+    snapshot: pb::Task,
+    snapshot_seq: u64,
+    last_seq: u64,
+    turn: u64,
+    lease: Option<super::Lease>,
+    /// The current task's list keys.
+    state: pb::TaskState,
+    context_id: String,
+    status_ts: i128,
+}
+
+impl Stored {
+    fn new(record: &TaskRecord) -> Self {
+        Self {
+            snapshot: record.task.clone(),
+            snapshot_seq: record.last_seq,
+            last_seq: record.last_seq,
+            turn: record.turn,
+            lease: record.lease.clone(),
+            state: record.task.state(),
+            context_id: record.task.context_id.clone(),
+            status_ts: super::status_nanos(&record.task),
+        }
+    }
+
+    /// Takes the small fields of `record` (an append: the snapshot stays).
+    fn update(&mut self, record: &TaskRecord) {
+        self.last_seq = record.last_seq;
+        self.turn = record.turn;
+        self.lease.clone_from(&record.lease);
+        self.state = record.task.state();
+        if self.context_id != record.task.context_id {
+            self.context_id.clone_from(&record.task.context_id);
+        }
+        self.status_ts = super::status_nanos(&record.task);
+    }
+
+    fn matches(&self, query: &TaskQuery) -> bool {
+        query
+            .context_id
+            .as_ref()
+            .is_none_or(|c| &self.context_id == c)
+            && query.state.is_none_or(|s| self.state == s)
+            && query.updated_since.is_none_or(|t| self.status_ts >= t)
+    }
+}
+
 /// Tasks, event logs and push configurations in process memory. Nothing survives a restart.
+///
+/// A task is kept as its last snapshot plus the events logged after it, like the durable
+/// stores keep it: an [`TaskStore::append`] adds events without copying the task, and reads
+/// apply the events after the snapshot to a copy of it.
 pub struct MemoryStore {
-    tasks: Sharded<TaskRecord>,
+    tasks: Sharded<Stored>,
     events: Sharded<Vec<LoggedEvent>>,
     push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
     deliveries: Sharded<Delivery>,
@@ -143,16 +199,15 @@ impl MemoryStore {
             deliveries: Sharded::new(),
         }
     }
-}
 
-#[async_trait::async_trait]
-impl TaskStore for MemoryStore {
-    async fn commit(
+    /// Checks and performs a commit; `snapshot` stores `record.task` as the task's snapshot.
+    fn write(
         &self,
         scope: &Scope,
         record: &TaskRecord,
         expected_seq: Option<u64>,
         events: &[LoggedEvent],
+        snapshot: bool,
     ) -> Result<(), StoreError> {
         let id = record.task.id.as_str();
         // Lock order: the task's shard, then its log's shard.
@@ -178,62 +233,106 @@ impl TaskStore for MemoryStore {
             log.extend_from_slice(events);
         }
         match slot {
-            Entry::Occupied(mut o) => *o.get_mut() = record.clone(),
+            Entry::Occupied(mut o) if snapshot => *o.get_mut() = Stored::new(record),
+            Entry::Occupied(mut o) => o.get_mut().update(record),
             Entry::Vacant(v) => {
-                v.insert(record.clone());
+                v.insert(Stored::new(record));
             }
         }
         Ok(())
     }
 
-    async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self.tasks.shard(id).get_in(scope, id).cloned())
+    /// The current record of a task: its snapshot with the events after it applied.
+    fn materialise(&self, scope: &Scope, id: &str) -> Option<TaskRecord> {
+        let tasks = self.tasks.shard(id);
+        let stored = tasks.get_in(scope, id)?;
+        let mut task = stored.snapshot.clone();
+        if stored.last_seq > stored.snapshot_seq {
+            let logs = self.events.shard(id);
+            if let Some(log) = logs.get_in(scope, id) {
+                // Sequence numbers start at 1 without gaps: seq n is at index n - 1.
+                let from = usize::try_from(stored.snapshot_seq).unwrap_or(usize::MAX);
+                let to = usize::try_from(stored.last_seq).unwrap_or(usize::MAX);
+                for e in log.get(from..to.min(log.len())).unwrap_or_default() {
+                    super::apply(&mut task, &e.event);
+                }
+            }
+        }
+        Some(TaskRecord {
+            task,
+            last_seq: stored.last_seq,
+            turn: stored.turn,
+            lease: stored.lease.clone(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for MemoryStore {
+    async fn commit(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: Option<u64>,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.write(scope, record, expected_seq, events, true)
     }
 
-    /// A scan of every shard: O(tasks) per page. Fine for tests and small deployments; the
-    /// durable stores use an index.
+    async fn append(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.write(scope, record, Some(expected_seq), events, false)
+    }
+
+    async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.materialise(scope, id))
+    }
+
+    /// A scan of every shard's list keys: O(tasks) per page, then the page's tasks rebuilt.
+    /// Fine for tests and small deployments; the durable stores use an index.
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        let mut hits: Vec<pb::Task> = Vec::new();
+        let mut hits: Vec<(i128, Box<str>)> = Vec::new();
         let mut total = 0;
         for shard in self.tasks.shards() {
-            for record in shard.get(scope).into_iter().flat_map(|ids| ids.values()) {
-                if !query.matches(&record.task) {
+            for (id, stored) in shard.get(scope).into_iter().flat_map(|ids| ids.iter()) {
+                if !stored.matches(query) {
                     continue;
                 }
                 total += 1;
                 if query
                     .after
                     .as_ref()
-                    .is_none_or(|c| c.precedes(&record.task))
+                    .is_none_or(|c| c.precedes_key(stored.status_ts, id))
                 {
-                    hits.push(record.task.clone());
+                    hits.push((stored.status_ts, id.clone()));
                 }
             }
         }
-        hits.sort_by(|a, b| {
-            super::status_nanos(b)
-                .cmp(&super::status_nanos(a))
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let more = hits.len() > query.limit;
         hits.truncate(query.limit);
+        let tasks: Vec<pb::Task> = hits
+            .iter()
+            .filter_map(|(_, id)| self.materialise(scope, id).map(|r| r.task))
+            .collect();
         let next = if more {
-            hits.last().map(ListCursor::of)
+            tasks.last().map(ListCursor::of)
         } else {
             None
         };
-        Ok(TaskPage {
-            tasks: hits,
-            total,
-            next,
-        })
+        Ok(TaskPage { tasks, total, next })
     }
 
     async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
         let mut renewed = 0;
         for mut shard in self.tasks.shards() {
-            for record in shard.values_mut().flat_map(|ids| ids.values_mut()) {
-                if let Some(lease) = record.lease.as_mut().filter(|l| &*l.node == node) {
+            for stored in shard.values_mut().flat_map(|ids| ids.values_mut()) {
+                if let Some(lease) = stored.lease.as_mut().filter(|l| &*l.node == node) {
                     lease.until_ms = until_ms;
                     renewed += 1;
                 }
@@ -250,9 +349,9 @@ impl TaskStore for MemoryStore {
         let mut found = Vec::new();
         for shard in self.tasks.shards() {
             for (scope, ids) in shard.iter() {
-                for (id, record) in ids {
+                for (id, stored) in ids {
                     if found.len() < limit
-                        && record
+                        && stored
                             .lease
                             .as_ref()
                             .is_some_and(|l| l.until_ms < before_ms)

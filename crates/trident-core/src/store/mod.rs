@@ -125,8 +125,13 @@ impl ListCursor {
 
     /// Whether `task` comes strictly after this cursor in list order.
     pub fn precedes(&self, task: &pb::Task) -> bool {
-        let ts = status_nanos(task);
-        ts < self.timestamp || (ts == self.timestamp && task.id.as_str() > self.id.as_str())
+        self.precedes_key(status_nanos(task), &task.id)
+    }
+
+    /// Whether the task with status timestamp `timestamp` and id `id` comes strictly after
+    /// this cursor in list order.
+    pub fn precedes_key(&self, timestamp: i128, id: &str) -> bool {
+        timestamp < self.timestamp || (timestamp == self.timestamp && id > self.id.as_str())
     }
 }
 
@@ -136,6 +141,48 @@ pub fn status_nanos(task: &pb::Task) -> i128 {
         .as_ref()
         .and_then(|s| s.timestamp.as_ref())
         .map_or(0, |t| t.unix_nanos())
+}
+
+/// Applies one event of a task's log to the task: what the engine does to its task when it
+/// publishes the event, and how a store rebuilds a task from an older snapshot and the events
+/// logged after it ([`TaskStore::append`]).
+///
+/// - a `Task` replaces the task;
+/// - a status update sets the status, and the message of the status it replaces moves into
+///   the history (so a question asked at `INPUT_REQUIRED` sits before the answer);
+/// - an artifact update adds the artifact, or replaces the one with the same id, or with
+///   `append` adds its parts to that one (adds it when there is none);
+/// - a message (never in a task's log) changes nothing.
+///
+/// Costs O(event), not O(task): an appended chunk copies the chunk's parts only.
+pub fn apply(task: &mut pb::Task, event: &pb::StreamResponse) {
+    use pb::stream_response::Payload;
+    match &event.payload {
+        Some(Payload::Task(t)) => *task = t.clone(),
+        Some(Payload::StatusUpdate(u)) => {
+            if let Some(status) = &u.status
+                && let Some(previous) = task.status.replace(status.clone()).and_then(|s| s.message)
+            {
+                task.history.push(previous);
+            }
+        }
+        Some(Payload::ArtifactUpdate(u)) => {
+            if let Some(artifact) = &u.artifact {
+                match task
+                    .artifacts
+                    .iter_mut()
+                    .find(|a| a.artifact_id == artifact.artifact_id)
+                {
+                    Some(existing) if u.append => {
+                        existing.parts.extend(artifact.parts.iter().cloned());
+                    }
+                    Some(existing) => *existing = artifact.clone(),
+                    None => task.artifacts.push(artifact.clone()),
+                }
+            }
+        }
+        Some(Payload::Message(_)) | None => {}
+    }
 }
 
 /// Whether `events` continue a log that ends at `stored` without a gap and end at `last`: the
@@ -203,16 +250,34 @@ pub enum StoreError {
 /// Task snapshots and their commits.
 #[async_trait::async_trait]
 pub trait TaskStore: Send + Sync + 'static {
-    /// Atomically stores `record` and appends `events` to the task's log: nothing is visible
-    /// unless everything is. With `expected_seq == None` the task is new (`AlreadyExists` if
-    /// the id is taken in this scope); otherwise the stored `last_seq` must equal it
-    /// (`Conflict` if not, `NotFound` if the task is absent). `events` carry the sequence
-    /// numbers after the stored ones, without gaps, ending at `record.last_seq`.
+    /// Atomically stores `record` (its task as the task's new snapshot) and appends `events`
+    /// to the task's log: nothing is visible unless everything is. With `expected_seq == None`
+    /// the task is new (`AlreadyExists` if the id is taken in this scope); otherwise the stored
+    /// `last_seq` must equal it (`Conflict` if not, `NotFound` if the task is absent). `events`
+    /// carry the sequence numbers after the stored ones, without gaps, ending at
+    /// `record.last_seq`. Costs O(task): the engine calls it when a task is created, when a
+    /// change is not described by its events (a follow-up message joins the history), and to
+    /// compact a task's log (see [`TaskStore::append`]).
     async fn commit(
         &self,
         scope: &Scope,
         record: &TaskRecord,
         expected_seq: Option<u64>,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError>;
+    /// Atomically appends `events` to the log of an existing task and updates its record,
+    /// without storing a snapshot: `record.task` must be what [`apply`]ing `events` in order
+    /// to the stored task gives. The store keeps the record's small fields (`last_seq`,
+    /// `turn`, `lease`, the task's state, context and status timestamp) and the events, and
+    /// [`get`](Self::get) and [`list`](Self::list) rebuild the task from its last snapshot and
+    /// the events after it. Conditions and errors as [`commit`](Self::commit) with
+    /// `Some(expected_seq)`. Must cost O(events), whatever the size of the task: this is how
+    /// streamed artifact chunks are stored.
+    async fn append(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: u64,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError>;
     /// Reads a task.
