@@ -2,8 +2,8 @@
 //! prost decodes anything.
 //!
 //! Decoding allocates per value, and protobuf is compact: an empty `Part` is two bytes on the
-//! wire and some 280 bytes decoded, so a 4 MiB request of empty parts would take ~500 MiB before
-//! any limit on parts could apply. [`scan`] walks the wire format with the message's
+//! wire and over a hundred decoded, so a 4 MiB request of empty parts would take hundreds of MiB
+//! before any limit on parts could apply. [`scan`] walks the wire format with the message's
 //! descriptor (from [`FILE_DESCRIPTOR_SET`](crate::FILE_DESCRIPTOR_SET)), counting every field
 //! occurrence at every level (and every element of a packed repeated field), recursing only into
 //! fields whose type is a message, and stops as soon as a [`Bounds`] is passed. It allocates
