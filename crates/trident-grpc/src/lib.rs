@@ -3,7 +3,8 @@
 //! - [`routes`] / [`routes_with`]: the server side as an [`axum::Router`] to merge into the one
 //!   listener the other bindings share: the A2A service ([`GrpcServer`], a thin adapter over
 //!   `Arc<dyn A2aService>`), the standard `grpc.health.v1.Health` service and server reflection
-//!   (v1 and v1alpha).
+//!   (v1 and v1alpha), each behind [`Hygiene`]: content type, message framing, size and (for
+//!   the A2A service) a pre-scan bounding the values of a request before it is decoded.
 //! - [`GrpcClient`]: an [`A2aService`](trident_core::A2aService) that calls a remote agent over
 //!   gRPC, so every binding's server can sit in front of it.
 //! - [`status`] and [`error`]: the one encoding of [`A2aError`](trident_core::A2aError) as a
@@ -15,11 +16,13 @@
 //! read by [`GrpcClient`] carry no sequence number.
 
 mod client;
+mod hygiene;
 mod options;
 mod server;
 mod status;
 
 pub use client::GrpcClient;
+pub use hygiene::{Checked, Hygiene, MAX_JSON_DEPTH, MAX_JSON_VALUES};
 pub use options::GrpcOptions;
 pub use server::{GrpcServer, routes, routes_with};
 pub use status::{error, status};

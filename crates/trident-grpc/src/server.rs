@@ -18,7 +18,7 @@ use trident_core::{A2aError, A2aService, CallContext, EventStream};
 use trident_proto as pb;
 use trident_proto::a2a_service_server::{A2aService as GrpcService, A2aServiceServer};
 
-use crate::{GrpcOptions, metadata, status};
+use crate::{GrpcOptions, Hygiene, metadata, status};
 
 /// The A2A service as a tonic service: every RPC is forwarded to the wrapped [`A2aService`].
 ///
@@ -41,7 +41,9 @@ impl GrpcServer {
         Self { svc }
     }
 
-    /// The tonic service, with the message-size limits of `opts`.
+    /// The tonic service, with the message-size limits of `opts`. This is tonic's own request
+    /// handling; [`routes`] puts it behind [`Hygiene`] (`Hygiene::a2a(service, max)`), which
+    /// a custom router should do too.
     pub fn into_service(self, opts: &GrpcOptions) -> A2aServiceServer<Self> {
         A2aServiceServer::new(self)
             .max_decoding_message_size(opts.max_request_size)
@@ -72,8 +74,12 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
     }
 
     let mut router = axum::Router::new();
-    router = mount(router, GrpcServer::new(svc).into_service(opts));
-    router = mount(router, health);
+    let max = opts.max_request_size;
+    router = mount(
+        router,
+        Hygiene::a2a(GrpcServer::new(svc).into_service(opts), max),
+    );
+    router = mount(router, Hygiene::unary(health, max));
     if opts.reflection {
         let builder = || {
             tonic_reflection::server::Builder::configure()
@@ -81,11 +87,11 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         };
         match builder().build_v1() {
-            Ok(v1) => router = mount(router, v1),
+            Ok(v1) => router = mount(router, Hygiene::streaming(v1, max)),
             Err(e) => tracing::warn!("gRPC reflection v1 disabled: {e}"),
         }
         match builder().build_v1alpha() {
-            Ok(v1alpha) => router = mount(router, v1alpha),
+            Ok(v1alpha) => router = mount(router, Hygiene::streaming(v1alpha, max)),
             Err(e) => tracing::warn!("gRPC reflection v1alpha disabled: {e}"),
         }
     }

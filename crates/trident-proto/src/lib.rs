@@ -4,7 +4,8 @@
 //! - ProtoJSON serde impls from pbjson (camelCase out, camelCase or snake_case in, enums as
 //!   names, oneofs flattened, unknown fields ignored),
 //! - tonic client and server stubs behind the `grpc` feature,
-//! - [`FILE_DESCRIPTOR_SET`], the encoded descriptors of the proto and its imports.
+//! - [`FILE_DESCRIPTOR_SET`], the encoded descriptors of the proto and its imports,
+//! - [`scan`], a pre-scan bounding what decoding a request message would allocate.
 //!
 //! Helpers that only read or build generated types live in `ext`; there is no hand-written
 //! struct that mirrors a proto message.
@@ -12,6 +13,7 @@
 #[cfg(feature = "grpc")]
 pub mod codec;
 mod ext;
+pub mod scan;
 pub mod wkt;
 
 /// The generated code, laid out like the proto packages.
