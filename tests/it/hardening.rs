@@ -182,6 +182,14 @@ async fn a_body_that_is_not_json_is_refused_before_parsing() {
         assert_eq!(info["metadata"]["header"], "Content-Type", "{body}");
     }
     assert_eq!(task_count(&f).await, 0, "no refused request ran");
+    // An empty body needs no Content-Type (`curl -X POST …:cancel`): it is the empty request.
+    let (status, body, _) = post(&format!("{}/tasks/nope:cancel", interfaces.rest), None, "").await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(
+        error_info(&body["error"]["details"])["reason"],
+        "TASK_NOT_FOUND",
+        "{body}"
+    );
     // JSON in any of its names is accepted.
     for content_type in [
         "application/json",

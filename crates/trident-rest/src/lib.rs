@@ -192,6 +192,11 @@ pub mod fuzzing {
             let matched = match_request(&self.routes, method, path, query, headers)
                 .map_err(|refusal| refusal.error)?;
             let body = matched.route_has_body().then(|| body.to_vec());
+            if let Some(body) = &body {
+                matched
+                    .check_untyped_body(body)
+                    .map_err(|refusal| refusal.error)?;
+            }
             request_of(matched, &self.query, body)
         }
     }

@@ -236,6 +236,9 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, Refusal> {
     } else {
         None
     };
+    if let Some(body) = &body {
+        matched.check_untyped_body(body)?;
+    }
     let (op, body, tenant, vars) = request_of(matched, &st.query, body)?;
     cx.tenant = tenant;
     match dispatch_json(&*st.svc, &cx, op, &body, vars).await? {
@@ -253,6 +256,8 @@ pub(crate) struct Matched<'r> {
     route: &'r Route,
     bound: Bound,
     query: Vec<(String, String)>,
+    /// The request said nothing about its body's type.
+    untyped: bool,
 }
 
 impl Matched<'_> {
@@ -294,35 +299,57 @@ pub(crate) fn match_request<'r>(
             .into());
         }
     };
+    // A body that says it is not JSON is refused before it is read. One that says nothing
+    // is refused once read unless it is empty (`curl -X POST …/tasks/ID:cancel`): an empty
+    // body is the empty request, and a non-empty one must say it is JSON.
     let content_type = headers.get(header::CONTENT_TYPE);
-    let content_type_text = content_type.and_then(|v| v.to_str().ok());
-    if route.body && !trident_core::is_json_media_type(content_type_text) {
-        let received = content_type.map_or_else(
-            || "no Content-Type".to_owned(),
-            |v| format!("Content-Type {}", String::from_utf8_lossy(v.as_bytes())),
-        );
-        return Err(Refusal {
-            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            error: A2aError::new(
-                ErrorKind::ContentTypeNotSupported,
-                format!("{received}: the body must be application/json or application/a2a+json"),
-            )
-            .with_meta("header", "Content-Type")
-            .with_meta(
-                "received",
-                content_type.map_or(String::new(), |v| {
-                    String::from_utf8_lossy(v.as_bytes()).into_owned()
-                }),
-            ),
-            allow: None,
-        });
+    let untyped = content_type.is_none();
+    if route.body
+        && !untyped
+        && !trident_core::is_json_media_type(content_type.and_then(|v| v.to_str().ok()))
+    {
+        return Err(not_json(content_type));
     }
     let query = query.map(serde_urlencoded_pairs).unwrap_or_default();
     Ok(Matched {
         route,
         bound,
         query,
+        untyped,
     })
+}
+
+/// 415: the body is not JSON (`content_type` is what the request said, if anything).
+fn not_json(content_type: Option<&header::HeaderValue>) -> Refusal {
+    let received = content_type.map_or(String::new(), |v| {
+        String::from_utf8_lossy(v.as_bytes()).into_owned()
+    });
+    let said = if received.is_empty() {
+        "no Content-Type".to_owned()
+    } else {
+        format!("Content-Type {received}")
+    };
+    Refusal {
+        status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        error: A2aError::new(
+            ErrorKind::ContentTypeNotSupported,
+            format!("{said}: the body must be application/json or application/a2a+json"),
+        )
+        .with_meta("header", "Content-Type")
+        .with_meta("received", received),
+        allow: None,
+    }
+}
+
+impl Matched<'_> {
+    /// Refuses a non-empty body that came without a `Content-Type`.
+    pub(crate) fn check_untyped_body(&self, body: &[u8]) -> Result<(), Refusal> {
+        if self.untyped && self.route.body && !body.trim_ascii().is_empty() {
+            Err(not_json(None))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// 413 for a body over `max` bytes; a body that failed for another reason (the client went
@@ -364,6 +391,7 @@ pub(crate) fn request_of(
         route,
         bound,
         query,
+        ..
     } = matched;
     let op = route.op;
     let body = match body {
