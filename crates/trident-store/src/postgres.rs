@@ -23,8 +23,29 @@ use crate::codec::{
     to_i64, to_u64,
 };
 
-/// The NOTIFY channel commits are announced on.
+/// The NOTIFY channel commits are announced on, per schema: channels are per database, and
+/// stores in different schemas of one database must not hear each other's commits.
 const CHANNEL: &str = "trident_commits";
+
+/// The channel of the stores in `schema` (the default schema keeps the plain name; a name
+/// past PostgreSQL's 63-byte identifier limit is shortened with a hash of the schema).
+pub(crate) fn channel_for(schema: Option<&str>) -> String {
+    match schema {
+        None => CHANNEL.to_owned(),
+        Some(schema) => {
+            let name = format!("{CHANNEL}_{schema}");
+            if name.len() <= 63 {
+                name
+            } else {
+                // FNV-1a: stable across processes and versions, unlike the std hasher.
+                let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+                });
+                format!("{CHANNEL}_{hash:016x}")
+            }
+        }
+    }
+}
 /// Connections per store (besides the listener's).
 const POOL: u32 = 10;
 /// NOTIFY payloads must stay under 8000 bytes; a longer one becomes a resync request.
@@ -39,6 +60,8 @@ const MAX_PAYLOAD: usize = 7_900;
 /// taken.
 pub struct PgStore {
     pool: PgPool,
+    /// The NOTIFY channel of this store's schema ([`channel_for`]).
+    channel: String,
     /// This instance's id, carried in its notifications so it can skip its own.
     node: String,
     subscribers: Arc<Subscribers>,
@@ -96,12 +119,14 @@ impl PgStore {
             let mut conn = pool.acquire().await?;
             crate::migrate::postgres(&mut conn, schema).await?;
         }
+        let channel = channel_for(schema);
         let mut listener = PgListener::connect_with(&pool).await?;
-        listener.listen(CHANNEL).await?;
+        listener.listen(&channel).await?;
         let subscribers = Arc::new(Subscribers::default());
         let (stop, stopped) = oneshot::channel();
         tokio::spawn(listen(
             listener,
+            channel.clone(),
             pool.clone(),
             node.clone(),
             subscribers.clone(),
@@ -109,6 +134,7 @@ impl PgStore {
         ));
         Ok(Self {
             pool,
+            channel,
             node,
             subscribers,
             _stop: stop,
@@ -153,6 +179,7 @@ fn parse(payload: &str, own: &str) -> Option<Notice> {
 /// listening again.
 async fn listen(
     mut listener: PgListener,
+    channel: String,
     pool: PgPool,
     node: String,
     subscribers: Arc<Subscribers>,
@@ -184,7 +211,7 @@ async fn listen(
                         () = tokio::time::sleep(Duration::from_secs(1)) => {}
                     }
                     match PgListener::connect_with(&pool).await {
-                        Ok(mut fresh) => match fresh.listen(CHANNEL).await {
+                        Ok(mut fresh) => match fresh.listen(&channel).await {
                             Ok(()) => {
                                 listener = fresh;
                                 break;
@@ -392,7 +419,7 @@ impl PgStore {
         }
         // Transactional: delivered to listeners only once the commit is.
         sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANNEL)
+            .bind(&self.channel)
             .bind(payload)
             .execute(&mut *tx)
             .await

@@ -842,3 +842,66 @@ async fn a_sqlite_file_belongs_to_one_store_at_a_time() {
         .expect("open again once the first is closed");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Stores in different schemas of one database do not hear each other's commits (NOTIFY
+/// channels are per database): one channel per schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_schemas_do_not_hear_each_others_commits() {
+    use futures::StreamExt as _;
+    use trident_core::store::Notice;
+    let Some(url) = postgres_url("postgres_schemas_do_not_hear_each_others_commits") else {
+        return;
+    };
+    with_schema(&url, |url, first| async move {
+        with_schema(&url.clone(), move |url, second| async move {
+            let a = PgStore::connect_in_schema(&url, &first).await.expect("a");
+            let same = PgStore::connect_in_schema(&url, &first)
+                .await
+                .expect("same");
+            let other = PgStore::connect_in_schema(&url, &second)
+                .await
+                .expect("other");
+            let mut same_feed = trident_core::store::TaskStore::notices(&same).expect("feed");
+            let mut other_feed = trident_core::store::TaskStore::notices(&other).expect("feed");
+            let scope = Scope::new("", "o");
+            let rec = TaskRecord::new(task("t1", "c", pb::TaskState::Working), 1);
+            trident_core::store::TaskStore::commit(&a, &scope, &rec, None, &[ev("t1", 1)])
+                .await
+                .expect("commit");
+            let heard = tokio::time::timeout(std::time::Duration::from_secs(10), same_feed.next())
+                .await
+                .expect("the same schema hears it");
+            assert!(
+                matches!(heard, Some(Notice::Committed { ref task_id, .. }) if task_id == "t1"),
+                "{heard:?}"
+            );
+            let leaked =
+                tokio::time::timeout(std::time::Duration::from_millis(500), other_feed.next())
+                    .await;
+            assert!(leaked.is_err(), "another schema heard it: {leaked:?}");
+        })
+        .await;
+    })
+    .await;
+}
+
+#[test]
+fn notify_channels_are_per_schema_and_valid_identifiers() {
+    assert_eq!(crate::postgres::channel_for(None), "trident_commits");
+    assert_eq!(
+        crate::postgres::channel_for(Some("tenant_a")),
+        "trident_commits_tenant_a"
+    );
+    let long = "s".repeat(60);
+    let shortened = crate::postgres::channel_for(Some(&long));
+    assert!(shortened.len() <= 63, "{shortened}");
+    assert_ne!(
+        shortened,
+        crate::postgres::channel_for(Some(&"t".repeat(60)))
+    );
+    assert_eq!(
+        shortened,
+        crate::postgres::channel_for(Some(&long)),
+        "stable"
+    );
+}
