@@ -171,13 +171,29 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
     };
     let (report, mut reports) = mpsc::unbounded_channel::<(String, LaneReport)>();
     let mut progress = live.progress();
+    let mut renewed = now_ms();
+    let renew_every = Duration::from_millis(
+        u64::try_from(inner.lease_ttl_ms() / 3)
+            .unwrap_or(1000)
+            .max(10),
+    );
+    // Store failures in a row; the worker stops after MAX_FAILURES (the next commit, or
+    // another process once the claim lapses, starts over from the stored cursor).
+    let mut failures = 0u32;
     let outcome = loop {
         // New configurations start after the events seen at the previous listing (the first
         // listing: at the stored cursor); deleted ones drop out.
         let seen = progress.borrow_and_update().seq;
         if let Err(e) = lanes.relist(inner, live, seen).await {
+            // Nothing below may run on a failed listing: with no positions the cursor would
+            // move past events no webhook has had.
+            failures += 1;
+            if failures >= MAX_FAILURES {
+                break Err("the configurations cannot be listed");
+            }
             tracing::warn!(task = %live.task_id, error = %e, "push delivery paused: cannot list the configurations");
             tokio::time::sleep(PAUSE).await;
+            continue;
         }
         for (id, pos) in &lanes.positions {
             if *pos < seen && !lanes.running.contains_key(id) {
@@ -192,15 +208,32 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
                 lanes.running.insert(id.clone(), lane);
             }
         }
-        // The outbox cursor follows the slowest lane.
+        // The outbox cursor follows the slowest lane; the claim is renewed with it, and at
+        // least every third of the lease while a slow lane holds the cursor back.
         let slowest = lanes.positions.values().copied().min().unwrap_or(seen);
-        if slowest > lanes.stored {
+        let renew_due = now_ms().saturating_sub(renewed) >= inner.lease_ttl_ms() / 3;
+        if slowest > lanes.stored || renew_due {
+            let to = slowest.max(lanes.stored);
             match store
-                .delivered(&live.scope, &live.task_id, &inner.node, slowest, until())
+                .delivered(&live.scope, &live.task_id, &inner.node, to, until())
                 .await
             {
-                Ok(true) => lanes.stored = slowest,
-                _ => break Err("the outbox claim was lost"),
+                Ok(true) => {
+                    lanes.stored = to;
+                    renewed = now_ms();
+                    failures = 0;
+                }
+                Ok(false) => break Err("the outbox claim was lost"),
+                Err(e) => {
+                    // Transient: the claim is still ours until it lapses; try again.
+                    failures += 1;
+                    if failures >= MAX_FAILURES {
+                        break Err("the outbox cursor cannot be stored");
+                    }
+                    tracing::warn!(task = %live.task_id, error = %e, "push delivery: cannot store the outbox cursor; retrying");
+                    tokio::time::sleep(PAUSE).await;
+                    continue;
+                }
             }
         }
         if lanes.running.is_empty() {
@@ -240,6 +273,8 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
             changed = progress.changed() => if changed.is_err() {
                 break Err("the task went away");
             },
+            // Wake up to renew the claim while lanes are busy retrying.
+            () = tokio::time::sleep(renew_every) => {}
         }
     };
     if let Err(why) = outcome {
@@ -295,6 +330,9 @@ impl Lanes {
 /// How long a lane waits before it is restarted after a store read failed.
 const PAUSE: Duration = Duration::from_millis(500);
 
+/// Store failures in a row after which a task's delivery worker stops.
+const MAX_FAILURES: u32 = 20;
+
 /// What a lane tells the task's worker.
 enum LaneReport {
     /// It has delivered (or given up on) every event up to this one.
@@ -325,6 +363,11 @@ async fn lane(
             return;
         }
         if batch.is_empty() {
+            if pos < live.progress().borrow().seq {
+                // Published events the log does not return (yet): not caught up; pause
+                // rather than be restarted at once in a loop.
+                tokio::time::sleep(PAUSE).await;
+            }
             let _ = report.send((id, LaneReport::Done(pos)));
             return;
         }
