@@ -489,3 +489,143 @@ async fn a_slow_webhook_does_not_delay_another_on_the_same_task() {
         arrived.load(Ordering::SeqCst)
     );
 }
+
+/// Push configurations whose listing fails `fail` more times.
+struct FlakyListing {
+    inner: Arc<trident_core::store::MemoryStore>,
+    fail: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl trident_core::store::PushConfigStore for FlakyListing {
+    async fn put(
+        &self,
+        scope: &trident_core::store::Scope,
+        config: &pb::TaskPushNotificationConfig,
+    ) -> Result<(), trident_core::store::StoreError> {
+        self.inner.put(scope, config).await
+    }
+    async fn get(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<Option<pb::TaskPushNotificationConfig>, trident_core::store::StoreError> {
+        trident_core::store::PushConfigStore::get(&*self.inner, scope, task_id, id).await
+    }
+    async fn list(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<pb::TaskPushNotificationConfig>, bool), trident_core::store::StoreError> {
+        if limit > 1
+            && self
+                .fail
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(trident_core::store::StoreError::Backend(
+                "listing failed (injected)".into(),
+            ));
+        }
+        trident_core::store::PushConfigStore::list(&*self.inner, scope, task_id, after, limit).await
+    }
+    async fn delete(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+        id: &str,
+    ) -> Result<bool, trident_core::store::StoreError> {
+        self.inner.delete(scope, task_id, id).await
+    }
+    async fn claim_delivery(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+        node: &str,
+        until_ms: i64,
+        from: u64,
+    ) -> Result<Option<u64>, trident_core::store::StoreError> {
+        self.inner
+            .claim_delivery(scope, task_id, node, until_ms, from)
+            .await
+    }
+    async fn delivered(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+        node: &str,
+        seq: u64,
+        until_ms: i64,
+    ) -> Result<bool, trident_core::store::StoreError> {
+        self.inner
+            .delivered(scope, task_id, node, seq, until_ms)
+            .await
+    }
+    async fn release_delivery(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+        node: &str,
+    ) -> Result<(), trident_core::store::StoreError> {
+        self.inner.release_delivery(scope, task_id, node).await
+    }
+    async fn pending_deliveries(
+        &self,
+        now_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(trident_core::store::Scope, String)>, trident_core::store::StoreError> {
+        self.inner.pending_deliveries(now_ms, limit).await
+    }
+}
+
+/// A delivery worker whose listing of the configurations fails keeps the outbox cursor where
+/// it is and retries: no event is counted delivered that no webhook had (found in review).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_listing_of_configurations_loses_no_event() {
+    let (url, mut rx) = receiver(0).await;
+    let memory = Arc::new(trident_core::store::MemoryStore::new());
+    let push = Arc::new(FlakyListing {
+        inner: memory.clone(),
+        fail: AtomicUsize::new(2),
+    });
+    let policy = trident_core::WebhookPolicy::new()
+        .allow("127.0.0.1")
+        .expect("policy");
+    let webhooks =
+        HttpWebhooks::with_policy(Duration::from_secs(5), policy.clone()).expect("client");
+    let svc: Arc<dyn A2aService> = Arc::new(
+        Engine::builder(Arc::new(Demo))
+            .webhooks(Arc::new(webhooks))
+            .stores(trident_core::store::Stores {
+                tasks: memory.clone(),
+                events: memory,
+                push,
+            })
+            .config(EngineConfig {
+                webhook_policy: policy,
+                ..Default::default()
+            })
+            .build(),
+    );
+    let cfg = pb::SendMessageConfiguration {
+        task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+            url,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    svc.send_message(&cx(), req_with(msg("input"), cfg))
+        .await
+        .expect("send");
+    assert_eq!(
+        next_kinds(&mut rx, 2).await,
+        [
+            ("task", Some(pb::TaskState::Submitted)),
+            ("status", Some(pb::TaskState::InputRequired))
+        ],
+        "every event, after the failed listings"
+    );
+}
