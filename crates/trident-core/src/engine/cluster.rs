@@ -237,22 +237,12 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
         }
         None => {
             tracing::info!(task = %id, node = %lease.node, "failing a task whose process stopped");
-            let mut message = pb::Message::agent(
-                uuid::Uuid::new_v4().to_string(),
-                vec![pb::Part::text(format!(
-                    "the process executing this task ({}) stopped before it finished",
-                    lease.node
-                ))],
+            let why = format!(
+                "the process executing this task ({}) stopped before it finished",
+                lease.node
             );
-            message.task_id = task.id.clone();
-            message.context_id = task.context_id.clone();
-            let event = set_status(
-                &mut w.record.task,
-                pb::TaskStatus::now(pb::TaskState::Failed, Some(message)),
-                None,
-            );
-            match live.commit(inner, &mut w, vec![event]).await {
-                Ok(_) => push::kick(inner, live, &mut w).await,
+            match live.fail(inner, &mut w, why).await {
+                Ok(()) => {}
                 // Someone else recovered it, or its process came back in time.
                 Err(StoreError::Conflict) => {}
                 Err(e) => tracing::warn!(task = %id, error = %e, "could not fail an orphaned task"),

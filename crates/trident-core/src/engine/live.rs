@@ -173,6 +173,26 @@ impl Live {
         }
     }
 
+    /// Records the task as `FAILED` with an agent message saying `why` (a commit like any
+    /// other, so subscribers and webhooks see it), then starts push delivery.
+    pub(crate) async fn fail(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        why: String,
+    ) -> Result<(), StoreError> {
+        let task = &w.record.task;
+        let message = super::run::agent_text(&task.id, &task.context_id, why);
+        let event = super::set_status(
+            &mut w.record.task,
+            pb::TaskStatus::now(pb::TaskState::Failed, Some(message)),
+            None,
+        );
+        self.commit(inner, w, vec![event]).await?;
+        super::push::kick(inner, self, w).await;
+        Ok(())
+    }
+
     fn clear_fault(&self) {
         *lock_std(&self.fault) = None;
         self.progress.send_modify(|p| p.fault = false);
@@ -549,31 +569,18 @@ async fn recover_fault(guard: LiveGuard, cause: A2aError) {
             live.clear_fault();
             return;
         }
-        let task = &w.record.task;
-        let mut message = pb::Message::agent(
-            uuid::Uuid::new_v4().to_string(),
-            vec![pb::Part::text(format!(
-                "the task failed: its progress could not be stored ({})",
-                cause.message()
-            ))],
+        let why = format!(
+            "the task failed: its progress could not be stored ({})",
+            cause.message()
         );
-        message.context_id = task.context_id.clone();
-        message.task_id = task.id.clone();
-        let event = super::set_status(
-            &mut w.record.task,
-            pb::TaskStatus::now(pb::TaskState::Failed, Some(message)),
-            None,
-        );
-        match live.commit(inner, &mut w, vec![event]).await {
-            Ok(_) => {
+        match live.fail(inner, &mut w, why).await {
+            Ok(()) => {
                 tracing::info!(task = %live.task_id, "the store accepts writes again; the task is FAILED");
                 live.clear_fault();
-                super::push::kick(inner, live, &mut w).await;
                 return;
             }
             Err(e) => {
-                // The snapshot was changed in memory: re-read it before the next attempt.
-                w.stale = true;
+                // The failed commit left the writer stale: the next attempt re-reads the task.
                 tracing::debug!(task = %live.task_id, error = %e, "store still refuses writes");
             }
         }

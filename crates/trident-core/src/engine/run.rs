@@ -43,6 +43,14 @@ pub(crate) enum Update {
     },
 }
 
+/// A `ROLE_AGENT` text message of task `task_id` in context `context_id`, with a fresh id.
+pub(crate) fn agent_text(task_id: &str, context_id: &str, text: String) -> pb::Message {
+    let mut m = pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
+    m.context_id = context_id.to_owned();
+    m.task_id = task_id.to_owned();
+    m
+}
+
 pub(crate) struct Run {
     inner: Arc<Inner>,
     scope: Scope,
@@ -190,11 +198,7 @@ impl Run {
 
     /// A `ROLE_AGENT` text message carrying this turn's ids.
     pub(crate) fn agent_message(&self, text: String) -> pb::Message {
-        let mut m =
-            pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
-        m.context_id = self.context_id.to_string();
-        m.task_id = self.task_id.to_string();
-        m
+        agent_text(&self.task_id, &self.context_id, text)
     }
 
     pub(crate) async fn reply(&self, mut message: pb::Message) -> Result<(), A2aError> {
