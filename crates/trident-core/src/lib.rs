@@ -39,7 +39,7 @@ pub use error::{
     RETRY_AFTER_SECONDS, Wire,
 };
 pub use executor::{AgentExecutor, EventSink, RequestContext};
-pub use media::is_json_media_type;
+pub use media::{is_json_media_type, not_json};
 pub use operation::{
     JsonReply, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation, PathVars, dispatch_json, parse_request,
     to_json,

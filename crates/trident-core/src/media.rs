@@ -1,4 +1,7 @@
-//! Request media types: what the JSON bindings accept as a JSON body.
+//! Request media types: what the JSON bindings accept as a JSON body, and the error both
+//! answer when a body is not one.
+
+use crate::{A2aError, ErrorKind};
 
 /// Whether a request's `Content-Type` names JSON: `application/json`, `application/a2a+json`
 /// or another `application/…+json` type, with any parameters (`; charset=utf-8`). A missing
@@ -27,4 +30,22 @@ pub fn is_json_media_type(content_type: Option<&str>) -> bool {
             || (sub.len() > 5
                 && sub.is_char_boundary(sub.len() - 5)
                 && sub[sub.len() - 5..].eq_ignore_ascii_case("+json")))
+}
+
+/// The `ContentTypeNotSupported` error of a body that is not JSON, `content_type` being the
+/// request's `Content-Type` as sent (`None`: it sent none); its ErrorInfo names the header
+/// and what was received. Both JSON bindings answer it (HTTP+JSON as 415, JSON-RPC as -32005).
+pub fn not_json(content_type: Option<&[u8]>) -> A2aError {
+    let received = content_type.map_or(String::new(), |v| String::from_utf8_lossy(v).into_owned());
+    let said = if received.is_empty() {
+        "no Content-Type".to_owned()
+    } else {
+        format!("Content-Type {received}")
+    };
+    A2aError::new(
+        ErrorKind::ContentTypeNotSupported,
+        format!("{said}: the body must be application/json or application/a2a+json"),
+    )
+    .with_meta("header", "Content-Type")
+    .with_meta("received", received)
 }

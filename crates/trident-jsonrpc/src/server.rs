@@ -191,19 +191,7 @@ async fn handle(
     // holds (a `text/plain` POST is what any web page can send cross-origin).
     let content_type = headers.get(header::CONTENT_TYPE);
     if !trident_core::is_json_media_type(content_type.and_then(|v| v.to_str().ok())) {
-        let received = content_type.map_or(String::new(), |v| {
-            String::from_utf8_lossy(v.as_bytes()).into_owned()
-        });
-        let e = A2aError::new(
-            ErrorKind::ContentTypeNotSupported,
-            if received.is_empty() {
-                "the request has no Content-Type: send application/json".to_owned()
-            } else {
-                format!("Content-Type {received:?} is not supported: send application/json")
-            },
-        )
-        .with_meta("header", "Content-Type")
-        .with_meta("received", received);
+        let e = trident_core::not_json(content_type.map(|v| v.as_bytes()));
         return json(error_json(NULL_ID, &e));
     }
     let body = match axum::body::to_bytes(body, st.options.max_body).await {

@@ -321,22 +321,9 @@ pub(crate) fn match_request<'r>(
 
 /// 415: the body is not JSON (`content_type` is what the request said, if anything).
 fn not_json(content_type: Option<&header::HeaderValue>) -> Refusal {
-    let received = content_type.map_or(String::new(), |v| {
-        String::from_utf8_lossy(v.as_bytes()).into_owned()
-    });
-    let said = if received.is_empty() {
-        "no Content-Type".to_owned()
-    } else {
-        format!("Content-Type {received}")
-    };
     Refusal {
         status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        error: A2aError::new(
-            ErrorKind::ContentTypeNotSupported,
-            format!("{said}: the body must be application/json or application/a2a+json"),
-        )
-        .with_meta("header", "Content-Type")
-        .with_meta("received", received),
+        error: trident_core::not_json(content_type.map(|v| v.as_bytes())),
         allow: None,
     }
 }
