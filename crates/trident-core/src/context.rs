@@ -171,44 +171,39 @@ impl CallContext {
     }
 
     /// Builds a context from service parameters (HTTP headers or gRPC metadata, looked up
-    /// case-insensitively by `get`): `A2A-Version`, `A2A-Extensions` (and the v0.3
+    /// case-insensitively by `get`, as sent): `A2A-Version`, `A2A-Extensions` (and the v0.3
     /// `X-A2A-Extensions`), `Last-Event-ID`, `Authorization` and `traceparent`/`tracestate`.
-    /// A `Last-Event-ID` that is not a sequence number, and a malformed `traceparent`, are
-    /// ignored.
-    pub fn from_service_params<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Self {
+    /// A parameter is text when it is visible ASCII (what HTTP's `to_str` accepts); others
+    /// are ignored, except `A2A-Version`, which is kept, decoded lossily, so the engine refuses
+    /// it with `VersionNotSupported` instead of reading it as absent. A `Last-Event-ID` that
+    /// is not a sequence number, and a malformed `traceparent`, are ignored.
+    pub fn from_service_params<'a>(get: impl Fn(&str) -> Option<&'a [u8]>) -> Self {
+        let text = |name: &str| {
+            get(name)
+                .filter(|raw| raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t'))
+                .and_then(|raw| std::str::from_utf8(raw).ok())
+        };
+        let version = match (text("a2a-version"), get("a2a-version")) {
+            (Some(v), _) => Some(v.trim()).filter(|v| !v.is_empty()).map(str::to_owned),
+            (None, Some(raw)) => Some(String::from_utf8_lossy(raw).into_owned()),
+            (None, None) => None,
+        };
         let mut cx = Self {
-            version: get("a2a-version")
-                .map(str::trim)
-                .filter(|v| !v.is_empty())
-                .map(str::to_owned),
+            version,
             ..Self::default()
         };
         for name in ["a2a-extensions", "x-a2a-extensions"] {
-            if let Some(v) = get(name) {
+            if let Some(v) = text(name) {
                 cx = cx.with_extensions_header(v);
             }
         }
-        cx.last_event_id = get("last-event-id").and_then(|v| v.trim().parse().ok());
-        cx.credentials = get("authorization")
+        cx.last_event_id = text("last-event-id").and_then(|v| v.trim().parse().ok());
+        cx.credentials = text("authorization")
             .map(str::trim)
             .filter(|v| !v.is_empty())
             .map(str::to_owned);
-        cx.trace = get("traceparent").and_then(|t| TraceContext::parse(t, get("tracestate")));
+        cx.trace = text("traceparent").and_then(|t| TraceContext::parse(t, text("tracestate")));
         cx
-    }
-
-    /// Records the raw bytes of the `A2A-Version` service parameter when
-    /// [`from_service_params`](Self::from_service_params) could not read it as text (bytes
-    /// outside visible ASCII): the version is then that text, decoded lossily, so the engine
-    /// refuses it with `VersionNotSupported` instead of treating it as absent.
-    pub fn with_raw_version(mut self, raw: Option<&[u8]>) -> Self {
-        if self.version.is_none()
-            && let Some(raw) = raw
-            && !raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t')
-        {
-            self.version = Some(String::from_utf8_lossy(raw).into_owned());
-        }
-        self
     }
 
     /// Client side: the service parameters a client sends for this call (lowercase names, as

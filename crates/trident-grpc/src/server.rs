@@ -121,9 +121,7 @@ where
 /// The call context of a request: service parameters from the metadata, deadline from
 /// `grpc-timeout`.
 fn context(md: &MetadataMap) -> CallContext {
-    let mut cx =
-        CallContext::from_service_params(|name| md.get(name).and_then(|v| v.to_str().ok()))
-            .with_raw_version(md.get("a2a-version").map(|v| v.as_bytes()));
+    let mut cx = CallContext::from_service_params(|name| md.get(name).map(|v| v.as_bytes()));
     cx.binding = Some(trident_core::Binding::Grpc);
     cx.deadline = md
         .get(metadata::GRPC_TIMEOUT)

@@ -79,10 +79,6 @@ fn json(body: String) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
 /// Splices a serialized result into a response envelope without re-parsing it.
 pub(crate) fn success_envelope(id: &str, result: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(result.len() + id.len() + 32);
@@ -207,8 +203,7 @@ async fn handle(
         Ok(parsed) => parsed,
         Err((id, e)) => return json(error_json(id, &e)),
     };
-    let mut cx = CallContext::from_service_params(|n| header_str(&headers, n))
-        .with_raw_version(headers.get("a2a-version").map(|v| v.as_bytes()));
+    let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));
     cx.binding = Some(trident_core::Binding::JsonRpc);
     if let Some(axum::Extension(p)) = principal {
         cx.principal = p;

@@ -111,13 +111,8 @@ pub fn error_response(e: &A2aError) -> Response {
     Refusal::from(e.clone()).into_response()
 }
 
-fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
 fn call_context(headers: &HeaderMap, query: &[(String, String)]) -> CallContext {
-    let mut cx = CallContext::from_service_params(|n| header_str(headers, n))
-        .with_raw_version(headers.get("a2a-version").map(|v| v.as_bytes()));
+    let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));
     cx.binding = Some(trident_core::Binding::Rest);
     if cx.version.is_none() {
         // The spec allows the version as a query parameter too.
