@@ -451,7 +451,6 @@ impl Inner {
             .webhook_policy
             .check_url(url)
             .await
-            .map(|_| ())
             .map_err(|e| A2aError::invalid_field("url", e.to_string()))
     }
 

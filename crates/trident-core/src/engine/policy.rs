@@ -215,10 +215,10 @@ impl WebhookPolicy {
     /// literal address is checked as is, a name is resolved and every address checked. A
     /// name that does not resolve now is accepted: the sender's resolver checks it again at
     /// every connection. Called when a configuration is created and before each delivery.
-    pub async fn check_url(&self, url: &str) -> Result<Destination, PolicyError> {
+    pub async fn check_url(&self, url: &str) -> Result<(), PolicyError> {
         let (destination, port) = webhook_destination(url)?;
         if self.any {
-            return Ok(destination);
+            return Ok(());
         }
         match &destination {
             Destination::Addr(addr) => self.check_addr(&addr.to_string(), *addr)?,
@@ -231,7 +231,7 @@ impl WebhookPolicy {
                 }
             }
         }
-        Ok(destination)
+        Ok(())
     }
 }
 
