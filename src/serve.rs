@@ -596,7 +596,7 @@ async fn run(
         authenticator: security.authenticator.clone(),
         allow_anonymous: security.allow_anonymous,
         jwks,
-        refusals: caller_limits,
+        caller_limits,
         ..ServerOptions::default()
     };
     options.rest.max_body = listen.max_body;

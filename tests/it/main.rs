@@ -7,6 +7,7 @@ mod cluster;
 mod concurrency;
 mod conformance;
 mod durability;
+mod flood;
 mod grpc_hygiene;
 mod hardening;
 mod harness;

@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION, Principal};
 use trident_proto as pb;
 
+mod admission;
 mod connections;
 mod limits;
 mod observe;
@@ -81,10 +82,13 @@ pub struct ServerOptions {
     /// Serve this JWKS (JSON) at [`JWKS_PATH`], public like the card: the keys that verify
     /// the card's signatures and signed push notifications.
     pub jwks: Option<String>,
-    /// The per-caller limits of the service, charged one request for each request the
-    /// authentication layer refuses (by the caller's address): a client sending bad
-    /// credentials in a loop gets `ResourceExhausted` (429) like any other over its rate.
-    pub refusals: Option<Arc<Limited>>,
+    /// The per-caller limits of the service (the same [`Limited`] that wraps it). Every
+    /// request is charged to its caller at the HTTP layer, before it is decoded, so
+    /// malformed requests count like any other, and the call it makes is not charged again;
+    /// requests the authentication layer refuses are charged by the caller's address. Not
+    /// charged: the agent card and the JWKS. Over its rate a caller gets `ResourceExhausted`
+    /// in the binding's format (429 with `Retry-After`, -31429, `RESOURCE_EXHAUSTED`).
+    pub caller_limits: Option<Arc<Limited>>,
 }
 
 /// The bindings a listener serves.
@@ -131,7 +135,7 @@ impl Default for ServerOptions {
             bindings: Bindings::ALL,
             metrics: None,
             jwks: None,
-            refusals: None,
+            caller_limits: None,
         }
     }
 }
@@ -155,7 +159,7 @@ impl std::fmt::Debug for ServerOptions {
 struct Gate {
     authenticator: Arc<dyn Authenticator>,
     allow_anonymous: bool,
-    refusals: Option<Arc<Limited>>,
+    caller_limits: Option<Arc<Limited>>,
     /// Largest JSON-RPC body read to echo the request id in a refusal.
     jsonrpc_max_body: usize,
 }
@@ -200,32 +204,21 @@ async fn authenticate(
         .extensions()
         .get::<axum::extract::ConnectInfo<SocketAddr>>()
         .map(|c| c.0);
-    let (error, challenge) = match gate.refusals.as_ref().map(|l| l.charge_refusal(peer)) {
+    let (error, challenge) = match gate
+        .caller_limits
+        .as_ref()
+        .map(|l| l.charge(Principal::anonymous(), peer))
+    {
         Some(Err(limited)) => (limited, false),
         _ => (rejection.to_error(), true),
     };
-    let grpc = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/grpc"));
-    if grpc {
-        return trident_grpc::status(&error).into_http::<axum::body::Body>();
-    }
-    let challenges = if challenge {
+    // gRPC answers carry no challenge (as before: a status is all a gRPC client reads).
+    let challenges = if challenge && !admission::is_grpc(request.headers()) {
         gate.authenticator.challenges(&rejection)
     } else {
         Vec::new()
     };
-    let mut response =
-        if request.method() == axum::http::Method::POST && request.uri().path() == JSONRPC_PATH {
-            let body = axum::body::to_bytes(request.into_body(), gate.jsonrpc_max_body)
-                .await
-                .unwrap_or_default();
-            trident_jsonrpc::error_reply(&body, &error)
-        } else {
-            trident_rest::error_response(&error)
-        };
+    let mut response = admission::refusal(request, &error, gate.jsonrpc_max_body).await;
     for challenge in challenges {
         if let Ok(v) = HeaderValue::try_from(challenge) {
             response.headers_mut().append(header::WWW_AUTHENTICATE, v);
@@ -478,12 +471,26 @@ pub fn app(
             echo_extensions,
         ));
     }
+    if let Some(limits) = options
+        .caller_limits
+        .as_ref()
+        .filter(|l| l.charges_requests())
+    {
+        // Inside the authentication layer: it sees the principal.
+        router = router.layer(axum::middleware::from_fn_with_state(
+            admission::Admission {
+                limits: limits.clone(),
+                jsonrpc_max_body: options.jsonrpc.max_body,
+            },
+            admission::charge,
+        ));
+    }
     Ok(match &options.authenticator {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
             Gate {
                 authenticator: auth.clone(),
                 allow_anonymous: options.allow_anonymous,
-                refusals: options.refusals.clone(),
+                caller_limits: options.caller_limits.clone(),
                 jsonrpc_max_body: options.jsonrpc.max_body,
             },
             authenticate,

@@ -4,6 +4,10 @@
 //! gets `ResourceExhausted` (HTTP 429, gRPC RESOURCE_EXHAUSTED, JSON-RPC -31429) on every
 //! binding; other callers are unaffected. Request body size is limited per binding
 //! (`RestOptions::max_body` and friends).
+//!
+//! Served by [`crate::app`] with [`crate::ServerOptions::caller_limits`], each request is
+//! charged once at the HTTP layer, before it is decoded (see [`crate::admission`]), and the
+//! call it makes is not charged again here; a call from anywhere else is charged here.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -11,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
-use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream};
+use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Principal};
 use trident_proto as pb;
 
 /// The limits, per caller.
@@ -122,6 +126,8 @@ impl Limited {
     /// Takes a token for one request (and a stream slot for a stream).
     fn admit(&self, cx: &CallContext, stream: bool) -> Result<Option<Slot>, A2aError> {
         let mut key = Self::key(cx);
+        // Already charged for this request at the HTTP layer (`crate::admission`).
+        let prepaid = crate::admission::spend_credit(&key);
         let now = Instant::now();
         let mut shard = lock(&self.callers[shard_of(&key)]);
         if shard.len() >= SHARD_CAPACITY && !shard.contains_key(&key) {
@@ -144,7 +150,7 @@ impl Limited {
             refilled: now,
             streams: 0,
         });
-        if self.limits.rate > 0.0 {
+        if self.limits.rate > 0.0 && !prepaid {
             let elapsed = now.duration_since(caller.refilled).as_secs_f64();
             caller.tokens = (caller.tokens + elapsed * self.limits.rate).min(burst);
             caller.refilled = now;
@@ -181,13 +187,24 @@ impl Limited {
         }))
     }
 
-    /// Charges one request to an anonymous caller at `peer` for a request refused before it
-    /// reached the service (bad or missing credentials): `ResourceExhausted` once the
-    /// caller is over its rate, so failing requests are limited like any other.
-    pub fn charge_refusal(&self, peer: Option<std::net::SocketAddr>) -> Result<(), A2aError> {
-        let mut cx = CallContext::new();
+    /// Whether requests are charged at all (a rate is set).
+    pub fn charges_requests(&self) -> bool {
+        self.limits.rate > 0.0
+    }
+
+    /// Charges one request to the caller `principal` at `peer` before the request reaches
+    /// the service (the server's HTTP layer, and requests refused for bad or missing
+    /// credentials): `ResourceExhausted` once the caller is over its rate, so requests that
+    /// never become a call are limited like any other. Returns the caller's key.
+    pub fn charge(
+        &self,
+        principal: Principal,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Result<Arc<str>, A2aError> {
+        let mut cx = CallContext::new().with_principal(principal);
         cx.peer = peer;
-        self.admit(&cx, false).map(|_| ())
+        self.admit(&cx, false)?;
+        Ok(Self::key(&cx))
     }
 
     fn hold(stream: EventStream, slot: Option<Slot>) -> EventStream {

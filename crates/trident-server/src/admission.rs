@@ -1,0 +1,122 @@
+//! The per-caller request rate, charged at the HTTP layer (issue 12: parse errors bypassed
+//! the rate limiter). [`Limited`] charges a token when a call reaches the service, but a
+//! request that never becomes a call — bad JSON on JSON-RPC, a body that is not a message on
+//! HTTP+JSON, a garbage protobuf on gRPC, an unknown route — was answered for free, so a
+//! flood of malformed requests was never slowed down. This layer sits inside the
+//! authentication layer and charges **every** request, by the same key `Limited` uses (the
+//! principal when authenticated, else the client's address as [`crate::proxy`] found it),
+//! before anything decodes the body. Over the rate, it answers `ResourceExhausted` in the
+//! binding's own format (HTTP 429 with `Retry-After`, JSON-RPC -31429 with
+//! `retryAfterSeconds`, gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`).
+//!
+//! A request is charged once: the token taken here is a *credit* (a task-local holding the
+//! caller's key) that pays for the first service call the request makes, so `Limited` does
+//! not charge that call again. A call for another caller, or a second call of the same
+//! request, finds no credit and is charged as before, so nothing is ever free. Requests the
+//! authentication layer refuses are charged there and never reach this layer.
+//!
+//! Not charged: the agent card and the JWKS, the two documents the authentication layer
+//! serves to anyone. They are static bytes served from memory (a conditional fetch is a
+//! 304), cached by clients for `max-age`, and the first thing every client fetches; charging
+//! them would make a client's discovery spend its call budget and hand a flooding neighbour
+//! on a shared address a way to stop others discovering the agent at all. Connection limits
+//! and timeouts bound them like any other traffic.
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::header;
+use axum::response::Response;
+use trident_core::{A2aError, Principal};
+
+use crate::{CARD_PATH, JSONRPC_PATH, JWKS_PATH, Limited};
+
+tokio::task_local! {
+    /// The key of the caller whose request the HTTP layer charged and that has not yet been
+    /// spent on a call.
+    static CREDIT: Cell<Option<Arc<str>>>;
+}
+
+/// Spends the request's credit if it was charged at the HTTP layer for the caller `key`:
+/// `true` when it was (the call is paid for), `false` when the call must be charged.
+pub(crate) fn spend_credit(key: &str) -> bool {
+    CREDIT
+        .try_with(|credit| match credit.take() {
+            Some(charged) if &*charged == key => true,
+            other => {
+                credit.set(other);
+                false
+            }
+        })
+        .unwrap_or(false)
+}
+
+/// What the charging layer needs.
+#[derive(Clone)]
+pub(crate) struct Admission {
+    pub(crate) limits: Arc<Limited>,
+    /// Largest JSON-RPC body read to echo the request id in a refusal.
+    pub(crate) jsonrpc_max_body: usize,
+}
+
+/// Charges one request to its caller (see the [module docs](self)).
+pub(crate) async fn charge(
+    State(admission): State<Admission>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if matches!(request.uri().path(), CARD_PATH | JWKS_PATH) {
+        return next.run(request).await;
+    }
+    let principal = request
+        .extensions()
+        .get::<Principal>()
+        .cloned()
+        .unwrap_or_default();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
+    match admission.limits.charge(principal, peer) {
+        Ok(key) => CREDIT.scope(Cell::new(Some(key)), next.run(request)).await,
+        Err(limited) => {
+            tracing::debug!(path = %request.uri().path(), ?peer, "request over the caller's rate");
+            refusal(request, &limited, admission.jsonrpc_max_body).await
+        }
+    }
+}
+
+/// Whether a request is a gRPC call (`application/grpc`, `+proto` and friends).
+pub(crate) fn is_grpc(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"))
+}
+
+/// `error` as the answer to `request` in its binding's format: a gRPC status (trailers-only)
+/// for `application/grpc*`, a JSON-RPC error echoing the request's id for `POST` to the
+/// JSON-RPC endpoint (reading at most `jsonrpc_max_body` bytes of it), else the HTTP+JSON
+/// error (with `Retry-After` when the error says when to retry).
+pub(crate) async fn refusal(
+    request: axum::extract::Request,
+    error: &A2aError,
+    jsonrpc_max_body: usize,
+) -> Response {
+    if is_grpc(request.headers()) {
+        return trident_grpc::status(error).into_http::<axum::body::Body>();
+    }
+    if request.method() == axum::http::Method::POST && request.uri().path() == JSONRPC_PATH {
+        let body = axum::body::to_bytes(request.into_body(), jsonrpc_max_body)
+            .await
+            .unwrap_or_default();
+        trident_jsonrpc::error_reply(&body, error)
+    } else {
+        trident_rest::error_response(error)
+    }
+}
+
+#[cfg(test)]
+mod tests;
