@@ -13,6 +13,7 @@ mod config;
 mod conformance;
 mod openapi;
 mod serve;
+mod telemetry;
 
 #[cfg(test)]
 mod tests;
@@ -83,13 +84,11 @@ fn main() -> ExitCode {
         Command::Serve(_) | Command::Gateway(_) => "info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| default_level.into()),
-        )
-        .init();
+    let otlp = match &cli.command {
+        Command::Serve(args) => args.listen().otlp_endpoint(),
+        Command::Gateway(args) => args.listen().otlp_endpoint(),
+        _ => None,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -100,7 +99,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run(cli.command))
+    // Inside the runtime: the OTLP exporter's gRPC client lives there.
+    let telemetry = match runtime.block_on(async { telemetry::init(default_level, otlp) }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("trident: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async {
+        let code = run(cli.command).await;
+        // Off the runtime's workers: sending the last spans needs them.
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+        code
+    })
 }
 
 async fn run(command: Command) -> ExitCode {

@@ -87,6 +87,15 @@ pub(crate) struct Listen {
     /// trusted proxies); never read from other peers.
     #[arg(long, value_enum, env = "TRIDENT_FORWARDED_HEADER", default_value_t = ForwardedArg::XForwardedFor)]
     forwarded_header: ForwardedArg,
+    /// Export traces (a span per call) and metrics over OTLP/gRPC to this collector
+    /// (`http://host:4317`). Default: OTEL_EXPORTER_OTLP_ENDPOINT when set, else no export.
+    /// Needs a build with the `otlp` cargo feature.
+    #[arg(long, env = "TRIDENT_OTLP_ENDPOINT", value_name = "URL")]
+    otlp_endpoint: Option<String>,
+    /// Seconds between two exports of the metrics over OTLP (default:
+    /// OTEL_METRIC_EXPORT_INTERVAL, in milliseconds, when set, else 60).
+    #[arg(long, env = "TRIDENT_OTLP_METRICS_INTERVAL")]
+    otlp_metrics_interval: Option<f64>,
 }
 
 /// `--forwarded-header`
@@ -101,6 +110,38 @@ enum ForwardedArg {
 }
 
 impl Listen {
+    /// Where to export traces and metrics over OTLP (`--otlp-endpoint`, else the standard
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`), and whether a flag (not the environment) asked for it.
+    pub(crate) fn otlp_endpoint(&self) -> Option<(String, bool)> {
+        if let Some(url) = self.otlp_endpoint.as_ref().filter(|u| !u.is_empty()) {
+            return Some((url.clone(), true));
+        }
+        std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .map(|url| (url, false))
+    }
+
+    /// How often metrics are exported over OTLP.
+    #[cfg_attr(not(feature = "otlp"), allow(dead_code))]
+    fn otlp_metrics_interval(&self) -> Result<Duration, String> {
+        if let Some(s) = self.otlp_metrics_interval {
+            return seconds(s, "--otlp-metrics-interval");
+        }
+        match std::env::var("OTEL_METRIC_EXPORT_INTERVAL") {
+            Ok(ms) => ms
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis)
+                .ok_or_else(|| {
+                    format!("OTEL_METRIC_EXPORT_INTERVAL must be milliseconds, not {ms:?}")
+                }),
+            Err(_) => Ok(Duration::from_secs(60)),
+        }
+    }
+
     /// The connection limits these flags ask for.
     fn connection_limits(&self) -> Result<ConnectionLimits, String> {
         Ok(ConnectionLimits {
@@ -477,6 +518,20 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     code
 }
 
+impl Serve {
+    /// The listener's settings.
+    pub(crate) fn listen(&self) -> &Listen {
+        &self.listen
+    }
+}
+
+impl Gateway {
+    /// The listener's settings.
+    pub(crate) fn listen(&self) -> &Listen {
+        &self.listen
+    }
+}
+
 /// `trident gateway`
 pub(crate) async fn gateway(args: Gateway) -> ExitCode {
     let preference: Vec<trident_client::Binding> =
@@ -591,6 +646,23 @@ async fn run(
         Ok(p) => p,
         Err(e) => return fail(e),
     };
+    #[cfg(feature = "otlp")]
+    let otlp_metrics = match listen.otlp_endpoint() {
+        None => None,
+        Some((endpoint, _)) => {
+            let interval = match listen.otlp_metrics_interval() {
+                Ok(i) => i,
+                Err(e) => return fail(e),
+            };
+            match trident_server::otlp::export_metrics(metrics.clone(), &endpoint, interval) {
+                Ok(export) => {
+                    println!("  OTLP        {endpoint} (traces; metrics every {interval:?})");
+                    Some(export)
+                }
+                Err(e) => return fail(e),
+            }
+        }
+    };
     let mut options = ServerOptions {
         metrics: Some(metrics),
         authenticator: security.authenticator.clone(),
@@ -694,6 +766,10 @@ async fn run(
             a.and(b)
         }
     };
+    #[cfg(feature = "otlp")]
+    if let Some(export) = otlp_metrics {
+        export.shutdown().await;
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),

@@ -13,6 +13,8 @@ mod hardening;
 mod harness;
 mod list_property;
 mod openapi;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod process;
 mod proxied;
 mod push;

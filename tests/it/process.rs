@@ -18,21 +18,28 @@ pub struct Trident {
 impl Trident {
     /// Starts `trident serve --listen 127.0.0.1:0 ARGS…` and waits until it serves.
     pub async fn serve(args: &[&str]) -> Self {
-        Self::start("serve", args).await
+        Self::start("serve", args, &[]).await
+    }
+
+    /// [`serve`](Self::serve) with these environment variables set.
+    #[cfg_attr(not(feature = "otlp"), allow(dead_code))]
+    pub async fn serve_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start("serve", args, env).await
     }
 
     /// Starts `trident gateway --listen 127.0.0.1:0 --upstream UPSTREAM ARGS…`.
     pub async fn gateway(upstream: &str, args: &[&str]) -> Self {
         let mut all = vec!["--upstream", upstream];
         all.extend_from_slice(args);
-        Self::start("gateway", &all).await
+        Self::start("gateway", &all, &[]).await
     }
 
-    async fn start(command: &str, args: &[&str]) -> Self {
+    async fn start(command: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let verbose = std::env::var_os("TRIDENT_TEST_VERBOSE").is_some();
         let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
             .args([command, "--listen", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .env(
                 "RUST_LOG",
                 if verbose {

@@ -32,6 +32,9 @@ pub use connections::{
     ConnectionLimits, MAX_CONNECTIONS_CAP, default_max_connections, serve_with, serve_with_proxies,
 };
 pub use limits::{CallerLimits, Limited};
+/// OTLP export of the spans and metrics (cargo feature `otlp`).
+#[cfg(feature = "otlp")]
+pub use observe::otlp;
 pub use observe::{Metrics, Observed, observed_stores};
 pub use proxy::{ForwardedHeader, IpNet, ProxyOptions};
 pub use trident_grpc::GrpcOptions;

@@ -23,6 +23,9 @@ use trident_core::store::{
 use trident_core::{A2aError, A2aService, Binding, CallContext, ErrorKind, EventStream, Operation};
 use trident_proto as pb;
 
+#[cfg(feature = "otlp")]
+pub mod otlp;
+
 /// Upper bounds (seconds) of the latency histogram buckets.
 const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -283,14 +286,20 @@ fn span(cx: &CallContext, op: Operation, task: &str, tenant: &str) -> tracing::S
     } else {
         tenant
     };
-    tracing::info_span!(
+    let span = tracing::info_span!(
         "a2a",
         binding = cx.binding.map_or("in_process", Binding::card_name),
         method = op.name(),
         task = task,
         tenant = tenant,
         trace_id = cx.trace.as_ref().map_or("", |t| t.trace_id()),
-    )
+        // Set by the OTLP export only (`otlp::annotate`).
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+    );
+    #[cfg(feature = "otlp")]
+    otlp::annotate(&span, cx, op);
+    span
 }
 
 /// Decrements the binding's active-stream gauge when the stream is dropped.
@@ -322,6 +331,8 @@ impl Observed {
             result.as_ref().map(|_| ()).map_err(A2aError::kind),
             elapsed,
         );
+        #[cfg(feature = "otlp")]
+        otlp::outcome(&span, &result);
         if let Err(e) = &result {
             span.in_scope(|| tracing::debug!(kind = ?e.kind(), error = %e, "call failed"));
         }
