@@ -202,6 +202,28 @@ async fn a_flood_of_garbage_protobuf_on_grpc_is_rate_limited() {
         details.retry_info().and_then(|r| r.retry_delay).is_some(),
         "RetryInfo: {details:?}"
     );
+    // The health service is not charged: a load balancer probing from that address still
+    // gets an answer (a served Check has its status in trailers, not a refusal in headers).
+    let probe = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .local_address(address(50))
+        .build()
+        .expect("client")
+        .post(format!("{}/grpc.health.v1.Health/Check", server.origin))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(frame(&[]))
+        .send()
+        .await
+        .expect("a response");
+    assert_eq!(probe.status(), 200);
+    assert!(
+        tonic::Status::from_header_map(probe.headers()).is_none(),
+        "not refused: {:?}",
+        probe.headers()
+    );
+    let body = probe.bytes().await.expect("the answer");
+    assert!(body.len() > 5, "a HealthCheckResponse: {body:?}");
     // Another address is served: its GetTask of an unknown task is answered NOT_FOUND.
     let get_task = trident_proto::GetTaskRequest {
         id: "no-such-task".into(),

@@ -19,8 +19,10 @@
 //! serves to anyone. They are static bytes served from memory (a conditional fetch is a
 //! 304), cached by clients for `max-age`, and the first thing every client fetches; charging
 //! them would make a client's discovery spend its call budget and hand a flooding neighbour
-//! on a shared address a way to stop others discovering the agent at all. Connection limits
-//! and timeouts bound them like any other traffic.
+//! on a shared address a way to stop others discovering the agent at all. Nor the gRPC health
+//! service (`grpc.health.v1.Health`): a load balancer's probes must not fail because the
+//! prober's address is over its rate, which would take a healthy replica out of rotation.
+//! Connection limits and timeouts bound all of them like any other traffic.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -32,6 +34,9 @@ use axum::response::Response;
 use trident_core::{A2aError, Principal};
 
 use crate::{CARD_PATH, JSONRPC_PATH, JWKS_PATH, Limited};
+
+/// The paths of the gRPC health service.
+const HEALTH_PREFIX: &str = "/grpc.health.v1.Health/";
 
 tokio::task_local! {
     /// The key of the caller whose request the HTTP layer charged and that has not yet been
@@ -67,7 +72,8 @@ pub(crate) async fn charge(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if matches!(request.uri().path(), CARD_PATH | JWKS_PATH) {
+    let path = request.uri().path();
+    if matches!(path, CARD_PATH | JWKS_PATH) || path.starts_with(HEALTH_PREFIX) {
         return next.run(request).await;
     }
     let principal = request

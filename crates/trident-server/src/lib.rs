@@ -89,7 +89,7 @@ pub struct ServerOptions {
     /// request is charged to its caller at the HTTP layer, before it is decoded, so
     /// malformed requests count like any other, and the call it makes is not charged again;
     /// requests the authentication layer refuses are charged by the caller's address. Not
-    /// charged: the agent card and the JWKS. Over its rate a caller gets `ResourceExhausted`
+    /// charged: the agent card, the JWKS and the gRPC health service. Over its rate a caller gets `ResourceExhausted`
     /// in the binding's format (429 with `Retry-After`, -31429, `RESOURCE_EXHAUSTED`).
     pub caller_limits: Option<Arc<Limited>>,
 }
