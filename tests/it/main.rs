@@ -22,4 +22,5 @@ mod store_contract;
 mod streams;
 mod suite;
 mod tidy;
+mod wait;
 mod wire;
