@@ -29,9 +29,11 @@ fn main() -> io::Result<()> {
     let fds = compiler.file_descriptor_set();
     // Encoded with extension options (google.api.http, field_behavior) kept.
     let bytes = compiler.encode_file_descriptor_set();
-    let required = required_fields(&compiler.descriptor_pool());
+    let pool = compiler.descriptor_pool();
+    let required = required_fields(&pool);
     let out = PathBuf::from(env::var("OUT_DIR").map_err(io::Error::other)?);
     fs::write(out.join("a2a_descriptor.bin"), &bytes)?;
+    fs::write(out.join("rpcs.rs"), rpc_list(&pool)?)?;
 
     let mut tonic = tonic_prost_build::configure()
         .build_client(true)
@@ -59,43 +61,192 @@ fn main() -> io::Result<()> {
     let code = fs::read_to_string(&serde_rs)?;
     fs::write(
         &serde_rs,
-        emit_required(&data_null_is_set(&accept_null(&code))?, &required)?,
+        emit_required(&data_null_is_set(&accept_null(&code)?)?, &required)?,
     )?;
     Ok(())
+}
+
+/// `for_each_rpc!`, the RPC list of `lf.a2a.v1.A2AService` read from the descriptor: the one
+/// list `trident-core` builds `Operation`, `A2aRequest`/`A2aReply` and the `AroundCall`
+/// service from, so an RPC added to the proto reaches every adapter through the compiler.
+fn rpc_list(pool: &prost_reflect::DescriptorPool) -> io::Result<String> {
+    let service = pool
+        .get_service_by_name("lf.a2a.v1.A2AService")
+        .ok_or_else(|| io::Error::other("no lf.a2a.v1.A2AService in the proto"))?;
+    let mut entries = String::new();
+    for method in service.methods() {
+        if method.is_client_streaming() {
+            return Err(io::Error::other(format!(
+                "{}: client streaming has no A2A binding",
+                method.name()
+            )));
+        }
+        let input = method.input();
+        let output = method.output();
+        if input.package_name() != "lf.a2a.v1" {
+            return Err(io::Error::other(format!(
+                "{}: the request must be an lf.a2a.v1 message",
+                method.name()
+            )));
+        }
+        let kind = if method.is_server_streaming() {
+            "stream"
+        } else if output.full_name() == "google.protobuf.Empty" {
+            "empty"
+        } else if output.package_name() == "lf.a2a.v1" {
+            "unary"
+        } else {
+            return Err(io::Error::other(format!(
+                "{}: the response must be an lf.a2a.v1 message or google.protobuf.Empty",
+                method.name()
+            )));
+        };
+        entries.push_str(&format!(
+            "            {{ {}, {}, {}, {}, {kind} }}\n",
+            method.name(),
+            snake_case(method.name()),
+            input.name(),
+            output.name(),
+        ));
+    }
+    Ok(format!(
+        "/// Calls the macro `$m` with every RPC of `lf.a2a.v1.A2AService`, in proto order, as\n\
+         /// `{{ RpcName, method_name, RequestMessage, ResponseMessage, kind }}` items, where `kind` is\n\
+         /// `unary`, `stream` (server streaming: the response is each event's message) or `empty`\n\
+         /// (the response is `google.protobuf.Empty`). Generated from the descriptor by `build.rs`.\n\
+         #[macro_export]\n\
+         macro_rules! for_each_rpc {{\n    ($m:ident) => {{\n        $m! {{\n{entries}        }}\n    }};\n}}\n"
+    ))
+}
+
+/// `GetExtendedAgentCard` → `get_extended_agent_card`, as tonic names the methods.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// Replaces `from` by `to` in `code`, and fails the build naming `patch` when pbjson's output
+/// no longer holds `from` exactly `expected` times (`None`: at least once): a patch that
+/// silently matched nothing would ship the unpatched behaviour.
+fn patch(
+    code: &str,
+    patch: &str,
+    from: &str,
+    to: &str,
+    expected: Option<usize>,
+) -> io::Result<String> {
+    let found = code.matches(from).count();
+    let ok = match expected {
+        Some(n) => found == n,
+        None => found > 0,
+    };
+    if !ok {
+        let wanted = expected.map_or_else(|| "at least one".to_owned(), |n| n.to_string());
+        return Err(io::Error::other(format!(
+            "build.rs patch `{patch}`: pbjson's output changed shape: expected {wanted} \
+             match(es) of {from:?}, found {found}"
+        )));
+    }
+    Ok(code.replace(from, to))
 }
 
 /// The one exception to "null is unset": `Part.data` is a `google.protobuf.Value`, for which
 /// JSON `null` is a value (`NullValue`), so `{"data": null}` is a data part holding null. pbjson
 /// reads every oneof member through `Option`, which turned it into a Part without content.
 fn data_null_is_set(code: &str) -> io::Result<String> {
-    const READ: &str =
-        "content__ = map_.next_value::<::std::option::Option<_>>()?.map(part::Content::Data)";
-    if code.matches(READ).count() != 1 {
-        return Err(io::Error::other("Part.data decoder not found"));
-    }
-    Ok(code.replace(
-        READ,
+    patch(
+        code,
+        "data_null_is_set",
+        "content__ = map_.next_value::<::std::option::Option<_>>()?.map(part::Content::Data)",
         "content__ = Some(part::Content::Data(map_.next_value()?))",
-    ))
+        Some(1),
+    )
 }
 
 /// ProtoJSON reads `null` as "field not set" for every field; pbjson only does so for fields with
-/// explicit presence. Rewrite the other decoders to go through `Option`.
-fn accept_null(code: &str) -> String {
-    code.replace(
+/// explicit presence. Rewrite the other decoders to go through `Option`. Each rewrite must
+/// match, and afterwards no decoder may still wrap a value in `Some(..)` itself: a field type
+/// pbjson decodes in a shape none of these patches knows fails the build instead of refusing
+/// `null` at run time.
+fn accept_null(code: &str) -> io::Result<String> {
+    let code = patch(
+        code,
+        "accept_null: scalars and repeated fields",
         "__ = Some(map_.next_value()?);",
         "__ = map_.next_value::<::std::option::Option<_>>()?;",
-    )
-    .replace(
+        None,
+    )?;
+    let code = patch(
+        &code,
+        "accept_null: numbers",
         "Some(map_.next_value::<::pbjson::private::NumberDeserialize<_>>()?.0)",
         "map_.next_value::<::std::option::Option<::pbjson::private::NumberDeserialize<_>>>()?.map(|x| x.0)",
-    )
-    .replace(
+        None,
+    )?;
+    let code = patch(
+        &code,
+        "accept_null: maps",
         "Some(\n                                map_.next_value::<std::collections::HashMap<_, _>>()?\n                            )",
         "map_.next_value::<::std::option::Option<std::collections::HashMap<_, _>>>()?",
-    )
-    .replace("Some(map_.next_value::<TaskState>()? as i32)", "map_.next_value::<::std::option::Option<TaskState>>()?.map(|x| x as i32)")
-    .replace("Some(map_.next_value::<Role>()? as i32)", "map_.next_value::<::std::option::Option<Role>>()?.map(|x| x as i32)")
+        None,
+    )?;
+    let code = enums_accept_null(&code)?;
+    let unpatched = code.match_indices("Some(").find(|(at, _)| {
+        code[at + "Some(".len()..]
+            .trim_start()
+            .starts_with("map_.next_value")
+    });
+    if let Some((at, _)) = unpatched {
+        let line = code[..at].lines().count();
+        let text = code[at..].lines().next().unwrap_or_default();
+        return Err(io::Error::other(format!(
+            "build.rs patch `accept_null`: pbjson's output changed shape: line {line} of \
+             lf.a2a.v1.serde.rs decodes a field with no null handling: {text}"
+        )));
+    }
+    Ok(code)
+}
+
+/// `Some(map_.next_value::<AnyEnum>()? as i32)` → through `Option`, for every enum type.
+fn enums_accept_null(code: &str) -> io::Result<String> {
+    const HEAD: &str = "Some(map_.next_value::<";
+    const TAIL: &str = ">()? as i32)";
+    let mut out = String::with_capacity(code.len() + 4096);
+    let mut rest = code;
+    let mut found = 0;
+    while let Some(at) = rest.find(HEAD) {
+        let after = &rest[at + HEAD.len()..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(after.len());
+        let (name, tail) = after.split_at(name_len);
+        if name.is_empty() || !tail.starts_with(TAIL) {
+            // Not an enum decoder: left for the shape check to judge.
+            out.push_str(&rest[..at + HEAD.len()]);
+            rest = after;
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        out.push_str(&format!(
+            "map_.next_value::<::std::option::Option<{name}>>()?.map(|x| x as i32)"
+        ));
+        rest = &tail[TAIL.len()..];
+        found += 1;
+    }
+    out.push_str(rest);
+    if found == 0 {
+        return Err(io::Error::other(
+            "build.rs patch `accept_null: enums`: pbjson's output changed shape: no enum \
+             decoder `Some(map_.next_value::<Enum>()? as i32)` found",
+        ));
+    }
+    Ok(out)
 }
 
 /// (message, field) pairs marked `(google.api.field_behavior) = REQUIRED` whose presence is
@@ -146,20 +297,22 @@ fn emit_required(code: &str, required: &[(String, String)]) -> io::Result<String
                 io::Error::other(format!("unterminated serializer for {message}"))
             })?;
         let mut body = code[start..end].to_owned();
-        let mut replaced = false;
+        let mut replaced = 0;
         for guard in [
             format!("if !self.{field}.is_empty() {{"),
             format!("if self.{field} != 0 {{"),
             format!("if self.{field} {{"),
         ] {
-            if body.contains(&guard) {
-                body = body.replace(&guard, "{");
-                replaced = true;
-            }
+            replaced += body.matches(&guard).count();
+            body = body.replace(&guard, "{");
         }
-        if !replaced {
+        // Two guards per field: one where the serializer counts the fields it will write,
+        // one where it writes this one.
+        if replaced != 2 {
             return Err(io::Error::other(format!(
-                "no default guard for {message}.{field}"
+                "build.rs patch `emit_required`: pbjson's output changed shape: expected two \
+                 default guards for {message}.{field} in its serializer (count and write), \
+                 found {replaced}"
             )));
         }
         code.replace_range(start..end, &body);

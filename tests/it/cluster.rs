@@ -27,7 +27,7 @@ struct Schema {
 
 impl Schema {
     fn new() -> Option<Self> {
-        let url = std::env::var("TRIDENT_TEST_POSTGRES").ok()?;
+        let url = crate::harness::postgres_url("cluster")?;
         let name = format!("trident_it_{}", uuid::Uuid::new_v4().simple());
         Some(Self { url, name })
     }
@@ -78,7 +78,6 @@ macro_rules! require_postgres {
         match Schema::new() {
             Some(s) => s,
             None => {
-                eprintln!("skipped: TRIDENT_TEST_POSTGRES is not set");
                 return;
             }
         }
@@ -108,7 +107,7 @@ async fn follow_and_cancel_through_another_replica() {
     let first = on_a.next().await.expect("first").expect("event");
     let id = task_id_of(&first);
     // Replay from the start on B, then live events as A commits them.
-    let on_b = b
+    let mut on_b = b
         .subscribe_to_task(
             &CallContext::new().with_last_event_id(0),
             pb::SubscribeToTaskRequest {
@@ -118,9 +117,17 @@ async fn follow_and_cancel_through_another_replica() {
         )
         .await
         .expect("subscribe on B");
+    // B relays a few of A's chunks before the cancel.
+    let mut seen_b = Vec::new();
+    while seen_b.len() < 8 {
+        let event = tokio::time::timeout(crate::wait::CEILING, on_b.next())
+            .await
+            .expect("B relays A's events")
+            .expect("B's stream is open")
+            .expect("event");
+        seen_b.push(event);
+    }
     let on_b = tokio::spawn(collect(on_b));
-    // Let A produce a few chunks that B must relay live.
-    tokio::time::sleep(Duration::from_millis(300)).await;
     let canceled = b
         .cancel_task(
             &cx(),
@@ -133,7 +140,7 @@ async fn follow_and_cancel_through_another_replica() {
         .expect("cancel on B");
     assert_eq!(canceled.state(), pb::TaskState::Canceled);
 
-    let seen_b = on_b.await.expect("B's subscriber");
+    seen_b.extend(on_b.await.expect("B's subscriber"));
     let n = seen_b.len() as u64;
     assert!(n > 3, "B relayed A's live events: {n}");
     assert_eq!(
@@ -156,13 +163,15 @@ async fn follow_and_cancel_through_another_replica() {
         Some(pb::TaskState::Canceled),
         "A's own stream ends CANCELED"
     );
-    // A's executor stopped: no event follows CANCELED in the log, even a while later.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let log = replay(a.as_ref(), &id).await;
-    assert_eq!(
-        log, seen_b,
-        "the log is what B relayed, and nothing after it"
-    );
+    // A's executor stopped: no event follows CANCELED in the log, even a while later (A's
+    // agent would have written some 15 more chunks in that window).
+    let (a, id, seen_b) = (a.as_ref(), id.as_str(), &seen_b);
+    crate::wait::holds_for(
+        "the log is what B relayed, and nothing after it",
+        Duration::from_millis(300),
+        || async move { replay(a, id).await == *seen_b },
+    )
+    .await;
 }
 
 /// `kill -9` on the replica executing a task: B's subscriber sees FAILED within the lease bound.
@@ -332,7 +341,11 @@ async fn push_notifications_are_sent_once_across_replicas() {
         .await
         .expect("send on A"),
     );
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // A few notifications of A's chunks arrive before the cancel.
+    let mut received = Vec::new();
+    while received.len() < 4 {
+        received.push(crate::push::next(&mut rx).await.body);
+    }
     b.cancel_task(
         &cx(),
         pb::CancelTaskRequest {
@@ -343,7 +356,6 @@ async fn push_notifications_are_sent_once_across_replicas() {
     .await
     .expect("cancel on B");
     let log = replay(b.as_ref(), &task.id).await;
-    let mut received = Vec::new();
     while received.len() < log.len() {
         received.push(crate::push::next(&mut rx).await.body);
     }

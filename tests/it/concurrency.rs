@@ -218,12 +218,11 @@ async fn thousand_tasks_five_subscribers_each_get_every_event_once_in_order() {
         .expect("memory stayed within the tails at every sample");
     assert!(samples > 0);
     // Everything is released once no executor, stream or worker holds a task.
-    for _ in 0..100 {
-        if engine.stats().live_tasks == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    crate::wait::until("every task released", || {
+        let idle = engine.stats().live_tasks == 0;
+        async move { idle.then_some(()) }
+    })
+    .await;
     assert_eq!(
         engine.stats(),
         trident_core::EngineStats::default(),

@@ -398,6 +398,8 @@ async fn push_secrets_are_not_read_back_on_any_binding() {
 struct FlakyTasks {
     inner: std::sync::Arc<trident_core::store::MemoryStore>,
     failing: std::sync::atomic::AtomicBool,
+    /// Writes refused so far.
+    refused: std::sync::atomic::AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -410,6 +412,8 @@ impl trident_core::store::TaskStore for FlakyTasks {
         events: &[trident_core::store::LoggedEvent],
     ) -> Result<(), trident_core::store::StoreError> {
         if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            self.refused
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             return Err(trident_core::store::StoreError::Backend(
                 "database or disk is full (injected)".into(),
             ));
@@ -424,6 +428,8 @@ impl trident_core::store::TaskStore for FlakyTasks {
         events: &[trident_core::store::LoggedEvent],
     ) -> Result<(), trident_core::store::StoreError> {
         if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            self.refused
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             return Err(trident_core::store::StoreError::Backend(
                 "database or disk is full (injected)".into(),
             ));
@@ -524,6 +530,7 @@ async fn failed_commit(honour_cancel: bool) {
     let tasks = Arc::new(FlakyTasks {
         inner: memory.clone(),
         failing: false.into(),
+        refused: 0.into(),
     });
     let cancelled = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let engine: Arc<dyn trident_core::A2aService> = Arc::new(
@@ -612,12 +619,11 @@ async fn failed_commit(honour_cancel: bool) {
             other => panic!("the {name} ends with an error event, got {other:?}"),
         }
     }
-    for _ in 0..400 {
-        if cancelled.load(Ordering::SeqCst) == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    crate::wait::until("both executors are told to stop", || {
+        let n = cancelled.load(Ordering::SeqCst);
+        async move { (n >= 2).then_some(()) }
+    })
+    .await;
     assert_eq!(
         cancelled.load(Ordering::SeqCst),
         2,
@@ -625,7 +631,12 @@ async fn failed_commit(honour_cancel: bool) {
     );
     if !honour_cancel {
         // Still refusing writes for a while: the stubborn agents keep trying.
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        let before = tasks.refused.load(Ordering::SeqCst);
+        crate::wait::until("the stubborn agents try more writes", || {
+            let refused = tasks.refused.load(Ordering::SeqCst);
+            async move { (refused >= before + 4).then_some(()) }
+        })
+        .await;
     }
 
     // Space is freed: both tasks end FAILED, saying why.

@@ -13,6 +13,12 @@ use trident_core::agents::Demo;
 use trident_core::{A2aService, Engine, EngineConfig};
 use trident_proto as pb;
 
+/// The PostgreSQL server for the tests that need one (`TRIDENT_TEST_POSTGRES`); `None` when
+/// it is unset outside CI, a failed test under `CI` when it is unset or unreachable.
+pub fn postgres_url(test: &str) -> Option<String> {
+    trident_core::store::contract::test_postgres_url(test)
+}
+
 /// How the suite reaches the engine.
 #[derive(Debug, Clone, Copy)]
 pub enum Transport {
@@ -59,9 +65,10 @@ impl Transport {
         matches!(self, Transport::GatewayGrpc | Transport::GatewayRest)
     }
 
-    /// Whether this transport can run here (PostgreSQL needs `TRIDENT_TEST_POSTGRES`).
+    /// Whether this transport can run here (PostgreSQL needs `TRIDENT_TEST_POSTGRES`; with
+    /// `CI` set, its absence fails the case instead: see [`postgres_url`]).
     pub fn available(self) -> bool {
-        !matches!(self, Transport::Postgres) || std::env::var_os("TRIDENT_TEST_POSTGRES").is_some()
+        !matches!(self, Transport::Postgres) || postgres_url("suite").is_some()
     }
 }
 
@@ -87,7 +94,7 @@ impl ScratchStore {
                 Some((Self::Sqlite { _dir: dir }, stores))
             }
             Transport::Postgres => {
-                let url = std::env::var("TRIDENT_TEST_POSTGRES").expect("TRIDENT_TEST_POSTGRES");
+                let url = postgres_url("suite").expect("TRIDENT_TEST_POSTGRES");
                 let schema = format!("trident_suite_{}", uuid::Uuid::new_v4().simple());
                 let sep = if url.contains('?') { '&' } else { '?' };
                 let stores = trident_store::open(&format!("{url}{sep}schema={schema}"))

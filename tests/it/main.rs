@@ -25,4 +25,5 @@ mod store_contract;
 mod streams;
 mod suite;
 mod tidy;
+mod wait;
 mod wire;

@@ -254,8 +254,8 @@ async fn undelivered_push_notifications_resume_at_start_up() {
 /// its task.
 #[tokio::test]
 async fn on_postgres_only_expired_leases_are_recovered() {
-    let Ok(url) = std::env::var("TRIDENT_TEST_POSTGRES") else {
-        eprintln!("skipped: TRIDENT_TEST_POSTGRES is not set");
+    let Some(url) = crate::harness::postgres_url("on_postgres_only_expired_leases_are_recovered")
+    else {
         return;
     };
     let schema = format!("trident_it_{}", uuid::Uuid::new_v4().simple());
@@ -265,9 +265,16 @@ async fn on_postgres_only_expired_leases_are_recovered() {
         .expect("open postgres");
     let scope = Scope::new("", "");
     let alive = orphan(&stores, &scope, "alive-node", now_ms() + 60_000).await;
-    let svc = engine(stores.clone(), Arc::new(Echo));
-    // Several sweeps (every lease_ttl / 2 = 300 ms) pass.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // Store calls are counted, to know when the sweeper has looked for lapsed leases.
+    let metrics = Arc::new(trident_server::Metrics::new());
+    let counted = trident_server::observed_stores(stores.clone(), metrics.clone());
+    let svc = engine(counted, Arc::new(Echo));
+    // Two whole sweeps (every lease_ttl / 2 = 300 ms) have passed once a third begins.
+    crate::wait::until("three sweeps for lapsed leases", || {
+        let sweeps = lapsed_lease_lookups(&metrics);
+        async move { (sweeps >= 3).then_some(()) }
+    })
+    .await;
     let get = pb::GetTaskRequest {
         id: alive.id.clone(),
         ..Default::default()
@@ -314,4 +321,17 @@ async fn every_orphan_is_recovered_not_only_the_first_batch() {
         })
         .await;
     }
+}
+
+/// How many times the engine has asked the store for lapsed leases (one per sweep, more when
+/// a sweep finds a full batch), read from the store latency histogram's count.
+fn lapsed_lease_lookups(metrics: &trident_server::Metrics) -> u64 {
+    metrics
+        .render()
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("trident_store_duration_seconds_count{op=\"lapsed_leases\"} ")
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }

@@ -87,18 +87,14 @@ async fn a_client_that_goes_away_frees_its_stream() {
         );
         drop(stream);
         drop(client);
-        let mut freed = false;
-        for _ in 0..200 {
-            if engine.stats().live_tasks == 0 {
-                freed = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        assert!(
-            freed,
-            "the server noticed the client left and released the stream"
-        );
+        crate::wait::until(
+            "the server noticed the client left and released the stream",
+            || {
+                let idle = engine.stats().live_tasks == 0;
+                async move { idle.then_some(()) }
+            },
+        )
+        .await;
     }
     server.abort();
 }

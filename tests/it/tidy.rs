@@ -10,25 +10,109 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Names of the `[dependencies]` (not dev or build) of a crate manifest.
-fn dependencies(manifest: &str) -> Vec<String> {
-    let mut deps = Vec::new();
-    let mut in_deps = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_deps = line == "[dependencies]";
+/// `cargo metadata` of the workspace (with the resolved dependency graph), read once.
+fn metadata() -> &'static serde_json::Value {
+    static METADATA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    METADATA.get_or_init(|| {
+        let out = std::process::Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--locked"])
+            .current_dir(root())
+            .output()
+            .expect("run cargo metadata");
+        assert!(
+            out.status.success(),
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("cargo metadata JSON")
+    })
+}
+
+/// The workspace package named `name`.
+fn package(name: &str) -> &'static serde_json::Value {
+    metadata()["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == name && p["source"].is_null())
+        .unwrap_or_else(|| panic!("no workspace package {name}"))
+}
+
+/// Names of the dependencies of package `name` that are neither dev- nor build-dependencies
+/// (optional ones included: a feature may switch them on).
+fn dependencies(name: &str) -> Vec<String> {
+    package(name)["dependencies"]
+        .as_array()
+        .expect("dependencies")
+        .iter()
+        .filter(|d| d["kind"].is_null())
+        .filter_map(|d| d["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Every package `name` needs to build, through normal dependencies that are not optional
+/// (an optional one is on only when a feature asks for it, and the resolved graph unifies the
+/// features the whole workspace asks for), by package name.
+fn non_optional_closure(name: &str) -> std::collections::BTreeSet<String> {
+    let meta = metadata();
+    let packages = meta["packages"].as_array().expect("packages");
+    let by_id = |id: &str| packages.iter().find(|p| p["id"] == id);
+    let nodes = meta["resolve"]["nodes"].as_array().expect("resolve nodes");
+    let start = package(name)["id"].as_str().expect("id").to_owned();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut names = std::collections::BTreeSet::new();
+    let mut todo = vec![start];
+    while let Some(id) = todo.pop() {
+        if !seen.insert(id.clone()) {
             continue;
         }
-        if in_deps
-            && !line.is_empty()
-            && !line.starts_with('#')
-            && let Some(name) = line.split(['=', '.', ' ']).next()
-        {
-            deps.push(name.to_owned());
+        let Some(pkg) = by_id(&id) else { continue };
+        let declared = pkg["dependencies"].as_array().expect("dependencies");
+        let Some(node) = nodes.iter().find(|n| n["id"] == id.as_str()) else {
+            continue;
+        };
+        for dep in node["deps"].as_array().into_iter().flatten() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["kind"].is_null());
+            let Some(dep_id) = dep["pkg"].as_str() else {
+                continue;
+            };
+            let Some(dep_pkg) = by_id(dep_id) else {
+                continue;
+            };
+            let dep_name = dep_pkg["name"].as_str().unwrap_or_default();
+            // A renamed dependency is declared under its package name too.
+            let optional = declared
+                .iter()
+                .filter(|d| d["name"] == dep_name && d["kind"].is_null())
+                .all(|d| d["optional"] == true);
+            if normal && !optional {
+                names.insert(dep_name.to_owned());
+                todo.push(dep_id.to_owned());
+            }
         }
     }
-    deps
+    names
 }
+
+/// Transport and database crates: what the vocabulary and engine crate must not build on.
+const TRANSPORT_OR_DATABASE: [&str; 12] = [
+    "tonic",
+    "axum",
+    "hyper",
+    "hyper-util",
+    "reqwest",
+    "jsonrpsee",
+    "jsonrpsee-types",
+    "sqlx",
+    "rusqlite",
+    "tower",
+    "http",
+    "h2",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -48,21 +132,28 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn core_depends_on_no_transport_or_database() {
-    let deps = dependencies(&read(&root().join("crates/trident-core/Cargo.toml")));
-    for banned in [
-        "tonic",
-        "axum",
-        "hyper",
-        "reqwest",
-        "jsonrpsee",
-        "sqlx",
-        "rusqlite",
-        "tower",
-        "http",
-    ] {
+    let deps = dependencies("trident-core");
+    for banned in TRANSPORT_OR_DATABASE {
         assert!(
             !deps.iter().any(|d| d == banned),
             "trident-core must not depend on {banned}"
+        );
+    }
+}
+
+/// The same, for everything trident-core builds on: no chain of (non-optional) dependencies
+/// reaches a transport or database crate.
+#[test]
+fn core_builds_on_no_transport_or_database_crate() {
+    let closure = non_optional_closure("trident-core");
+    assert!(
+        closure.contains("trident-proto") && closure.contains("prost"),
+        "the dependency walk found trident-core's own dependencies: {closure:?}"
+    );
+    for banned in TRANSPORT_OR_DATABASE {
+        assert!(
+            !closure.contains(banned),
+            "trident-core reaches {banned} through its dependencies: {closure:?}"
         );
     }
 }
@@ -71,11 +162,7 @@ fn core_depends_on_no_transport_or_database() {
 fn bindings_depend_on_neither_each_other_nor_the_store() {
     let bindings = ["trident-grpc", "trident-jsonrpc", "trident-rest"];
     for b in bindings {
-        let path = root().join("crates").join(b).join("Cargo.toml");
-        if !path.exists() {
-            continue;
-        }
-        let deps = dependencies(&read(&path));
+        let deps = dependencies(b);
         for other in bindings.iter().copied().chain(["trident-store"]) {
             assert!(
                 other == b || !deps.iter().any(|d| d == other),
@@ -89,7 +176,7 @@ fn bindings_depend_on_neither_each_other_nor_the_store() {
 fn the_store_and_security_crates_depend_on_no_binding() {
     let deps: Vec<String> = ["trident-store", "trident-security"]
         .iter()
-        .flat_map(|c| dependencies(&read(&root().join("crates").join(c).join("Cargo.toml"))))
+        .flat_map(|c| dependencies(c))
         .collect();
     for banned in [
         "trident-grpc",
@@ -140,37 +227,75 @@ fn only_trident_proto_runs_protobuf_codegen() {
     }
 }
 
-/// Wire codes exist in exactly one match: `ErrorKind::wire` in trident-core's error.rs. Test
-/// files restating the spec table are exempt.
+/// What a source file writes outside its comments: the text of each line before any `//`
+/// that starts it (doc comments may name codes: they explain, they do not encode).
+fn code_of(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `code` holds the number `n` as a token of its own (`-32001`, not `-320011`).
+fn has_number(code: &str, n: i32) -> bool {
+    let needle = n.to_string();
+    code.match_indices(&needle).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + needle.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_digit() || (n >= 0 && c == '-'))
+            && !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// Wire codes exist in exactly one match: `ErrorKind::wire` in trident-core's error.rs. Every
+/// JSON-RPC code, status name and ErrorInfo reason of that table is looked for in the rest of
+/// the code (comments aside); test files restating the spec table are exempt. HTTP statuses
+/// and numeric gRPC codes are too common as numbers to search for: they are read through
+/// `http::StatusCode` and `tonic::Code`, built from the table.
 #[test]
 fn wire_codes_are_written_only_in_the_error_table() {
+    use trident_core::ErrorKind;
     let table = root().join("crates/trident-core/src/error.rs");
     let mut files = Vec::new();
     rust_files(&root().join("crates"), &mut files);
     rust_files(&root().join("src"), &mut files);
-    let needles = [
-        "-32001",
-        "-32602",
-        "-32603",
-        "\"TASK_NOT_FOUND\"",
-        "\"INVALID_PARAMS\"",
-        "\"FAILED_PRECONDITION\"",
-    ];
+    let mut codes = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for kind in ErrorKind::ALL {
+        let wire = kind.wire();
+        codes.push(wire.jsonrpc);
+        names.insert(format!("\"{}\"", wire.status));
+        names.insert(format!("\"{}\"", wire.reason));
+    }
+    assert!(
+        codes.contains(&-32001) && names.contains("\"TASK_NOT_FOUND\""),
+        "the needles come from the table"
+    );
+    let mut scanned = 0;
     for f in files {
         let is_test = f.components().any(|c| c.as_os_str() == "tests")
             || f.file_name().is_some_and(|n| n == "tests.rs");
         if f == table || is_test {
             continue;
         }
-        let text = read(&f);
-        for n in needles {
+        scanned += 1;
+        let code = code_of(&read(&f));
+        for n in &codes {
             assert!(
-                !text.contains(n),
-                "{} writes the wire code {n}; read it from ErrorKind::wire()",
+                !has_number(&code, *n),
+                "{} writes the JSON-RPC code {n}; read it from ErrorKind::wire()",
+                f.display()
+            );
+        }
+        for n in &names {
+            assert!(
+                !code.contains(n.as_str()),
+                "{} writes the wire name {n}; read it from ErrorKind::wire()",
                 f.display()
             );
         }
     }
+    assert!(scanned > 50, "the source files were found ({scanned})");
 }
 
 #[test]

@@ -13,8 +13,9 @@
 
 use std::sync::Arc;
 
-use trident_core::{A2aError, A2aService, CallContext, EventStream, PROTOCOL_VERSION};
-use trident_proto as pb;
+use trident_core::{
+    A2aError, A2aReply, A2aRequest, A2aService, AroundCall, CallContext, PROTOCOL_VERSION,
+};
 
 /// An upstream agent served as if it were local.
 #[derive(Clone)]
@@ -45,101 +46,10 @@ impl Upstream {
     }
 }
 
+/// Every call forwarded as it came, with `A2A-Version` defaulted to the version we speak.
 #[async_trait::async_trait]
-impl A2aService for Upstream {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        self.inner.send_message(&Self::cx(cx), req).await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.inner.send_streaming_message(&Self::cx(cx), req).await
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.inner.get_task(&Self::cx(cx), req).await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        self.inner.list_tasks(&Self::cx(cx), req).await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.inner.cancel_task(&Self::cx(cx), req).await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.inner.subscribe_to_task(&Self::cx(cx), req).await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.inner
-            .create_task_push_notification_config(&Self::cx(cx), req)
-            .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.inner
-            .get_task_push_notification_config(&Self::cx(cx), req)
-            .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        self.inner
-            .list_task_push_notification_configs(&Self::cx(cx), req)
-            .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        self.inner.get_extended_agent_card(&Self::cx(cx), req).await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        self.inner
-            .delete_task_push_notification_config(&Self::cx(cx), req)
-            .await
+impl AroundCall for Upstream {
+    async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+        req.call(&*self.inner, &Self::cx(cx)).await
     }
 }

@@ -41,8 +41,8 @@ pub use error::{
 pub use executor::{AgentExecutor, EventSink, RequestContext};
 pub use media::{is_json_media_type, not_json};
 pub use operation::{
-    JsonReply, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation, PathVars, dispatch_json, parse_request,
-    to_json,
+    A2aReply, A2aRequest, AroundCall, JsonReply, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation,
+    PathVars, dispatch_json, parse_request, to_json,
 };
 pub use service::{A2aService, EventStream, StreamEvent};
 pub use sse::{SseDecoder, SseEvent, sse_events};

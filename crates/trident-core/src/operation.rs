@@ -1,83 +1,302 @@
-//! [`Operation`]: the RPCs as data, and [`dispatch_json`], the one place that turns a JSON
-//! request of any operation into an [`A2aService`] call. The JSON-RPC and HTTP+JSON bindings
-//! differ only in how they find the operation and where its fields come from.
+//! The RPCs as data, from the one list `trident_proto::for_each_rpc!` (generated from the
+//! proto's service descriptor):
+//!
+//! - [`Operation`], one variant per RPC, with its name and whether it streams;
+//! - [`A2aRequest`] and [`A2aReply`], any call and any answer as one value, and
+//!   [`A2aRequest::call`], the exhaustive dispatch of a request to its [`A2aService`] method;
+//! - [`AroundCall`], a service written once against every call (tower's `Service::call`
+//!   shape): every `AroundCall` is an [`A2aService`], with the per-RPC methods generated here;
+//! - [`dispatch_json`], the one place that turns a JSON request of any operation into an
+//!   [`A2aService`] call. The JSON-RPC and HTTP+JSON bindings differ only in how they find the
+//!   operation and where its fields come from.
+//!
+//! An RPC added to the proto becomes a new `Operation` at once; the generated `AroundCall`
+//! impl then names an `A2aService` method that does not exist until the trait has it, and
+//! the trait's new method fails to compile in the engine and every client until they handle
+//! it; the exhaustive matches below (path variables, task ids) and the gRPC adapter (tonic's
+//! generated trait) fail likewise.
 
 use trident_proto as pb;
 
 use crate::{A2aError, A2aService, CallContext, ErrorKind, EventStream};
 
-/// One RPC of `lf.a2a.v1.A2AService`. `name()` is also the JSON-RPC method name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operation {
-    /// `SendMessage`
-    SendMessage,
-    /// `SendStreamingMessage`
-    SendStreamingMessage,
-    /// `GetTask`
-    GetTask,
-    /// `ListTasks`
-    ListTasks,
-    /// `CancelTask`
-    CancelTask,
-    /// `SubscribeToTask`
-    SubscribeToTask,
-    /// `CreateTaskPushNotificationConfig`
-    CreateTaskPushNotificationConfig,
-    /// `GetTaskPushNotificationConfig`
-    GetTaskPushNotificationConfig,
-    /// `ListTaskPushNotificationConfigs`
-    ListTaskPushNotificationConfigs,
-    /// `GetExtendedAgentCard`
-    GetExtendedAgentCard,
-    /// `DeleteTaskPushNotificationConfig`
-    DeleteTaskPushNotificationConfig,
+/// The Rust type an RPC of `kind` answers with.
+macro_rules! reply_type {
+    (unary, $resp:ident) => {
+        pb::$resp
+    };
+    (stream, $resp:ident) => {
+        EventStream
+    };
+    (empty, $resp:ident) => {
+        ()
+    };
 }
 
-impl Operation {
-    /// Every operation, in proto declaration order.
-    pub const ALL: [Operation; 11] = [
-        Operation::SendMessage,
-        Operation::SendStreamingMessage,
-        Operation::GetTask,
-        Operation::ListTasks,
-        Operation::CancelTask,
-        Operation::SubscribeToTask,
-        Operation::CreateTaskPushNotificationConfig,
-        Operation::GetTaskPushNotificationConfig,
-        Operation::ListTaskPushNotificationConfigs,
-        Operation::GetExtendedAgentCard,
-        Operation::DeleteTaskPushNotificationConfig,
-    ];
+/// Whether an RPC of `kind` streams.
+macro_rules! is_stream {
+    (stream) => {
+        true
+    };
+    ($other:ident) => {
+        false
+    };
+}
 
-    /// The RPC name (and JSON-RPC method name).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Operation::SendMessage => "SendMessage",
-            Operation::SendStreamingMessage => "SendStreamingMessage",
-            Operation::GetTask => "GetTask",
-            Operation::ListTasks => "ListTasks",
-            Operation::CancelTask => "CancelTask",
-            Operation::SubscribeToTask => "SubscribeToTask",
-            Operation::CreateTaskPushNotificationConfig => "CreateTaskPushNotificationConfig",
-            Operation::GetTaskPushNotificationConfig => "GetTaskPushNotificationConfig",
-            Operation::ListTaskPushNotificationConfigs => "ListTaskPushNotificationConfigs",
-            Operation::GetExtendedAgentCard => "GetExtendedAgentCard",
-            Operation::DeleteTaskPushNotificationConfig => "DeleteTaskPushNotificationConfig",
+/// An answer of `kind` as JSON.
+macro_rules! reply_json {
+    (unary, $r:expr) => {
+        JsonReply::Unary(to_json(&$r)?)
+    };
+    (stream, $r:expr) => {
+        JsonReply::Stream($r)
+    };
+    (empty, $r:expr) => {{
+        let () = $r;
+        JsonReply::Unary(b"{}".to_vec())
+    }};
+}
+
+/// A reply of `kind` passed through `f` if it is a stream.
+macro_rules! map_stream {
+    (stream, $r:expr, $f:expr) => {
+        $f($r)
+    };
+    ($other:ident, $r:expr, $f:expr) => {
+        $r
+    };
+}
+
+macro_rules! rpcs {
+    ($({ $op:ident, $method:ident, $req:ident, $resp:ident, $kind:ident })*) => {
+        /// One RPC of `lf.a2a.v1.A2AService`. `name()` is also the JSON-RPC method name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Operation {
+            $(
+                #[doc = concat!("`", stringify!($op), "`")]
+                $op,
+            )*
         }
-    }
 
+        impl Operation {
+            /// Every operation, in proto declaration order.
+            pub const ALL: [Operation; [$(stringify!($op)),*].len()] = [$(Operation::$op),*];
+
+            /// The RPC name (and JSON-RPC method name).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Operation::$op => stringify!($op),)*
+                }
+            }
+
+            /// Whether the operation answers with a stream.
+            pub const fn is_streaming(self) -> bool {
+                match self {
+                    $(Operation::$op => is_stream!($kind),)*
+                }
+            }
+        }
+
+        /// The request of any RPC: what an [`AroundCall`] service receives.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum A2aRequest {
+            $(
+                #[doc = concat!("`", stringify!($op), "`")]
+                $op(pb::$req),
+            )*
+        }
+
+        /// The answer of any RPC (`()` for an RPC answering `google.protobuf.Empty`, the
+        /// [`EventStream`] for a streaming one).
+        pub enum A2aReply {
+            $(
+                #[doc = concat!("`", stringify!($op), "`")]
+                $op(reply_type!($kind, $resp)),
+            )*
+        }
+
+        impl A2aRequest {
+            /// The RPC this request is for.
+            pub const fn operation(&self) -> Operation {
+                match self {
+                    $(A2aRequest::$op(_) => Operation::$op,)*
+                }
+            }
+
+            /// The request's `tenant` field (every A2A request has one).
+            pub fn tenant(&self) -> &str {
+                match self {
+                    $(A2aRequest::$op(r) => &r.tenant,)*
+                }
+            }
+
+            /// Calls the method of `svc` this request is for.
+            pub async fn call(
+                self,
+                svc: &dyn A2aService,
+                cx: &CallContext,
+            ) -> Result<A2aReply, A2aError> {
+                match self {
+                    $(A2aRequest::$op(r) => svc.$method(cx, r).await.map(A2aReply::$op),)*
+                }
+            }
+
+            /// Parses `body` as the ProtoJSON request of `op` ([`parse_request`]).
+            pub fn from_json(op: Operation, body: &[u8]) -> Result<Self, A2aError> {
+                Ok(match op {
+                    $(Operation::$op => A2aRequest::$op(parse_request(body)?),)*
+                })
+            }
+        }
+
+        impl A2aReply {
+            /// The RPC this answers.
+            pub const fn operation(&self) -> Operation {
+                match self {
+                    $(A2aReply::$op(_) => Operation::$op,)*
+                }
+            }
+
+            /// The answer with `f` applied to it if it is a stream (to hold something for the
+            /// stream's life, count its events, ...); any other answer unchanged.
+            pub fn map_stream(self, f: impl FnOnce(EventStream) -> EventStream) -> Self {
+                match self {
+                    $(A2aReply::$op(r) => A2aReply::$op(map_stream!($kind, r, f)),)*
+                }
+            }
+
+            /// The answer as ProtoJSON (`{}` for `google.protobuf.Empty`), or its events.
+            pub fn into_json(self) -> Result<JsonReply, A2aError> {
+                Ok(match self {
+                    $(A2aReply::$op(r) => reply_json!($kind, r),)*
+                })
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl<T: AroundCall> A2aService for T {
+            $(
+                async fn $method(
+                    &self,
+                    cx: &CallContext,
+                    req: pb::$req,
+                ) -> Result<reply_type!($kind, $resp), A2aError> {
+                    match AroundCall::call(self, cx, A2aRequest::$op(req)).await? {
+                        A2aReply::$op(r) => Ok(r),
+                        other => Err(mismatched(Operation::$op, other.operation())),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+trident_proto::for_each_rpc!(rpcs);
+
+impl Operation {
     /// The operation named `name`.
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|op| op.name() == name)
     }
+}
 
-    /// Whether the operation answers with a stream.
-    pub const fn is_streaming(self) -> bool {
-        matches!(
-            self,
-            Operation::SendStreamingMessage | Operation::SubscribeToTask
-        )
+impl std::fmt::Debug for A2aReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "A2aReply::{}(..)", self.operation().name())
     }
+}
+
+impl A2aRequest {
+    /// The id of the task the request is about (`""` when it names none: a new message,
+    /// ListTasks, GetExtendedAgentCard).
+    pub fn task_id(&self) -> &str {
+        match self {
+            A2aRequest::SendMessage(r) | A2aRequest::SendStreamingMessage(r) => {
+                r.message.as_ref().map_or("", |m| m.task_id.as_str())
+            }
+            A2aRequest::GetTask(pb::GetTaskRequest { id, .. })
+            | A2aRequest::CancelTask(pb::CancelTaskRequest { id, .. })
+            | A2aRequest::SubscribeToTask(pb::SubscribeToTaskRequest { id, .. }) => id,
+            A2aRequest::CreateTaskPushNotificationConfig(pb::TaskPushNotificationConfig {
+                task_id,
+                ..
+            })
+            | A2aRequest::GetTaskPushNotificationConfig(
+                pb::GetTaskPushNotificationConfigRequest { task_id, .. },
+            )
+            | A2aRequest::ListTaskPushNotificationConfigs(
+                pb::ListTaskPushNotificationConfigsRequest { task_id, .. },
+            )
+            | A2aRequest::DeleteTaskPushNotificationConfig(
+                pb::DeleteTaskPushNotificationConfigRequest { task_id, .. },
+            ) => task_id,
+            A2aRequest::ListTasks(_) | A2aRequest::GetExtendedAgentCard(_) => "",
+        }
+    }
+
+    /// Binds HTTP+JSON path variables into the request's fields (they override the body's).
+    pub fn bind(&mut self, vars: PathVars) {
+        let PathVars { id, task_id } = vars;
+        match self {
+            A2aRequest::GetTask(r) => bind(&mut r.id, id),
+            A2aRequest::CancelTask(r) => bind(&mut r.id, id),
+            A2aRequest::SubscribeToTask(r) => bind(&mut r.id, id),
+            A2aRequest::CreateTaskPushNotificationConfig(r) => bind(&mut r.task_id, task_id),
+            A2aRequest::GetTaskPushNotificationConfig(r) => {
+                bind(&mut r.task_id, task_id);
+                bind(&mut r.id, id);
+            }
+            A2aRequest::ListTaskPushNotificationConfigs(r) => bind(&mut r.task_id, task_id),
+            A2aRequest::DeleteTaskPushNotificationConfig(r) => {
+                bind(&mut r.task_id, task_id);
+                bind(&mut r.id, id);
+            }
+            A2aRequest::SendMessage(_)
+            | A2aRequest::SendStreamingMessage(_)
+            | A2aRequest::ListTasks(_)
+            | A2aRequest::GetExtendedAgentCard(_) => {}
+        }
+    }
+}
+
+/// An [`A2aService`] written once against every call, as tower's middleware is written once
+/// against `Service::call`: implement [`AroundCall::call`] and the type is an `A2aService`
+/// (one generated method per RPC packs the request into an [`A2aRequest`], calls this and
+/// unpacks the [`A2aReply`]). A wrapper does its part before and after
+/// `req.call(&*self.inner, cx)`; for a streaming call the stream it gets back can be wrapped
+/// with [`A2aReply::map_stream`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use trident_core::{A2aError, A2aReply, A2aRequest, A2aService, AroundCall, CallContext};
+///
+/// /// Counts calls, then forwards them.
+/// struct Counted {
+///     inner: Arc<dyn A2aService>,
+///     calls: std::sync::atomic::AtomicU64,
+/// }
+///
+/// #[async_trait::async_trait]
+/// impl AroundCall for Counted {
+///     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+///         self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+///         req.call(&*self.inner, cx).await
+///     }
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait AroundCall: Send + Sync + 'static {
+    /// Answers one call, of any operation. Must answer with the reply of the request's
+    /// operation (the generated methods turn any other into an internal error).
+    async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError>;
+}
+
+fn mismatched(asked: Operation, answered: Operation) -> A2aError {
+    A2aError::internal(format!(
+        "a service wrapper answered {} with the reply of {}",
+        asked.name(),
+        answered.name()
+    ))
 }
 
 /// Request fields bound outside the JSON body (HTTP+JSON path variables). They override the
@@ -204,64 +423,9 @@ pub async fn dispatch_json(
     body: &[u8],
     vars: PathVars,
 ) -> Result<JsonReply, A2aError> {
-    use JsonReply::{Stream, Unary};
-    Ok(match op {
-        Operation::SendMessage => {
-            Unary(to_json(&svc.send_message(cx, parse_request(body)?).await?)?)
-        }
-        Operation::SendStreamingMessage => {
-            Stream(svc.send_streaming_message(cx, parse_request(body)?).await?)
-        }
-        Operation::GetTask => {
-            let mut r: pb::GetTaskRequest = parse_request(body)?;
-            bind(&mut r.id, vars.id);
-            Unary(to_json(&svc.get_task(cx, r).await?)?)
-        }
-        Operation::ListTasks => Unary(to_json(&svc.list_tasks(cx, parse_request(body)?).await?)?),
-        Operation::CancelTask => {
-            let mut r: pb::CancelTaskRequest = parse_request(body)?;
-            bind(&mut r.id, vars.id);
-            Unary(to_json(&svc.cancel_task(cx, r).await?)?)
-        }
-        Operation::SubscribeToTask => {
-            let mut r: pb::SubscribeToTaskRequest = parse_request(body)?;
-            bind(&mut r.id, vars.id);
-            Stream(svc.subscribe_to_task(cx, r).await?)
-        }
-        Operation::CreateTaskPushNotificationConfig => {
-            let mut r: pb::TaskPushNotificationConfig = parse_request(body)?;
-            bind(&mut r.task_id, vars.task_id);
-            Unary(to_json(
-                &svc.create_task_push_notification_config(cx, r).await?,
-            )?)
-        }
-        Operation::GetTaskPushNotificationConfig => {
-            let mut r: pb::GetTaskPushNotificationConfigRequest = parse_request(body)?;
-            bind(&mut r.task_id, vars.task_id);
-            bind(&mut r.id, vars.id);
-            Unary(to_json(
-                &svc.get_task_push_notification_config(cx, r).await?,
-            )?)
-        }
-        Operation::ListTaskPushNotificationConfigs => {
-            let mut r: pb::ListTaskPushNotificationConfigsRequest = parse_request(body)?;
-            bind(&mut r.task_id, vars.task_id);
-            Unary(to_json(
-                &svc.list_task_push_notification_configs(cx, r).await?,
-            )?)
-        }
-        Operation::GetExtendedAgentCard => Unary(to_json(
-            &svc.get_extended_agent_card(cx, parse_request(body)?)
-                .await?,
-        )?),
-        Operation::DeleteTaskPushNotificationConfig => {
-            let mut r: pb::DeleteTaskPushNotificationConfigRequest = parse_request(body)?;
-            bind(&mut r.task_id, vars.task_id);
-            bind(&mut r.id, vars.id);
-            svc.delete_task_push_notification_config(cx, r).await?;
-            Unary(b"{}".to_vec())
-        }
-    })
+    let mut req = A2aRequest::from_json(op, body)?;
+    req.bind(vars);
+    req.call(svc, cx).await?.into_json()
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //!   names, oneofs flattened, unknown fields ignored),
 //! - tonic client and server stubs behind the `grpc` feature,
 //! - [`FILE_DESCRIPTOR_SET`], the encoded descriptors of the proto and its imports,
+//! - [`for_each_rpc!`], the list of the service's RPCs (name, method, request, response,
+//!   kind), from which `trident-core` builds `Operation` and the per-call dispatch,
 //! - [`scan`], a pre-scan bounding what decoding a request message would allocate.
 //!
 //! Helpers that only read or build generated types live in `ext`; there is no hand-written
@@ -34,6 +36,9 @@ pub use lf::a2a::v1::*;
 /// The encoded `google.protobuf.FileDescriptorSet` of `a2a.proto` and everything it imports.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/a2a_descriptor.bin"));
+
+// `for_each_rpc!`: the service's RPCs, read from the descriptor by `build.rs`.
+include!(concat!(env!("OUT_DIR"), "/rpcs.rs"));
 
 /// Fully-qualified name of the gRPC service.
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";

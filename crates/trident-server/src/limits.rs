@@ -15,8 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
-use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Principal};
-use trident_proto as pb;
+use trident_core::{
+    A2aError, A2aReply, A2aRequest, A2aService, AroundCall, CallContext, ErrorKind, EventStream,
+    Principal,
+};
 
 /// The limits, per caller.
 #[derive(Debug, Clone, Copy)]
@@ -220,113 +222,14 @@ impl Limited {
     }
 }
 
+/// Every call is admitted first (a token, and a stream slot for a streaming call); a stream
+/// holds its slot until it ends or its client leaves.
 #[async_trait::async_trait]
-impl A2aService for Limited {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        self.admit(cx, false)?;
-        self.inner.send_message(cx, req).await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        let slot = self.admit(cx, true)?;
-        let stream = self.inner.send_streaming_message(cx, req).await?;
-        Ok(Self::hold(stream, slot))
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.admit(cx, false)?;
-        self.inner.get_task(cx, req).await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        self.admit(cx, false)?;
-        self.inner.list_tasks(cx, req).await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.admit(cx, false)?;
-        self.inner.cancel_task(cx, req).await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        let slot = self.admit(cx, true)?;
-        let stream = self.inner.subscribe_to_task(cx, req).await?;
-        Ok(Self::hold(stream, slot))
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.admit(cx, false)?;
-        self.inner
-            .create_task_push_notification_config(cx, req)
-            .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.admit(cx, false)?;
-        self.inner.get_task_push_notification_config(cx, req).await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        self.admit(cx, false)?;
-        self.inner
-            .list_task_push_notification_configs(cx, req)
-            .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        self.admit(cx, false)?;
-        self.inner.get_extended_agent_card(cx, req).await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        self.admit(cx, false)?;
-        self.inner
-            .delete_task_push_notification_config(cx, req)
-            .await
+impl AroundCall for Limited {
+    async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+        let slot = self.admit(cx, req.operation().is_streaming())?;
+        let reply = req.call(&*self.inner, cx).await?;
+        Ok(reply.map_stream(|stream| Self::hold(stream, slot)))
     }
 }
 

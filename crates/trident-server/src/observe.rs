@@ -20,7 +20,10 @@ use trident_core::store::{
     EventLog, LoggedEvent, NoticeFeed, PushConfigStore, Scope, StoreError, Stores, TaskPage,
     TaskQuery, TaskRecord, TaskStore,
 };
-use trident_core::{A2aError, A2aService, Binding, CallContext, ErrorKind, EventStream, Operation};
+use trident_core::{
+    A2aError, A2aReply, A2aRequest, A2aService, AroundCall, Binding, CallContext, ErrorKind,
+    Operation,
+};
 use trident_proto as pb;
 
 #[cfg(feature = "otlp")]
@@ -280,17 +283,16 @@ impl Observed {
     }
 }
 
-fn span(cx: &CallContext, op: Operation, task: &str, tenant: &str) -> tracing::Span {
-    let tenant: &str = if tenant.is_empty() {
-        &cx.tenant
-    } else {
-        tenant
+fn span(cx: &CallContext, req: &A2aRequest) -> tracing::Span {
+    let tenant = match req.tenant() {
+        "" => cx.tenant.as_str(),
+        tenant => tenant,
     };
     let span = tracing::info_span!(
         "a2a",
         binding = cx.binding.map_or("in_process", Binding::card_name),
-        method = op.name(),
-        task = task,
+        method = req.operation().name(),
+        task = req.task_id(),
         tenant = tenant,
         trace_id = cx.trace.as_ref().map_or("", |t| t.trace_id()),
         // Set by the OTLP export only (`otlp::annotate`).
@@ -314,216 +316,40 @@ impl Drop for StreamGuard {
     }
 }
 
-impl Observed {
-    async fn unary<T>(
-        &self,
-        cx: &CallContext,
-        op: Operation,
-        span: tracing::Span,
-        call: impl std::future::Future<Output = Result<T, A2aError>>,
-    ) -> Result<T, A2aError> {
+/// Every call: a span around it, its outcome and latency recorded (a stream's until it is
+/// open), and a stream counted as active until it ends or its client leaves.
+#[async_trait::async_trait]
+impl AroundCall for Observed {
+    async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+        let op = req.operation();
+        let span = span(cx, &req);
         let start = Instant::now();
-        let result = call.instrument(span.clone()).await;
-        let elapsed = start.elapsed();
+        let result = req.call(&*self.inner, cx).instrument(span.clone()).await;
         self.metrics.record(
             cx.binding,
             op,
             result.as_ref().map(|_| ()).map_err(A2aError::kind),
-            elapsed,
+            start.elapsed(),
         );
         #[cfg(feature = "otlp")]
         otlp::outcome(&span, &result);
         if let Err(e) = &result {
             span.in_scope(|| tracing::debug!(kind = ?e.kind(), error = %e, "call failed"));
         }
-        result
-    }
-
-    async fn streaming(
-        &self,
-        cx: &CallContext,
-        op: Operation,
-        span: tracing::Span,
-        call: impl std::future::Future<Output = Result<EventStream, A2aError>>,
-    ) -> Result<EventStream, A2aError> {
-        let stream = self.unary(cx, op, span, call).await?;
-        let b = binding_index(cx.binding);
-        self.metrics.streams[b].fetch_add(1, Ordering::Relaxed);
-        let guard = StreamGuard {
-            metrics: self.metrics.clone(),
-            binding: b,
-        };
-        Ok(stream
-            .map(move |item| {
-                let _keep = &guard;
-                item
-            })
-            .boxed())
-    }
-}
-
-#[async_trait::async_trait]
-impl A2aService for Observed {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        let task = req.message.as_ref().map_or("", |m| m.task_id.as_str());
-        let span = span(cx, Operation::SendMessage, task, &req.tenant);
-        self.unary(
-            cx,
-            Operation::SendMessage,
-            span,
-            self.inner.send_message(cx, req),
-        )
-        .await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        let task = req.message.as_ref().map_or("", |m| m.task_id.as_str());
-        let span = span(cx, Operation::SendStreamingMessage, task, &req.tenant);
-        self.streaming(
-            cx,
-            Operation::SendStreamingMessage,
-            span,
-            self.inner.send_streaming_message(cx, req),
-        )
-        .await
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        let span = span(cx, Operation::GetTask, &req.id, &req.tenant);
-        self.unary(cx, Operation::GetTask, span, self.inner.get_task(cx, req))
-            .await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        let span = span(cx, Operation::ListTasks, "", &req.tenant);
-        self.unary(
-            cx,
-            Operation::ListTasks,
-            span,
-            self.inner.list_tasks(cx, req),
-        )
-        .await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        let span = span(cx, Operation::CancelTask, &req.id, &req.tenant);
-        self.unary(
-            cx,
-            Operation::CancelTask,
-            span,
-            self.inner.cancel_task(cx, req),
-        )
-        .await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        let span = span(cx, Operation::SubscribeToTask, &req.id, &req.tenant);
-        self.streaming(
-            cx,
-            Operation::SubscribeToTask,
-            span,
-            self.inner.subscribe_to_task(cx, req),
-        )
-        .await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        let op = Operation::CreateTaskPushNotificationConfig;
-        let span = span(cx, op, &req.task_id, &req.tenant);
-        self.unary(
-            cx,
-            op,
-            span,
-            self.inner.create_task_push_notification_config(cx, req),
-        )
-        .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        let op = Operation::GetTaskPushNotificationConfig;
-        let span = span(cx, op, &req.task_id, &req.tenant);
-        self.unary(
-            cx,
-            op,
-            span,
-            self.inner.get_task_push_notification_config(cx, req),
-        )
-        .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        let op = Operation::ListTaskPushNotificationConfigs;
-        let span = span(cx, op, &req.task_id, &req.tenant);
-        self.unary(
-            cx,
-            op,
-            span,
-            self.inner.list_task_push_notification_configs(cx, req),
-        )
-        .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        let op = Operation::GetExtendedAgentCard;
-        let span = span(cx, op, "", &req.tenant);
-        self.unary(cx, op, span, self.inner.get_extended_agent_card(cx, req))
-            .await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        let op = Operation::DeleteTaskPushNotificationConfig;
-        let span = span(cx, op, &req.task_id, &req.tenant);
-        self.unary(
-            cx,
-            op,
-            span,
-            self.inner.delete_task_push_notification_config(cx, req),
-        )
-        .await
+        Ok(result?.map_stream(|stream| {
+            let b = binding_index(cx.binding);
+            self.metrics.streams[b].fetch_add(1, Ordering::Relaxed);
+            let guard = StreamGuard {
+                metrics: self.metrics.clone(),
+                binding: b,
+            };
+            stream
+                .map(move |item| {
+                    let _keep = &guard;
+                    item
+                })
+                .boxed()
+        }))
     }
 }
 

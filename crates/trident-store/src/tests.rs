@@ -531,15 +531,10 @@ async fn open_names_the_accepted_forms() {
 
 // --- PostgreSQL ---------------------------------------------------------------------------
 
-/// The server URL, or `None` (and a note) when the PostgreSQL tests are off.
+/// The server URL, or `None` (and a note) when the PostgreSQL tests are off; under `CI` a
+/// missing server fails the test.
 fn postgres_url(test: &str) -> Option<String> {
-    match std::env::var("TRIDENT_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("{test}: skipped (set TRIDENT_TEST_POSTGRES to run it)");
-            None
-        }
-    }
+    trident_core::store::contract::test_postgres_url(test)
 }
 
 /// Runs `body` with a fresh schema name, then drops the schema, even if `body` panicked.

@@ -13,6 +13,56 @@ use super::{
     Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery, TaskRecord, apply,
 };
 
+/// The PostgreSQL server the tests of a shared store run against: `TRIDENT_TEST_POSTGRES`
+/// (e.g. `postgres://postgres@127.0.0.1:5432/test`).
+///
+/// Unset outside CI, it is `None` and `test` says it is skipped. With `CI` set, a missing
+/// variable or a server that does not accept a connection fails the test instead: a CI that
+/// lost its database must not pass by skipping every PostgreSQL test.
+pub fn test_postgres_url(test: &str) -> Option<String> {
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty());
+    let url = match std::env::var("TRIDENT_TEST_POSTGRES") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ if ci => panic!(
+            "{test}: CI is set but TRIDENT_TEST_POSTGRES is not: the PostgreSQL tests must run in CI"
+        ),
+        _ => {
+            eprintln!("{test}: skipped (set TRIDENT_TEST_POSTGRES to run it)");
+            return None;
+        }
+    };
+    if ci && let Err(e) = reachable(&url) {
+        panic!(
+            "{test}: CI is set but the PostgreSQL server of TRIDENT_TEST_POSTGRES is unreachable: {e}"
+        );
+    }
+    Some(url)
+}
+
+/// Whether the host and port of a `postgres://` URL accept a TCP connection (within 5 s).
+fn reachable(url: &str) -> Result<(), String> {
+    use std::net::{TcpStream, ToSocketAddrs};
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
+    let with_port = if host_port.ends_with(']') || !host_port.contains(':') {
+        format!("{host_port}:5432")
+    } else {
+        host_port.to_owned()
+    };
+    let addrs = with_port
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {with_port}: {e}"))?;
+    let mut last = format!("{with_port} resolves to no address");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    Err(last)
+}
+
 /// Runs every contract check.
 pub async fn run(stores: &Stores) {
     tasks_are_scoped_and_versioned(stores).await;
