@@ -30,6 +30,26 @@ pub(crate) struct Target {
     /// Print ProtoJSON (one object per line) instead of text.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Give up on the card fetch and each call after this many seconds (a stream: on opening
+    /// it); the agent is told the deadline.
+    #[arg(long, value_name = "SECONDS")]
+    pub(crate) timeout: Option<f64>,
+}
+
+impl Target {
+    /// The client of these options: the token and the timeout apply to the card fetch too.
+    fn client(&self) -> Result<trident_client::Client, Failure> {
+        let mut builder = trident_client::ClientBuilder::new();
+        if let Some(token) = &self.token {
+            builder = builder.bearer_token(token);
+        }
+        if let Some(secs) = self.timeout {
+            let timeout = std::time::Duration::try_from_secs_f64(secs)
+                .map_err(|e| Failure::Usage(format!("--timeout {secs}: {e}")))?;
+            builder = builder.timeout(timeout);
+        }
+        Ok(builder.build()?)
+    }
 }
 
 /// A binding named on the command line.
@@ -236,27 +256,30 @@ struct Session {
 }
 
 async fn connect(target: &Target) -> Result<Session, Failure> {
-    let preference: Vec<Binding> = target.binding.map(Binding::from).into_iter().collect();
-    let agent = if preference.is_empty() {
-        // The card's own order: its first interface this client speaks.
-        let card = trident_client::fetch_card(&target.url).await?;
-        let first = card.supported_interfaces.iter().find_map(|i| {
-            Binding::ALL
-                .into_iter()
-                .find(|b| i.protocol_binding.eq_ignore_ascii_case(b.card_name()))
-        });
-        let order: Vec<Binding> = first.into_iter().chain(Binding::ALL).collect();
-        trident_client::connect(&target.url, &order).await?
-    } else {
-        trident_client::connect(&target.url, &preference).await?
+    let client = target.client()?;
+    let card = client.fetch_card(&target.url).await?;
+    let preference: Vec<Binding> = match target.binding {
+        Some(b) => vec![b.into()],
+        None => {
+            // The card's own order: its first interface this client speaks.
+            let first = card.supported_interfaces.iter().find_map(|i| {
+                Binding::ALL
+                    .into_iter()
+                    .find(|b| i.protocol_binding.eq_ignore_ascii_case(b.card_name()))
+            });
+            first.into_iter().chain(Binding::ALL).collect()
+        }
     };
+    let (binding, interface) = trident_client::choose(&card, &preference)
+        .ok_or_else(|| trident_client::no_match(&target.url, &card, &preference))?;
+    let service = client.client(binding, &interface).await?;
     let mut cx = CallContext::new();
     cx.extensions = target.extensions.clone();
     if let Some(token) = &target.token {
         cx = cx.with_credentials(format!("Bearer {token}"));
     }
     Ok(Session {
-        svc: agent.service,
+        svc: service,
         cx,
         json: target.json,
     })
@@ -265,7 +288,7 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
 /// `card`
 pub(crate) async fn card(args: &CardArgs) -> Result<(), Failure> {
     let target = &args.target;
-    let card = trident_client::fetch_card(&target.url).await?;
+    let card = target.client()?.fetch_card(&target.url).await?;
     let verified = if args.verify {
         Some(verify(&card, args.jwks.as_deref()).await)
     } else {

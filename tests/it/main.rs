@@ -3,10 +3,12 @@
 
 mod card;
 mod cli;
+mod client_deadlines;
 mod cluster;
 mod concurrency;
 mod conformance;
 mod durability;
+mod example;
 mod flood;
 mod grpc_hygiene;
 mod hardening;

@@ -1,23 +1,55 @@
-//! Reads an agent card, picks a binding, and returns the agent as `Arc<dyn A2aService>`.
+//! Trident's A2A client: reads an agent card, picks a binding, and returns the agent as
+//! `Arc<dyn A2aService>`, the same trait the engine implements.
+//!
+//! A [`Client`], made by a [`ClientBuilder`], holds what every call to every agent shares: one
+//! HTTP client (connection pool, TLS roots), default headers and authentication, a per-call
+//! timeout, the binding preference, and a cache of agent cards that honours their
+//! `Cache-Control` and `ETag`. [`Client::connect`] reads the card once and returns an
+//! [`Agent`]; its calls keep the caller's promises on every binding: they end with
+//! `DeadlineExceeded` when [`CallContext::deadline`] passes, drop their request when
+//! [`CallContext::cancelled`] fires, and send the time left to the agent (see
+//! [`trident_core::deadline`]).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), trident_core::A2aError> {
-//! use trident_client::{Binding, connect};
-//! let agent = connect("http://127.0.0.1:8080", &[Binding::Grpc, Binding::JsonRpc]).await?;
-//! let card = &agent.card;
-//! println!("{} over {:?}", card.name, agent.binding);
+//! use std::time::Duration;
+//! use trident_client::{Binding, ClientBuilder, Texts};
+//! use trident_core::CallContext;
+//! use trident_proto as pb;
+//!
+//! let client = ClientBuilder::new()
+//!     .timeout(Duration::from_secs(30))
+//!     .bearer_token("s3cret")
+//!     .prefer(&[Binding::Grpc, Binding::JsonRpc])
+//!     .build()?;
+//! let agent = client.connect("http://127.0.0.1:8080").await?;
+//! println!("{} over {}", agent.card.name, agent.binding);
+//! let message = pb::Message::user("m-1", vec![pb::Part::text("hello")]);
+//! let request = pb::SendMessageRequest { message: Some(message), ..Default::default() };
+//! let reply = agent.service.send_message(&CallContext::new(), request).await?;
+//! println!("{}", reply.text());
 //! # Ok(()) }
 //! ```
+//!
+//! [`CallContext::deadline`]: trident_core::CallContext::deadline
+//! [`CallContext::cancelled`]: trident_core::CallContext::cancelled
 
 use std::sync::Arc;
 
-use trident_core::{A2aError, A2aService, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind, PROTOCOL_VERSION};
+use trident_core::{A2aError, A2aService, ErrorKind, PROTOCOL_VERSION};
 
+mod builder;
+mod cache;
 mod gateway;
+mod helpers;
+mod timed;
+
+pub use builder::{Client, ClientBuilder};
 pub use gateway::Upstream;
+pub use helpers::{TaskId, Texts};
 use trident_proto as pb;
 
-pub use trident_core::Binding;
+pub use trident_core::{Binding, UnknownBinding};
 
 /// A connected agent.
 pub struct Agent {
@@ -41,34 +73,33 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-/// Fetches the card at `{origin}/.well-known/agent-card.json` (or `origin` itself when it
-/// already names a `.json` file).
-pub async fn fetch_card(origin: &str) -> Result<pb::AgentCard, A2aError> {
-    let url = if origin.ends_with(".json") {
+/// The URL of the card of `origin`: `{origin}/.well-known/agent-card.json`, or `origin` itself
+/// when it already names a `.json` file.
+pub fn card_url(origin: &str) -> String {
+    if origin.ends_with(".json") {
         origin.to_owned()
     } else {
         format!(
             "{}/.well-known/agent-card.json",
             origin.trim_end_matches('/')
         )
-    };
-    let unavailable = |e: reqwest::Error| A2aError::transport(format!("agent card {url}: {e}"));
-    let response = reqwest::get(&url).await.map_err(unavailable)?;
-    if !response.status().is_success() {
-        return Err(A2aError::new(
-            ErrorKind::Unavailable,
-            format!("agent card {url}: HTTP {}", response.status()),
-        ));
     }
-    let body = trident_core::read_body(response.bytes_stream(), DEFAULT_MAX_RESPONSE_BYTES)
+}
+
+/// Fetches the card of `origin` (see [`card_url`]) with a default [`Client`]: no timeout, no
+/// authentication, no cache. [`Client::fetch_card`] has the options.
+pub async fn fetch_card(origin: &str) -> Result<pb::AgentCard, A2aError> {
+    ClientBuilder::new()
+        .cache_cards(false)
+        .build()?
+        .fetch_card(origin)
         .await
-        .map_err(|e| e.into_error(format_args!("agent card {url}")))?;
-    serde_json::from_slice(&body).map_err(|e| {
-        A2aError::new(
-            ErrorKind::InvalidAgentResponse,
-            format!("agent card {url}: {e}"),
-        )
-    })
+}
+
+/// Whether `interface` speaks A2A 1.x (an interface that names no version is taken to).
+fn speaks_v1(interface: &pb::AgentInterface) -> bool {
+    interface.protocol_version.is_empty()
+        || interface.protocol_version.split('.').next() == PROTOCOL_VERSION.split('.').next()
 }
 
 /// Picks the first binding of `preference` (all bindings, in this order, when empty) that the
@@ -82,52 +113,70 @@ pub fn choose(
     } else {
         preference
     };
-    let v1 = |i: &pb::AgentInterface| {
-        i.protocol_version.is_empty()
-            || i.protocol_version.split('.').next() == PROTOCOL_VERSION.split('.').next()
-    };
     preference.iter().find_map(|b| {
         card.supported_interfaces
             .iter()
-            .find(|i| i.protocol_binding.eq_ignore_ascii_case(b.card_name()) && v1(i))
+            .find(|i| i.protocol_binding.eq_ignore_ascii_case(b.card_name()) && speaks_v1(i))
             .map(|i| (*b, i.clone()))
     })
 }
 
-/// A client of `interface` over `binding`, sending the interface's tenant.
+/// The error of a card that offers none of `preference`: it lists what the card does offer
+/// (binding, URL, protocol version), so the caller can see why nothing matched.
+pub fn no_match(origin: &str, card: &pb::AgentCard, preference: &[Binding]) -> A2aError {
+    let wanted: Vec<&str> = if preference.is_empty() {
+        Binding::ALL.iter().map(|b| b.card_name()).collect()
+    } else {
+        preference.iter().map(|b| b.card_name()).collect()
+    };
+    let offered: Vec<String> = card
+        .supported_interfaces
+        .iter()
+        .map(|i| {
+            let version = if i.protocol_version.is_empty() {
+                "no version".to_owned()
+            } else {
+                format!("version {}", i.protocol_version)
+            };
+            format!("{} at {} ({version})", i.protocol_binding, i.url)
+        })
+        .collect();
+    let offered = if offered.is_empty() {
+        "no interfaces".to_owned()
+    } else {
+        offered.join(", ")
+    };
+    A2aError::new(
+        ErrorKind::Unavailable,
+        format!(
+            "{origin} offers none of the bindings {} for A2A 1.x; its card lists {offered}",
+            wanted.join(", ")
+        ),
+    )
+}
+
+/// A client of `interface` over `binding`, sending the interface's tenant, with default
+/// options. [`Client::client`] has the options.
 pub async fn client(
     binding: Binding,
     interface: &pb::AgentInterface,
 ) -> Result<Arc<dyn A2aService>, A2aError> {
-    Ok(match binding {
-        Binding::JsonRpc => Arc::new(
-            trident_jsonrpc::JsonRpcClient::new(&interface.url)?.with_tenant(&interface.tenant),
-        ),
-        Binding::Rest => {
-            Arc::new(trident_rest::RestClient::new(&interface.url)?.with_tenant(&interface.tenant))
-        }
-        Binding::Grpc => Arc::new(
-            trident_grpc::GrpcClient::connect(&interface.url)
-                .await?
-                .with_tenant(&interface.tenant),
-        ),
-    })
+    ClientBuilder::new()
+        .build()?
+        .client(binding, interface)
+        .await
 }
 
-/// Reads the card at `origin`, picks a binding by `preference`, and connects.
+/// Reads the card at `origin`, picks a binding by `preference`, and connects, with default
+/// options. [`Client::connect`] has the options.
 pub async fn connect(origin: &str, preference: &[Binding]) -> Result<Agent, A2aError> {
-    let card = fetch_card(origin).await?;
-    let (binding, interface) = choose(&card, preference).ok_or_else(|| {
-        A2aError::new(
-            ErrorKind::Unavailable,
-            format!("{origin} offers none of the bindings {preference:?} for A2A 1.x"),
-        )
-    })?;
-    let service = client(binding, &interface).await?;
-    Ok(Agent {
-        card,
-        binding,
-        interface,
-        service,
-    })
+    ClientBuilder::new()
+        .prefer(preference)
+        .cache_cards(false)
+        .build()?
+        .connect(origin)
+        .await
 }
+
+#[cfg(test)]
+mod tests;

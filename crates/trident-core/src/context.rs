@@ -57,6 +57,48 @@ impl Binding {
     pub const ALL: [Binding; 3] = [Binding::JsonRpc, Binding::Rest, Binding::Grpc];
 }
 
+impl std::fmt::Display for Binding {
+    /// The card's name ([`card_name`](Self::card_name)).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.card_name())
+    }
+}
+
+/// A name that is not a binding (see [`Binding`]'s `FromStr`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown binding {0:?}: expected jsonrpc, grpc or http_json (also rest, http+json)")]
+pub struct UnknownBinding(pub String);
+
+impl std::str::FromStr for Binding {
+    type Err = UnknownBinding;
+
+    /// Reads a binding name, case-insensitively: the card's names (`JSONRPC`, `GRPC`,
+    /// `HTTP+JSON`) and the usual spellings `json-rpc`, `json_rpc`, `http_json`, `http-json`
+    /// and `rest`.
+    ///
+    /// ```
+    /// use trident_core::Binding;
+    /// assert_eq!("rest".parse(), Ok(Binding::Rest));
+    /// assert_eq!("HTTP+JSON".parse(), Ok(Binding::Rest));
+    /// assert_eq!("JsonRpc".parse(), Ok(Binding::JsonRpc));
+    /// assert!("soap".parse::<Binding>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let name: String = s
+            .trim()
+            .chars()
+            .filter(|c| !matches!(c, '-' | '_' | '+'))
+            .collect::<String>()
+            .to_ascii_lowercase();
+        match name.as_str() {
+            "jsonrpc" => Ok(Binding::JsonRpc),
+            "grpc" => Ok(Binding::Grpc),
+            "httpjson" | "rest" => Ok(Binding::Rest),
+            _ => Err(UnknownBinding(s.to_owned())),
+        }
+    }
+}
+
 /// Request-scoped facts a binding extracts from headers/metadata/path, passed to every
 /// [`A2aService`](crate::A2aService) method.
 #[derive(Debug, Clone, Default)]
@@ -70,7 +112,9 @@ pub struct CallContext {
     pub version: Option<String>,
     /// Extension URIs activated by `A2A-Extensions`.
     pub extensions: Vec<String>,
-    /// When the caller stops waiting.
+    /// When the caller stops waiting. Clients end the call with `DeadlineExceeded` then and
+    /// send the time left as [`TIMEOUT_HEADER`](crate::deadline::TIMEOUT_HEADER); server
+    /// adapters read that header into it.
     pub deadline: Option<Instant>,
     /// Fired when the caller goes away (connection closed, RPC cancelled).
     pub cancelled: CancellationToken,
@@ -172,7 +216,8 @@ impl CallContext {
 
     /// Builds a context from service parameters (HTTP headers or gRPC metadata, looked up
     /// case-insensitively by `get`, as sent): `A2A-Version`, `A2A-Extensions` (and the v0.3
-    /// `X-A2A-Extensions`), `Last-Event-ID`, `Authorization` and `traceparent`/`tracestate`.
+    /// `X-A2A-Extensions`), `Last-Event-ID`, `Authorization`, `traceparent`/`tracestate` and
+    /// the caller's deadline from [`TIMEOUT_HEADER`](crate::deadline::TIMEOUT_HEADER).
     /// A parameter is text when it is visible ASCII (what HTTP's `to_str` accepts); others
     /// are ignored, except `A2A-Version`, which is kept, decoded lossily, so the engine refuses
     /// it with `VersionNotSupported` instead of reading it as absent. A `Last-Event-ID` that
@@ -203,14 +248,26 @@ impl CallContext {
             .filter(|v| !v.is_empty())
             .map(str::to_owned);
         cx.trace = text("traceparent").and_then(|t| TraceContext::parse(t, text("tracestate")));
+        cx.deadline = text(crate::deadline::TIMEOUT_HEADER)
+            .and_then(crate::deadline::parse_timeout)
+            .and_then(|d| Instant::now().checked_add(d));
         cx
     }
 
     /// Client side: the service parameters a client sends for this call (lowercase names, as
     /// HTTP/2 and gRPC metadata want them): `a2a-version`, `a2a-extensions`, `last-event-id`,
-    /// `authorization`, `traceparent`, `tracestate`. The inverse of [`from_service_params`](Self::from_service_params).
+    /// `authorization`, `traceparent`, `tracestate`, and the time left before the deadline as
+    /// [`TIMEOUT_HEADER`](crate::deadline::TIMEOUT_HEADER). The inverse of
+    /// [`from_service_params`](Self::from_service_params).
     pub fn outgoing_service_params(&self) -> Vec<(&'static str, String)> {
         let mut params = Vec::with_capacity(4);
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            params.push((
+                crate::deadline::TIMEOUT_HEADER,
+                crate::deadline::format_timeout(left),
+            ));
+        }
         if let Some(v) = &self.version {
             params.push(("a2a-version", v.clone()));
         }
@@ -230,6 +287,33 @@ impl CallContext {
             }
         }
         params
+    }
+
+    /// Sets when the caller stops waiting.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Sets the deadline `timeout` from now, keeping an earlier one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use trident_core::CallContext;
+    /// let cx = CallContext::new().with_timeout(Duration::from_secs(5));
+    /// assert!(cx.deadline.is_some());
+    /// ```
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Self {
+        if let Some(at) = Instant::now().checked_add(timeout) {
+            self.deadline = Some(self.deadline.map_or(at, |d| d.min(at)));
+        }
+        self
+    }
+
+    /// Sets the token that says the caller went away: cancelling it aborts the call.
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancelled = token;
+        self
     }
 
     /// Sets the credentials a client sends.

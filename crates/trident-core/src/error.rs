@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The ErrorInfo `domain` of every A2A error.
 pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
@@ -49,6 +50,9 @@ pub enum ErrorKind {
     Unavailable,
     /// The caller exceeded a limit (request rate, concurrent streams); retry later.
     ResourceExhausted,
+    /// The caller's deadline passed before the call completed (raised by a client whose
+    /// [`CallContext::deadline`](crate::CallContext::deadline) passed, or by an upstream).
+    DeadlineExceeded,
 }
 
 /// The wire representation of an [`ErrorKind`] on each binding.
@@ -70,7 +74,7 @@ pub struct Wire {
 
 impl ErrorKind {
     /// Every kind, in table order.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::TaskNotFound,
         ErrorKind::TaskNotCancelable,
         ErrorKind::PushNotificationNotSupported,
@@ -89,6 +93,7 @@ impl ErrorKind {
         ErrorKind::PermissionDenied,
         ErrorKind::Unavailable,
         ErrorKind::ResourceExhausted,
+        ErrorKind::DeadlineExceeded,
     ];
 
     /// THE wire table (spec Appendix A). Unauthenticated/permission-denied JSON-RPC codes are
@@ -243,6 +248,16 @@ impl ErrorKind {
                 "RESOURCE_EXHAUSTED",
                 "Too many requests",
             ),
+            // Not in the spec: gRPC DEADLINE_EXCEEDED, HTTP 504 (what a gateway answers when
+            // its upstream did not in time), a JSON-RPC code in the same style as above.
+            DeadlineExceeded => (
+                -31504,
+                504,
+                4,
+                "DEADLINE_EXCEEDED",
+                "DEADLINE_EXCEEDED",
+                "Deadline exceeded",
+            ),
         };
         Wire {
             jsonrpc,
@@ -267,7 +282,7 @@ impl ErrorKind {
     /// Kinds in the order a bare code (without ErrorInfo) is best read as: the generic kinds
     /// first, so a plain `INVALID_ARGUMENT` or HTTP 400 is `InvalidParams`, not one of the A2A
     /// errors that happen to share the code.
-    const GUESS_ORDER: [ErrorKind; 18] = [
+    const GUESS_ORDER: [ErrorKind; 19] = [
         ErrorKind::InvalidParams,
         ErrorKind::Internal,
         ErrorKind::TaskNotFound,
@@ -286,6 +301,7 @@ impl ErrorKind {
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
         ErrorKind::ResourceExhausted,
+        ErrorKind::DeadlineExceeded,
     ];
 
     /// The most likely kind of a gRPC status code without ErrorInfo.
@@ -312,21 +328,73 @@ pub struct FieldViolation {
     pub description: String,
 }
 
+/// The underlying error of an [`A2aError`] (an I/O, DNS, TLS or HTTP failure): shared so the
+/// error stays cheap to clone, and behind one thin pointer so it stays small.
+type ErrorSource = Arc<Box<dyn std::error::Error + Send + Sync + 'static>>;
+
 /// An error of an A2A operation: a kind, a message, and the optional details every binding
 /// carries (ErrorInfo metadata, BadRequest field violations).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// An error a client raised because the exchange failed also keeps its cause:
+/// [`source`](std::error::Error::source) returns it, and the message already spells out its
+/// whole chain (`… : tcp connect error: Connection refused (os error 111)`), so printing the
+/// error with `{}` says why. Two errors are equal when everything but the source is.
+#[derive(Debug, Clone)]
 pub struct A2aError {
     kind: ErrorKind,
     message: String,
     metadata: BTreeMap<String, String>,
     violations: Vec<FieldViolation>,
     transport: bool,
+    source: Option<ErrorSource>,
 }
+
+impl PartialEq for A2aError {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.message == other.message
+            && self.metadata == other.metadata
+            && self.violations == other.violations
+            && self.transport == other.transport
+    }
+}
+
+impl Eq for A2aError {}
 
 impl fmt::Display for A2aError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
+}
+
+impl From<std::convert::Infallible> for A2aError {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl std::error::Error for A2aError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| &**e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// `e` and its sources, `: `-joined, each source once: many errors (reqwest's, hyper's) say
+/// little at the top and the reason several levels down, and some repeat their source's text.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        let part = s.to_string();
+        if !part.is_empty() && !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = s.source();
+    }
+    text
 }
 
 impl A2aError {
@@ -338,20 +406,51 @@ impl A2aError {
             metadata: BTreeMap::new(),
             violations: Vec::new(),
             transport: false,
+            source: None,
         }
     }
 
     /// A failure of the transport itself, raised by a client in this process (connection
-    /// refused, reset, timeout, an unreadable reply): `Unavailable`, but no agent said so.
+    /// refused, reset, an unreadable reply): `Unavailable`, but no agent said so.
     pub fn transport(message: impl Into<String>) -> Self {
+        Self::local(ErrorKind::Unavailable, message)
+    }
+
+    /// An error of `kind` raised by a client in this process rather than decoded from an
+    /// agent's answer ([`is_transport`](Self::is_transport) is true): for example
+    /// `DeadlineExceeded` when the caller's deadline passes before the agent answers.
+    pub fn local(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {
             transport: true,
-            ..Self::new(ErrorKind::Unavailable, message)
+            ..Self::new(kind, message)
         }
     }
 
-    /// Whether a client raised this error because the exchange failed, rather than decoding
-    /// it from the agent's answer.
+    /// A transport failure caused by `source`: `Unavailable`, or `DeadlineExceeded` when
+    /// `timed_out`; the message is `context: ` followed by the source's whole chain
+    /// ([`error_chain`]), and [`source`](std::error::Error::source) returns it.
+    pub fn caused_by(
+        context: impl fmt::Display,
+        source: impl std::error::Error + Send + Sync + 'static,
+        timed_out: bool,
+    ) -> Self {
+        let kind = if timed_out {
+            ErrorKind::DeadlineExceeded
+        } else {
+            ErrorKind::Unavailable
+        };
+        let message = format!("{context}: {}", error_chain(&source));
+        Self::local(kind, message).with_source(source)
+    }
+
+    /// Keeps `source` as this error's cause (its text is not added to the message).
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(Box::new(source)));
+        self
+    }
+
+    /// Whether a client raised this error because the exchange failed (or the caller's
+    /// deadline passed), rather than decoding it from the agent's answer.
     pub fn is_transport(&self) -> bool {
         self.transport
     }

@@ -12,6 +12,7 @@
 pub mod auth;
 mod body;
 mod context;
+pub mod deadline;
 mod error;
 mod executor;
 mod media;
@@ -28,7 +29,7 @@ pub use auth::{
     DenyByDefault, HeaderList, StaticTokens,
 };
 pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
-pub use context::{Binding, CallContext, Principal, TraceContext};
+pub use context::{Binding, CallContext, Principal, TraceContext, UnknownBinding};
 pub use engine::{
     AllowEntryError, Destination, Engine, EngineBuilder, EngineConfig, EngineStats, Limits,
     PolicyError, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport,
@@ -36,7 +37,7 @@ pub use engine::{
 };
 pub use error::{
     A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation,
-    RETRY_AFTER_SECONDS, Wire,
+    RETRY_AFTER_SECONDS, Wire, error_chain,
 };
 pub use executor::{AgentExecutor, EventSink, RequestContext};
 pub use media::{is_json_media_type, not_json};

@@ -2,12 +2,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::StreamExt;
 use tonic::Request;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
+use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, StreamEvent};
 use trident_proto as pb;
 use trident_proto::a2a_service_client::A2aServiceClient;
@@ -18,13 +18,15 @@ use crate::{GrpcOptions, error, metadata};
 ///
 /// Every call sends `a2a-version: 1.0`, `a2a-extensions` from [`CallContext::extensions`],
 /// `last-event-id` from [`CallContext::last_event_id`] and `grpc-timeout` from
-/// [`CallContext::deadline`]; a unary call stops waiting when [`CallContext::cancelled`] fires
-/// and a stream ends there. Stream events are numbered from the `trident-first-seq` response
+/// [`CallContext::deadline`]. A call ends with `DeadlineExceeded` when the deadline passes, a
+/// stream with a last `DeadlineExceeded` item; when [`CallContext::cancelled`] fires the RPC is
+/// dropped (the server sees it cancelled) and a stream simply ends. Stream events are numbered from the `trident-first-seq` response
 /// header (gRPC messages carry no id); without it they have no sequence number.
 #[derive(Debug, Clone)]
 pub struct GrpcClient {
     inner: A2aServiceClient<Channel>,
     tenant: String,
+    headers: Arc<http::HeaderMap>,
 }
 
 impl GrpcClient {
@@ -37,9 +39,10 @@ impl GrpcClient {
 
     /// [`connect`](Self::connect) with explicit options.
     pub async fn connect_with(target: &str, opts: &GrpcOptions) -> Result<Self, A2aError> {
-        let channel = endpoint(target, opts)?.connect().await.map_err(|e| {
-            A2aError::transport(format!("cannot connect to {target}: {}", source_chain(&e)))
-        })?;
+        let channel = endpoint(target, opts)?
+            .connect()
+            .await
+            .map_err(|e| A2aError::caused_by(format!("cannot connect to {target}"), e, false))?;
         Ok(Self::from_channel(channel, opts))
     }
 
@@ -58,7 +61,16 @@ impl GrpcClient {
                 .max_encoding_message_size(opts.max_request_size)
                 .max_decoding_message_size(opts.max_response_size),
             tenant: String::new(),
+            headers: Arc::default(),
         }
+    }
+
+    /// Sends `headers` (authentication, an API key, ...) as metadata with every call, except
+    /// those the call sets itself from its [`CallContext`] (a call's own credentials win). A
+    /// header that cannot travel as ASCII metadata fails each call with `InvalidParams`.
+    pub fn with_headers(mut self, headers: http::HeaderMap) -> Self {
+        self.headers = Arc::new(headers);
+        self
     }
 
     /// Sends `tenant` (the interface's) in every request that names none.
@@ -74,7 +86,23 @@ impl GrpcClient {
             .resolve_tenant(msg.tenant_mut(), &self.tenant)?
             .to_owned();
         *msg.tenant_mut() = tenant;
-        request(cx, msg)
+        let mut req = request(cx, msg)?;
+        let md = req.metadata_mut();
+        for (name, value) in self.headers.iter() {
+            if md.contains_key(name.as_str()) {
+                continue;
+            }
+            let key = tonic::metadata::AsciiMetadataKey::from_bytes(name.as_str().as_bytes());
+            let value = MetadataValue::try_from(value.as_bytes());
+            let (Ok(key), Ok(value)) = (key, value) else {
+                return Err(A2aError::invalid_field(
+                    name.as_str(),
+                    "must be visible ASCII to travel as gRPC metadata",
+                ));
+            };
+            md.insert(key, value);
+        }
+        Ok(req)
     }
 
     /// The generated client, for calls outside [`A2aService`].
@@ -109,19 +137,7 @@ fn endpoint(target: &str, opts: &GrpcOptions) -> Result<Endpoint, A2aError> {
     };
     Endpoint::from_shared(uri)
         .map(|e| e.connect_timeout(opts.connect_timeout))
-        .map_err(|e| bad(source_chain(&e)))
-}
-
-/// An error and its sources, `: `-joined (tonic's transport errors say little at the top).
-fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut next = e.source();
-    while let Some(s) = next {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        next = s.source();
-    }
-    text
+        .map_err(|e| bad(trident_core::error_chain(&e)))
 }
 
 /// Request messages, all of which carry a `tenant`.
@@ -152,7 +168,7 @@ has_tenant!(
     pb::DeleteTaskPushNotificationConfigRequest
 );
 
-/// Wraps `msg` with the service parameters of `cx`.
+/// Wraps `msg` with the service parameters of `cx` (`grpc-timeout` among them).
 fn request<T>(cx: &CallContext, msg: T) -> Result<Request<T>, A2aError> {
     let mut req = Request::new(msg);
     let md = req.metadata_mut();
@@ -162,35 +178,35 @@ fn request<T>(cx: &CallContext, msg: T) -> Result<Request<T>, A2aError> {
         })?;
         md.insert(name, value);
     }
-    if let Some(deadline) = cx.deadline {
-        req.set_timeout(deadline.saturating_duration_since(Instant::now()));
-    }
     Ok(req)
 }
 
-/// Runs one unary call, decoding its status; gives up when the caller goes away.
+/// Runs one unary call, decoding its status, within the caller's deadline and until it goes
+/// away.
 async fn call<T>(
     cx: &CallContext,
     fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 ) -> Result<T, A2aError> {
-    tokio::select! {
-        r = fut => r.map(tonic::Response::into_inner).map_err(|s| error(&s)),
-        () = cx.cancelled.cancelled() => Err(A2aError::transport("the call was cancelled by its caller")),
-    }
+    let fut = async {
+        fut.await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| error(&s))
+    };
+    bounded(cx, "gRPC call", fut).await
 }
 
-/// Turns a server-streaming response into events; the first `Err` ends the stream, and so does
-/// the caller's cancellation.
+/// Turns a server-streaming response into events; the first `Err` ends the stream, and so do
+/// the caller's cancellation and deadline (with a last `DeadlineExceeded` item).
 async fn stream(
     cx: &CallContext,
     fut: impl Future<
         Output = Result<tonic::Response<tonic::Streaming<pb::StreamResponse>>, tonic::Status>,
     >,
 ) -> Result<EventStream, A2aError> {
-    let response = tokio::select! {
-        r = fut => r.map_err(|s| error(&s))?,
-        () = cx.cancelled.cancelled() => return Err(A2aError::transport("the call was cancelled by its caller")),
-    };
+    let response = bounded(cx, "gRPC stream", async {
+        fut.await.map_err(|s| error(&s))
+    })
+    .await?;
     let first_seq: Option<u64> = response
         .metadata()
         .get(metadata::FIRST_SEQ)
@@ -198,8 +214,7 @@ async fn stream(
         .and_then(|v| v.parse().ok());
     let mut next_seq = first_seq;
     let messages = response.into_inner();
-    Ok(messages
-        .take_until(cx.cancelled.clone().cancelled_owned())
+    let events = messages
         .scan(false, move |failed, item| {
             if *failed {
                 return futures::future::ready(None);
@@ -217,7 +232,8 @@ async fn stream(
                 .map_err(|s| error(&s)),
             ))
         })
-        .boxed())
+        .boxed();
+    Ok(bounded_stream(cx, "gRPC stream", events))
 }
 
 #[async_trait::async_trait]

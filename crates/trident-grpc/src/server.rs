@@ -5,7 +5,6 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use axum::response::IntoResponse;
 use futures::{FutureExt, StreamExt, stream::BoxStream};
@@ -118,16 +117,11 @@ where
     router.route_service(&format!("/{}/{{*rest}}", S::NAME), svc)
 }
 
-/// The call context of a request: service parameters from the metadata, deadline from
-/// `grpc-timeout`.
+/// The call context of a request: service parameters from the metadata (the deadline from
+/// `grpc-timeout` among them).
 fn context(md: &MetadataMap) -> CallContext {
     let mut cx = CallContext::from_service_params(|name| md.get(name).map(|v| v.as_bytes()));
     cx.binding = Some(trident_core::Binding::Grpc);
-    cx.deadline = md
-        .get(metadata::GRPC_TIMEOUT)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_timeout)
-        .and_then(|d| Instant::now().checked_add(d));
     cx
 }
 
@@ -143,29 +137,6 @@ fn split<T>(req: Request<T>) -> (CallContext, T) {
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0);
     (cx, req.into_inner())
-}
-
-/// Parses a `grpc-timeout` value: at most 8 digits and a unit (`H M S m u n`).
-pub(crate) fn parse_timeout(v: &str) -> Option<Duration> {
-    let v = v.trim();
-    let split = v.len().checked_sub(1)?;
-    if !v.is_char_boundary(split) {
-        return None;
-    }
-    let (digits, unit) = v.split_at(split);
-    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(n * 3600),
-        "M" => Duration::from_secs(n * 60),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    })
 }
 
 fn unary<T>(r: Result<T, A2aError>) -> Result<Response<T>, Status> {

@@ -29,20 +29,36 @@ pub fn status(e: &A2aError) -> Status {
 /// Decodes a gRPC status into an error: the kind from the A2A `ErrorInfo` reason, else from the
 /// status code; the message, `ErrorInfo` metadata and `BadRequest` violations are kept.
 ///
-/// Statuses without an A2A kind (`UNKNOWN`, `DEADLINE_EXCEEDED`, `CANCELLED`, ...) become
-/// `Unavailable` when they come from the local transport (connection refused or reset, timeout)
-/// and `Internal` otherwise.
+/// Statuses without an A2A kind (`UNKNOWN`, `CANCELLED`, ...) become `Unavailable` when they
+/// come from the local transport (connection refused or reset) and `Internal` otherwise;
+/// `OUT_OF_RANGE` (a message over the client's size limit) is `InvalidAgentResponse`. A
+/// status raised by the local transport keeps its cause: the message spells out the whole chain
+/// and [`source`](std::error::Error::source) returns the status.
 pub fn error(s: &Status) -> A2aError {
     let details = s.get_error_details();
     let info = details.error_info();
-    let kind = info
-        .filter(|i| i.domain == ERROR_DOMAIN)
-        .and_then(|i| ErrorKind::from_reason(&i.reason))
+    // tonic enforces the `grpc-timeout` we send itself, and may notice before we do.
+    let timed_out = {
+        let mut next = std::error::Error::source(s);
+        let mut found = false;
+        while let Some(e) = next {
+            found |= e.is::<tonic::TimeoutExpired>();
+            next = e.source();
+        }
+        found
+    };
+    let kind = timed_out
+        .then_some(ErrorKind::DeadlineExceeded)
+        .or_else(|| {
+            info.filter(|i| i.domain == ERROR_DOMAIN)
+                .and_then(|i| ErrorKind::from_reason(&i.reason))
+        })
         .or_else(|| ErrorKind::from_grpc(s.code() as i32))
         .unwrap_or(match s.code() {
-            Code::DeadlineExceeded | Code::Cancelled | Code::Aborted | Code::ResourceExhausted => {
-                ErrorKind::Unavailable
-            }
+            Code::Cancelled | Code::Aborted | Code::ResourceExhausted => ErrorKind::Unavailable,
+            // What tonic says of a message over the decoder's limit (A2A agents never answer
+            // OUT_OF_RANGE themselves): the HTTP bindings call it an invalid agent response.
+            Code::OutOfRange => ErrorKind::InvalidAgentResponse,
             _ if std::error::Error::source(s).is_some() => ErrorKind::Unavailable,
             _ => ErrorKind::Internal,
         });
@@ -53,8 +69,13 @@ pub fn error(s: &Status) -> A2aError {
     };
     // No A2A ErrorInfo and a local cause: the exchange failed here, no agent answered.
     let local = info.is_none() && std::error::Error::source(s).is_some();
-    let mut err = if local && kind == ErrorKind::Unavailable {
-        A2aError::transport(message)
+    let mut err = if local && matches!(kind, ErrorKind::Unavailable | ErrorKind::DeadlineExceeded) {
+        let chain = std::error::Error::source(s)
+            .map(trident_core::error_chain)
+            .filter(|c| !message.contains(c.as_str()))
+            .map(|c| format!("{message}: {c}"))
+            .unwrap_or_else(|| message.to_owned());
+        A2aError::local(kind, chain).with_source(s.clone())
     } else {
         A2aError::new(kind, message)
     };

@@ -13,7 +13,7 @@ use trident_proto as pb;
 use trident_proto::a2a_service_client::A2aServiceClient;
 use trident_proto::stream_response::Payload;
 
-use crate::{GrpcClient, GrpcOptions, error, routes, server::parse_timeout, status};
+use crate::{GrpcClient, GrpcOptions, error, routes, status};
 
 fn engine() -> Arc<dyn A2aService> {
     Arc::new(Engine::builder(Arc::new(agents::Demo)).build())
@@ -448,25 +448,23 @@ fn statuses_without_error_info_fall_back_to_the_code() {
     assert_eq!(e.message(), ErrorKind::MethodNotFound.wire().message);
     assert_eq!(
         error(&tonic::Status::deadline_exceeded("late")).kind(),
-        ErrorKind::Unavailable
+        ErrorKind::DeadlineExceeded
     );
     assert_eq!(
         error(&tonic::Status::unknown("?")).kind(),
         ErrorKind::Internal
     );
-}
-
-#[test]
-fn grpc_timeout_parses() {
-    assert_eq!(parse_timeout("5S"), Some(Duration::from_secs(5)));
-    assert_eq!(parse_timeout("100m"), Some(Duration::from_millis(100)));
-    assert_eq!(parse_timeout("2M"), Some(Duration::from_secs(120)));
-    assert_eq!(parse_timeout("1H"), Some(Duration::from_secs(3600)));
-    assert_eq!(parse_timeout("7u"), Some(Duration::from_micros(7)));
-    assert_eq!(parse_timeout("9n"), Some(Duration::from_nanos(9)));
-    for bad in ["", "S", "123456789S", "5s", "-1S", "1.5S", "5é"] {
-        assert_eq!(parse_timeout(bad), None, "{bad:?}");
-    }
+    // tonic's own enforcement of the grpc-timeout we sent: the caller's deadline passed here.
+    let late = error(&tonic::Status::from_error(Box::new(tonic::TimeoutExpired(
+        (),
+    ))));
+    assert_eq!(late.kind(), ErrorKind::DeadlineExceeded);
+    assert!(late.is_transport(), "{late:?}");
+    assert!(std::error::Error::source(&late).is_some());
+    let big = error(&tonic::Status::out_of_range(
+        "decoded message length too large",
+    ));
+    assert_eq!(big.kind(), ErrorKind::InvalidAgentResponse);
 }
 
 /// Records the context of `get_task`; every other RPC is unsupported.

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{
     A2aError, A2aService, BodyError, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind,
     EventStream, Operation, SseEvent, StreamEvent, read_body,
@@ -20,19 +21,40 @@ pub struct JsonRpcClient {
     tenant: String,
     next_id: AtomicU64,
     max_response: usize,
+    headers: reqwest::header::HeaderMap,
 }
 
-fn unavailable(e: reqwest::Error) -> A2aError {
-    A2aError::transport(format!("JSON-RPC transport: {e}"))
+/// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
+/// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
+fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError {
+    let timed_out = e.is_timeout();
+    A2aError::caused_by(format_args!("JSON-RPC {what}"), e, timed_out)
 }
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
     A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
 }
 
-/// A body that failed to arrive is a transport error; one over the bound is the agent's.
-fn unreadable<E: std::fmt::Display>(what: &str, e: BodyError<E>) -> A2aError {
-    e.into_error(format_args!("JSON-RPC {what}"))
+/// A body that failed to arrive is a transport error (already described by `E`'s conversion);
+/// one over the bound is the agent's.
+fn unreadable<E: Into<A2aError>>(what: &str, e: BodyError<E>) -> A2aError {
+    match e {
+        BodyError::Body(e) => e.into(),
+        BodyError::TooLarge { limit } => {
+            BodyError::<A2aError>::TooLarge { limit }.into_error(format_args!("JSON-RPC {what}"))
+        }
+    }
+}
+
+/// The chunks of a response body, their failures described with their cause.
+fn chunks(
+    response: reqwest::Response,
+    what: &'static str,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, A2aError>> {
+    use futures::TryStreamExt;
+    response
+        .bytes_stream()
+        .map_err(move |e| transport_error(what, e))
 }
 
 /// Decodes a JSON-RPC error object through the wire table: the ErrorInfo reason in `data`
@@ -73,7 +95,9 @@ fn result_of(envelope: serde_json::Value) -> Result<serde_json::Value, A2aError>
 impl JsonRpcClient {
     /// A client of the endpoint at `url` (the card's JSONRPC `url`).
     pub fn new(url: &str) -> Result<Self, A2aError> {
-        let http = reqwest::Client::builder().build().map_err(unavailable)?;
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| transport_error("client", e))?;
         Ok(Self::with_client(http, url))
     }
 
@@ -85,7 +109,15 @@ impl JsonRpcClient {
             tenant: String::new(),
             next_id: AtomicU64::new(1),
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
+            headers: reqwest::header::HeaderMap::new(),
         }
+    }
+
+    /// Sends `headers` (authentication, an API key, ...) with every request, except those the
+    /// call sets itself from its [`CallContext`] (a call's own credentials win).
+    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
+        self.headers = headers;
+        self
     }
 
     /// Sends `tenant` (the interface's) in every request that names none.
@@ -102,7 +134,7 @@ impl JsonRpcClient {
     }
 
     async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        read_body(response.bytes_stream(), self.max_response)
+        read_body(chunks(response, "response body"), self.max_response)
             .await
             .map_err(|e| unreadable("response", e))
     }
@@ -139,23 +171,44 @@ impl JsonRpcClient {
                 },
             )
             .body(body.to_string());
-        for (name, value) in cx.outgoing_service_params() {
+        let params = cx.outgoing_service_params();
+        for (name, value) in &self.headers {
+            if !params.iter().any(|(n, _)| name.as_str() == *n) {
+                builder = builder.header(name, value);
+            }
+        }
+        for (name, value) in params {
             builder = builder.header(name, value);
         }
         Ok(builder)
     }
 
+    /// One unary call, within the caller's deadline and until it goes away (dropping the
+    /// request either way).
     async fn call<T: Serialize, R: DeserializeOwned>(
         &self,
         cx: &CallContext,
         op: Operation,
         params: &T,
     ) -> Result<R, A2aError> {
-        let response = self
-            .post(cx, op, params, false)?
+        let request = self.post(cx, op, params, false)?;
+        bounded(
+            cx,
+            format!("JSON-RPC {}", op.name()),
+            self.exchange(op, request),
+        )
+        .await
+    }
+
+    async fn exchange<R: DeserializeOwned>(
+        &self,
+        op: Operation,
+        request: reqwest::RequestBuilder,
+    ) -> Result<R, A2aError> {
+        let response = request
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(|e| transport_error(op.name(), e))?;
         let status = response.status();
         let body = self.body(response).await?;
         let envelope: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
@@ -171,17 +224,29 @@ impl JsonRpcClient {
         serde_json::from_value(result_of(envelope)?).map_err(|e| invalid(op.name(), e))
     }
 
+    /// A streaming call: the response head within the caller's deadline, then events until
+    /// the deadline passes or the caller goes away (dropping the response either way).
     async fn stream<T: Serialize>(
         &self,
         cx: &CallContext,
         op: Operation,
         params: &T,
     ) -> Result<EventStream, A2aError> {
-        let response = self
-            .post(cx, op, params, true)?
+        let request = self.post(cx, op, params, true)?;
+        let what = format!("JSON-RPC {}", op.name());
+        let events = bounded(cx, &what, self.open_stream(op, request)).await?;
+        Ok(bounded_stream(cx, what, events))
+    }
+
+    async fn open_stream(
+        &self,
+        op: Operation,
+        request: reqwest::RequestBuilder,
+    ) -> Result<EventStream, A2aError> {
+        let response = request
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(|e| transport_error(op.name(), e))?;
         let is_sse = response
             .headers()
             .get("content-type")
@@ -198,7 +263,7 @@ impl JsonRpcClient {
                 "a streaming method answered without a stream",
             ));
         }
-        Ok(sse_events(response.bytes_stream(), self.max_response).boxed())
+        Ok(sse_events(chunks(response, "SSE stream"), self.max_response).boxed())
     }
 }
 
@@ -210,7 +275,7 @@ pub(crate) fn sse_events<S, B, E>(
 where
     S: futures::Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
-    E: std::fmt::Display,
+    E: Into<A2aError>,
 {
     trident_core::sse_events(body, max_event)
         .map(|item| sse_event(item.map_err(|e| unreadable("SSE event", e))?))

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{
     A2aError, A2aService, BodyError, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind,
     EventStream, Operation, SseEvent, StreamEvent, read_body,
@@ -23,21 +24,44 @@ pub struct RestClient {
     routes: Arc<Routes>,
     tenant: String,
     max_response: usize,
+    headers: reqwest::header::HeaderMap,
 }
 
-fn unavailable(e: reqwest::Error) -> A2aError {
-    A2aError::transport(format!("HTTP+JSON transport: {e}"))
+/// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
+/// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
+fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError {
+    let timed_out = e.is_timeout();
+    A2aError::caused_by(format_args!("HTTP+JSON {what}"), e, timed_out)
 }
 
-/// A body that failed to arrive is a transport error; one over the bound is the agent's.
-fn unreadable<E: std::fmt::Display>(what: &str, e: BodyError<E>) -> A2aError {
-    e.into_error(format_args!("HTTP+JSON {what}"))
+/// A body that failed to arrive is a transport error (already described by `E`'s conversion);
+/// one over the bound is the agent's.
+fn unreadable<E: Into<A2aError>>(what: &str, e: BodyError<E>) -> A2aError {
+    match e {
+        BodyError::Body(e) => e.into(),
+        BodyError::TooLarge { limit } => {
+            BodyError::<A2aError>::TooLarge { limit }.into_error(format_args!("HTTP+JSON {what}"))
+        }
+    }
+}
+
+/// The chunks of a response body, their failures described with their cause.
+fn chunks(
+    response: reqwest::Response,
+    what: &'static str,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, A2aError>> {
+    use futures::TryStreamExt;
+    response
+        .bytes_stream()
+        .map_err(move |e| transport_error(what, e))
 }
 
 impl RestClient {
     /// A client of the interface at `base_url` (the card's HTTP+JSON `url`).
     pub fn new(base_url: &str) -> Result<Self, A2aError> {
-        let http = reqwest::Client::builder().build().map_err(unavailable)?;
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| transport_error("client", e))?;
         Self::with_client(http, base_url)
     }
 
@@ -50,7 +74,15 @@ impl RestClient {
             routes: Arc::new(routes),
             tenant: String::new(),
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
+            headers: reqwest::header::HeaderMap::new(),
         })
+    }
+
+    /// Sends `headers` (authentication, an API key, ...) with every request, except those the
+    /// call sets itself from its [`CallContext`] (a call's own credentials win).
+    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
+        self.headers = headers;
+        self
     }
 
     /// Sends `tenant` (the interface's) on every request that names none.
@@ -67,7 +99,7 @@ impl RestClient {
     }
 
     async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        read_body(response.bytes_stream(), self.max_response)
+        read_body(chunks(response, "response body"), self.max_response)
             .await
             .map_err(|e| unreadable("response", e))
     }
@@ -91,7 +123,13 @@ impl RestClient {
         let method = reqwest::Method::from_bytes(route.method.as_bytes())
             .map_err(|e| A2aError::internal(e.to_string()))?;
         let mut builder = self.http.request(method, url);
-        for (name, value) in cx.outgoing_service_params() {
+        let params = cx.outgoing_service_params();
+        for (name, value) in &self.headers {
+            if !params.iter().any(|(n, _)| name.as_str() == *n) {
+                builder = builder.header(name, value);
+            }
+        }
+        for (name, value) in params {
             builder = builder.header(name, value);
         }
         builder = builder.header(
@@ -123,6 +161,8 @@ impl RestClient {
         Ok(builder)
     }
 
+    /// One unary call, within the caller's deadline and until it goes away (dropping the
+    /// request either way).
     async fn unary<T: Serialize, R: DeserializeOwned>(
         &self,
         cx: &CallContext,
@@ -131,11 +171,24 @@ impl RestClient {
         bound: Bound,
         req: &T,
     ) -> Result<R, A2aError> {
-        let response = self
-            .request(cx, op, tenant, bound, req, false)?
+        let request = self.request(cx, op, tenant, bound, req, false)?;
+        bounded(
+            cx,
+            format!("HTTP+JSON {}", op.name()),
+            self.exchange(op, request),
+        )
+        .await
+    }
+
+    async fn exchange<R: DeserializeOwned>(
+        &self,
+        op: Operation,
+        request: reqwest::RequestBuilder,
+    ) -> Result<R, A2aError> {
+        let response = request
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(|e| transport_error(op.name(), e))?;
         let status = response.status().as_u16();
         let body = self.body(response).await?;
         if status != 200 {
@@ -149,6 +202,8 @@ impl RestClient {
         })
     }
 
+    /// A streaming call: the response head within the caller's deadline, then events until
+    /// the deadline passes or the caller goes away (dropping the response either way).
     async fn stream<T: Serialize>(
         &self,
         cx: &CallContext,
@@ -157,17 +212,27 @@ impl RestClient {
         bound: Bound,
         req: &T,
     ) -> Result<EventStream, A2aError> {
-        let response = self
-            .request(cx, op, tenant, bound, req, true)?
+        let request = self.request(cx, op, tenant, bound, req, true)?;
+        let what = format!("HTTP+JSON {}", op.name());
+        let events = bounded(cx, &what, self.open_stream(op, request)).await?;
+        Ok(bounded_stream(cx, what, events))
+    }
+
+    async fn open_stream(
+        &self,
+        op: Operation,
+        request: reqwest::RequestBuilder,
+    ) -> Result<EventStream, A2aError> {
+        let response = request
             .send()
             .await
-            .map_err(unavailable)?;
+            .map_err(|e| transport_error(op.name(), e))?;
         let status = response.status().as_u16();
         if status != 200 {
             let body = self.body(response).await?;
             return Err(decode_error(status, &body));
         }
-        Ok(sse_events(response.bytes_stream(), self.max_response).boxed())
+        Ok(sse_events(chunks(response, "SSE stream"), self.max_response).boxed())
     }
 }
 
@@ -179,7 +244,7 @@ pub(crate) fn sse_events<S, B, E>(
 where
     S: futures::Stream<Item = Result<B, E>>,
     B: AsRef<[u8]>,
-    E: std::fmt::Display,
+    E: Into<A2aError>,
 {
     trident_core::sse_events(body, max_event)
         .map(|item| sse_event(item.map_err(|e| unreadable("SSE event", e))?))

@@ -210,7 +210,7 @@ pub mod fuzzing {
     where
         S: futures::Stream<Item = Result<B, E>>,
         B: AsRef<[u8]>,
-        E: std::fmt::Display,
+        E: Into<A2aError>,
     {
         crate::client::sse_events(body, max_event)
     }

@@ -37,7 +37,7 @@ const fn row(
 }
 
 #[rustfmt::skip]
-const APPENDIX_A: [Row; 18] = [
+const APPENDIX_A: [Row; 19] = [
     // The nine A2A errors [SPEC].
     row(ErrorKind::TaskNotFound,                   -32001, 404, "NOT_FOUND",           "TASK_NOT_FOUND",                     "Task not found"),
     row(ErrorKind::TaskNotCancelable,              -32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE",                "Task cannot be canceled"),
@@ -61,6 +61,8 @@ const APPENDIX_A: [Row; 18] = [
     row(ErrorKind::Unavailable,                    -32603, 503, "UNAVAILABLE",         "UNAVAILABLE",                        "Service unavailable"),
     // Ours: per-caller limits (HTTP 429, gRPC RESOURCE_EXHAUSTED).
     row(ErrorKind::ResourceExhausted,              -31429, 429, "RESOURCE_EXHAUSTED",  "RESOURCE_EXHAUSTED",                 "Too many requests"),
+    // Ours: a caller's deadline that passed (HTTP 504, gRPC DEADLINE_EXCEEDED).
+    row(ErrorKind::DeadlineExceeded,               -31504, 504, "DEADLINE_EXCEEDED",   "DEADLINE_EXCEEDED",                  "Deadline exceeded"),
 ];
 
 #[test]

@@ -112,3 +112,56 @@ fn bare_codes_guess_the_generic_kind() {
     all.sort_by_key(|k| format!("{k:?}"));
     assert_eq!(guessed, all, "the guess order lists every kind once");
 }
+
+#[test]
+fn deadline_exceeded_has_a_row_of_its_own() {
+    let w = ErrorKind::DeadlineExceeded.wire();
+    assert_eq!((w.http, w.grpc, w.status), (504, 4, "DEADLINE_EXCEEDED"));
+    assert_eq!(ErrorKind::from_grpc(4), Some(ErrorKind::DeadlineExceeded));
+    assert_eq!(ErrorKind::from_http(504), Some(ErrorKind::DeadlineExceeded));
+    assert_eq!(
+        ErrorKind::from_jsonrpc(w.jsonrpc),
+        Some(ErrorKind::DeadlineExceeded)
+    );
+}
+
+#[derive(Debug)]
+struct Layer(&'static str, Option<Box<Layer>>);
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for Layer {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.1.as_deref().map(|l| l as _)
+    }
+}
+
+#[test]
+fn a_caused_error_keeps_its_chain_in_the_message_and_as_source() {
+    let io = Layer("Connection refused (os error 111)", None);
+    let connect = Layer("tcp connect error", Some(Box::new(io)));
+    // A wrapper that repeats its source's text is not said twice.
+    let repeat = Layer("tcp connect error", Some(Box::new(connect)));
+    let top = Layer("error sending request", Some(Box::new(repeat)));
+    let e = A2aError::caused_by("JSON-RPC SendMessage", top, false);
+    assert_eq!(
+        e.to_string(),
+        "JSON-RPC SendMessage: error sending request: tcp connect error: \
+         Connection refused (os error 111)"
+    );
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+    assert!(e.is_transport());
+    let source = std::error::Error::source(&e).expect("the cause is kept");
+    assert_eq!(source.to_string(), "error sending request");
+    // Equality ignores the source; clones share it.
+    let plain = A2aError::transport(e.message());
+    assert_eq!(e, plain);
+    assert!(std::error::Error::source(&e.clone()).is_some());
+
+    let timed_out = A2aError::caused_by("GetTask", Layer("operation timed out", None), true);
+    assert_eq!(timed_out.kind(), ErrorKind::DeadlineExceeded);
+}

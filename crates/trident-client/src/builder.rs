@@ -1,0 +1,390 @@
+//! [`ClientBuilder`] and [`Client`]: the options every call to every agent shares.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use trident_core::{
+    A2aError, A2aService, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind, PROTOCOL_VERSION,
+    deadline::bounded,
+};
+use trident_proto as pb;
+
+use crate::cache::{CardCache, Freshness};
+use crate::timed::Timed;
+use crate::{Agent, Binding, card_url, choose, no_match};
+
+/// Options of a [`Client`]. Every option has a default; `build` checks them all.
+///
+/// ```
+/// use std::time::Duration;
+/// use trident_client::{Binding, ClientBuilder};
+/// let client = ClientBuilder::new()
+///     .timeout(Duration::from_secs(10))
+///     .connect_timeout(Duration::from_secs(2))
+///     .api_key("x-api-key", "k-123")
+///     .header("x-team", "search")
+///     .prefer(&[Binding::Grpc])
+///     .build()
+///     .unwrap();
+/// # drop(client);
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ClientBuilder {
+    http: Option<reqwest::Client>,
+    timeout: Option<Duration>,
+    connect_timeout: Duration,
+    headers: Vec<(String, String, bool)>,
+    roots_pem: Vec<Vec<u8>>,
+    roots_only: bool,
+    preference: Vec<Binding>,
+    max_response: usize,
+    cache_cards: bool,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ClientBuilder {
+    /// The defaults: no timeout (calls wait as long as their [`CallContext`] says), a 10 s
+    /// connect timeout, no headers, the system's TLS roots, every binding in
+    /// [`Binding::ALL`]'s order, responses up to [`DEFAULT_MAX_RESPONSE_BYTES`], cards cached.
+    pub fn new() -> Self {
+        Self {
+            http: None,
+            timeout: None,
+            connect_timeout: Duration::from_secs(10),
+            headers: Vec::new(),
+            roots_pem: Vec::new(),
+            roots_only: false,
+            preference: Vec::new(),
+            max_response: DEFAULT_MAX_RESPONSE_BYTES,
+            cache_cards: true,
+        }
+    }
+
+    /// How long a unary call, the opening of a stream (until the agent answers its head) and
+    /// a card fetch may take, unless the call's [`CallContext::deadline`] is earlier. An open
+    /// stream then lasts as long as the call's own deadline allows. The agent is told the time
+    /// left (`grpc-timeout`, on every binding).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// How long to wait for a TCP (and TLS) connection (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sends `name: value` with every request, card fetches included (gRPC: as metadata). A
+    /// header a call sets itself (`Authorization` from its credentials, `A2A-Version`, ...)
+    /// wins over a default one.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into(), false));
+        self
+    }
+
+    /// Authenticates every request, card fetches included, with `Authorization: Bearer
+    /// {token}` (unless a call brings its own credentials).
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.headers.push((
+            "authorization".to_owned(),
+            format!("Bearer {}", token.into()),
+            true,
+        ));
+        self
+    }
+
+    /// Authenticates every request, card fetches included, with an API key in `header` (for
+    /// example `X-API-Key`, as the card's `APIKeySecurityScheme` names it).
+    pub fn api_key(mut self, header: impl Into<String>, key: impl Into<String>) -> Self {
+        self.headers.push((header.into(), key.into(), true));
+        self
+    }
+
+    /// Uses `http` (its connection pool, proxy and TLS settings) for the HTTP bindings and card
+    /// fetches instead of building one; `connect_timeout` and TLS roots then are `http`'s own.
+    pub fn http_client(mut self, http: reqwest::Client) -> Self {
+        self.http = Some(http);
+        self
+    }
+
+    /// Trusts the certificates of a PEM bundle as TLS roots, besides the system's (or instead
+    /// of them after [`tls_roots_only`](Self::tls_roots_only)). Applies to the HTTP bindings
+    /// and card fetches; this build's gRPC client speaks plain HTTP/2 only.
+    pub fn tls_roots_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.roots_pem.push(pem.into());
+        self
+    }
+
+    /// Trusts only the roots given with [`tls_roots_pem`](Self::tls_roots_pem).
+    pub fn tls_roots_only(mut self) -> Self {
+        self.roots_only = true;
+        self
+    }
+
+    /// The bindings to use, best first ([`Client::connect`] takes the first the card offers
+    /// for A2A 1.x). Empty (the default) means [`Binding::ALL`] in that order.
+    pub fn prefer(mut self, bindings: &[Binding]) -> Self {
+        self.preference = bindings.to_vec();
+        self
+    }
+
+    /// Reads at most `bytes` of a response, of one stream event or of a card; a larger one is
+    /// an `InvalidAgentResponse` error.
+    pub fn max_response_size(mut self, bytes: usize) -> Self {
+        self.max_response = bytes;
+        self
+    }
+
+    /// Whether to keep cards for as long as their `Cache-Control` allows and revalidate them
+    /// with their `ETag` (default `true`). Off, every fetch reads the card again.
+    pub fn cache_cards(mut self, on: bool) -> Self {
+        self.cache_cards = on;
+        self
+    }
+
+    /// Checks the options and makes the client.
+    pub fn build(self) -> Result<Client, A2aError> {
+        let bad = |field: &str, why: String| A2aError::invalid_field(field, why);
+        let mut headers = HeaderMap::new();
+        for (name, value, sensitive) in &self.headers {
+            let name = HeaderName::try_from(name.as_str())
+                .map_err(|e| bad("header", format!("{name:?}: {e}")))?;
+            let mut value = HeaderValue::try_from(value.as_str())
+                .map_err(|e| bad("header", format!("value of {name}: {e}")))?;
+            value.set_sensitive(*sensitive);
+            headers.insert(name, value);
+        }
+        let http = match self.http {
+            Some(http) => http,
+            None => {
+                let mut roots = Vec::new();
+                for pem in &self.roots_pem {
+                    roots.extend(
+                        reqwest::Certificate::from_pem_bundle(pem)
+                            .map_err(|e| bad("tls_roots_pem", trident_core::error_chain(&e)))?,
+                    );
+                }
+                let builder = reqwest::Client::builder().connect_timeout(self.connect_timeout);
+                let builder = if self.roots_only {
+                    builder.tls_certs_only(roots)
+                } else {
+                    builder.tls_certs_merge(roots)
+                };
+                builder
+                    .build()
+                    .map_err(|e| A2aError::caused_by("cannot build the HTTP client", e, false))?
+            }
+        };
+        Ok(Client {
+            shared: Arc::new(Shared {
+                http,
+                headers,
+                timeout: self.timeout,
+                connect_timeout: self.connect_timeout,
+                preference: self.preference,
+                max_response: self.max_response,
+                cards: self.cache_cards.then(CardCache::default),
+            }),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    http: reqwest::Client,
+    headers: HeaderMap,
+    timeout: Option<Duration>,
+    connect_timeout: Duration,
+    preference: Vec<Binding>,
+    max_response: usize,
+    cards: Option<CardCache>,
+}
+
+/// A configured A2A client: connects to agents and fetches their cards with the options of its
+/// [`ClientBuilder`]. Cheap to clone; clones share the HTTP connection pool and the card cache.
+#[derive(Debug, Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+impl Client {
+    /// A client with default options ([`ClientBuilder::new`]).
+    pub fn new() -> Result<Self, A2aError> {
+        ClientBuilder::new().build()
+    }
+
+    /// The HTTP client the HTTP bindings and card fetches use.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.shared.http
+    }
+
+    /// Reads the card of `origin` (its origin, or the URL of its card: see [`card_url`]),
+    /// sending `A2A-Version`, the default headers and authentication, within the timeout.
+    ///
+    /// With the cache on, a card whose `Cache-Control: max-age` has not passed is returned
+    /// without a request; an older one with an `ETag` is revalidated (`If-None-Match`, and a
+    /// `304 Not Modified` keeps it); `no-store` is never kept.
+    pub async fn fetch_card(&self, origin: &str) -> Result<pb::AgentCard, A2aError> {
+        let url = card_url(origin);
+        let cache = self.shared.cards.as_ref();
+        let etag = match cache.map(|c| c.lookup(&url)) {
+            Some(Freshness::Fresh(card)) => return Ok(*card),
+            Some(Freshness::Stale { etag }) => etag,
+            Some(Freshness::Missing) | None => None,
+        };
+        let mut cx = CallContext::new();
+        if let Some(t) = self.shared.timeout {
+            cx = cx.with_timeout(t);
+        }
+        let what = format!("agent card {url}");
+        let fetched = bounded(&cx, &what, self.fetch(&url, &what, etag.as_deref())).await?;
+        match (fetched, cache) {
+            (Fetched::NotModified(headers), Some(cache)) => {
+                cache.revalidated(&url, &headers).ok_or_else(|| {
+                    A2aError::new(
+                        ErrorKind::InvalidAgentResponse,
+                        format!("{what}: 304 Not Modified for a card this client does not hold"),
+                    )
+                })
+            }
+            (Fetched::NotModified(_), None) => Err(A2aError::new(
+                ErrorKind::InvalidAgentResponse,
+                format!("{what}: 304 Not Modified to an unconditional request"),
+            )),
+            (Fetched::Card(card, headers), cache) => {
+                if let Some(cache) = cache {
+                    cache.store(&url, &card, &headers);
+                }
+                Ok(*card)
+            }
+        }
+    }
+
+    async fn fetch(&self, url: &str, what: &str, etag: Option<&str>) -> Result<Fetched, A2aError> {
+        let transport = |e: reqwest::Error| {
+            let timed_out = e.is_timeout();
+            A2aError::caused_by(what, e, timed_out)
+        };
+        let mut request = self
+            .shared
+            .http
+            .get(url)
+            .headers(self.shared.headers.clone())
+            .header("accept", "application/json")
+            .header("a2a-version", PROTOCOL_VERSION);
+        if let Some(etag) = etag {
+            request = request.header("if-none-match", etag);
+        }
+        let response = request.send().await.map_err(transport)?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        if status == reqwest::StatusCode::NOT_MODIFIED {
+            return Ok(Fetched::NotModified(headers));
+        }
+        if !status.is_success() {
+            let kind = match status.as_u16() {
+                401 => ErrorKind::Unauthenticated,
+                403 => ErrorKind::PermissionDenied,
+                _ => ErrorKind::Unavailable,
+            };
+            return Err(A2aError::new(kind, format!("{what}: HTTP {status}")));
+        }
+        let body = {
+            use futures::TryStreamExt;
+            let chunks = response.bytes_stream().map_err(transport);
+            trident_core::read_body(chunks, self.shared.max_response).await
+        };
+        let body = body.map_err(|e| match e {
+            trident_core::BodyError::Body(e) => e,
+            e @ trident_core::BodyError::TooLarge { .. } => e.into_error(what),
+        })?;
+        let card = serde_json::from_slice(&body).map_err(|e| {
+            A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}")).with_source(e)
+        })?;
+        Ok(Fetched::Card(Box::new(card), headers))
+    }
+
+    /// Reads the card of `origin` once, picks the first binding of the builder's preference
+    /// that it offers for A2A 1.x, and connects. When it offers none, the error lists what it
+    /// does offer.
+    pub async fn connect(&self, origin: &str) -> Result<Agent, A2aError> {
+        let card = self.fetch_card(origin).await?;
+        self.connect_card(origin, card).await
+    }
+
+    /// [`connect`](Self::connect) to the agent of a card already in hand (`origin` only names
+    /// it in errors).
+    pub async fn connect_card(&self, origin: &str, card: pb::AgentCard) -> Result<Agent, A2aError> {
+        let preference = &self.shared.preference;
+        let (binding, interface) =
+            choose(&card, preference).ok_or_else(|| no_match(origin, &card, preference))?;
+        let service = self.client(binding, &interface).await?;
+        Ok(Agent {
+            card,
+            binding,
+            interface,
+            service,
+        })
+    }
+
+    /// A client of `interface` over `binding` with this client's options, sending the
+    /// interface's tenant.
+    pub async fn client(
+        &self,
+        binding: Binding,
+        interface: &pb::AgentInterface,
+    ) -> Result<Arc<dyn A2aService>, A2aError> {
+        let s = &self.shared;
+        let inner: Arc<dyn A2aService> = match binding {
+            Binding::JsonRpc => Arc::new(
+                trident_jsonrpc::JsonRpcClient::with_client(s.http.clone(), &interface.url)
+                    .with_tenant(&interface.tenant)
+                    .with_headers(s.headers.clone())
+                    .with_max_response_size(s.max_response),
+            ),
+            Binding::Rest => Arc::new(
+                trident_rest::RestClient::with_client(s.http.clone(), &interface.url)?
+                    .with_tenant(&interface.tenant)
+                    .with_headers(s.headers.clone())
+                    .with_max_response_size(s.max_response),
+            ),
+            Binding::Grpc => {
+                let options = trident_grpc::GrpcOptions {
+                    max_response_size: s.max_response,
+                    connect_timeout: s.connect_timeout,
+                    ..Default::default()
+                };
+                let mut cx = CallContext::new();
+                if let Some(t) = s.timeout {
+                    cx = cx.with_timeout(t);
+                }
+                let what = format!("gRPC {}", interface.url);
+                let connecting = trident_grpc::GrpcClient::connect_with(&interface.url, &options);
+                Arc::new(
+                    bounded(&cx, what, connecting)
+                        .await?
+                        .with_tenant(&interface.tenant)
+                        .with_headers(s.headers.clone()),
+                )
+            }
+        };
+        Ok(match s.timeout {
+            Some(timeout) => Arc::new(Timed::new(inner, timeout)),
+            None => inner,
+        })
+    }
+}
+
+/// What a card fetch brought back.
+enum Fetched {
+    Card(Box<pb::AgentCard>, HeaderMap),
+    NotModified(HeaderMap),
+}
