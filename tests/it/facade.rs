@@ -91,3 +91,46 @@ async fn one_webhook_policy_reaches_a_loopback_receiver_and_the_extended_card_ne
         .expect("the server task")
         .expect("a clean shutdown");
 }
+
+/// gRPC on a listener of its own: the card names it, and every binding answers where the
+/// card says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_on_its_own_listener_is_where_the_card_says() {
+    let server = Server::builder_shared(Arc::new(trident_core::agents::Echo))
+        .bind("127.0.0.1:0")
+        .grpc_bind("127.0.0.1:0")
+        .build()
+        .await
+        .expect("build");
+    let grpc = server.grpc_addr().expect("a gRPC listener");
+    assert_ne!(grpc, server.local_addr());
+    assert_eq!(server.interfaces().grpc, grpc.to_string());
+    let origin = server.interfaces().rest.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.with_graceful_shutdown(async {
+        let _ = stopped.await;
+    }));
+    for binding in Binding::ALL {
+        let agent = trident::client::connect(&origin, &[binding])
+            .await
+            .expect("connect");
+        let request = pb::SendMessageRequest {
+            message: Some(pb::Message::user(
+                format!("m-{binding:?}"),
+                vec![pb::Part::text("hi")],
+            )),
+            ..Default::default()
+        };
+        let reply = agent
+            .service
+            .send_message(&trident::CallContext::new(), request)
+            .await
+            .unwrap_or_else(|e| panic!("{binding:?}: {e}"));
+        assert!(reply.payload.is_some(), "{binding:?}");
+    }
+    let _ = stop.send(());
+    serving
+        .await
+        .expect("the server task")
+        .expect("a clean shutdown");
+}
