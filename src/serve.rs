@@ -7,12 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use trident_core::{A2aService, AgentExecutor, Engine, EngineConfig, agents};
-use trident_proto as pb;
-use trident_server::{
-    Bindings, ConnectionLimits, ForwardedHeader, Interfaces, Metrics, Observed, ProxyOptions,
-    ServerOptions,
+use trident::{
+    A2aService, AgentExecutor, CallerLimits, ConnectionLimits, EngineConfig, ForwardedHeader,
+    ProxyOptions, Server, ServerBuilder, WebhookPolicy,
 };
+use trident_core::agents;
 
 /// Listener settings shared by `serve` and `gateway`.
 #[derive(Args)]
@@ -169,28 +168,35 @@ impl Listen {
         })
     }
 
-    /// `svc` behind the per-caller limits, observed; and the limits (when any), which the
-    /// authentication layer also charges for the requests it refuses.
-    fn wrap(
+    /// `builder` with these listener settings: address, interfaces, body size, connection
+    /// and per-caller limits, proxies, drain period and authentication.
+    fn apply(
         &self,
-        svc: Arc<dyn A2aService>,
-        metrics: &Arc<Metrics>,
-    ) -> (Arc<dyn A2aService>, Option<Arc<trident_server::Limited>>) {
-        let (limited, limits): (Arc<dyn A2aService>, _) =
-            if self.rate_limit > 0.0 || self.max_streams > 0 {
-                let limited = Arc::new(trident_server::Limited::new(
-                    svc,
-                    trident_server::CallerLimits {
-                        rate: self.rate_limit,
-                        burst: self.rate_burst,
-                        max_streams: self.max_streams,
-                    },
-                ));
-                (limited.clone(), Some(limited))
-            } else {
-                (svc, None)
-            };
-        (Arc::new(Observed::new(limited, metrics.clone())), limits)
+        builder: ServerBuilder,
+        security: &crate::auth::Security,
+    ) -> Result<ServerBuilder, String> {
+        let mut builder = builder
+            .bind(self.listen)
+            .max_body(self.max_body)
+            .drain(seconds(self.drain, "--drain")?)
+            .connection_limits(self.connection_limits()?)
+            .proxies(self.proxies()?)
+            .caller_limits(CallerLimits {
+                rate: self.rate_limit,
+                burst: self.rate_burst,
+                max_streams: self.max_streams,
+            })
+            .allow_anonymous(security.allow_anonymous);
+        if let Some(a) = self.grpc_listen {
+            builder = builder.grpc_bind(a);
+        }
+        if let Some(origin) = &self.public_url {
+            builder = builder.public_url(origin);
+        }
+        if let Some(auth) = &security.authenticator {
+            builder = builder.authenticator(auth.clone());
+        }
+        Ok(builder)
     }
 }
 
@@ -322,61 +328,18 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// The header carrying a push notification's signature.
-const NOTIFICATION_SIGNATURE_HEADER: &str = "a2a-notification-signature";
-/// The card extension announcing signed push notifications.
-const SIGNED_NOTIFICATIONS_EXTENSION: &str = "urn:trident:signed-push-notifications:v1";
-
-/// The signing key at `path`, created when the file does not exist; its `jku` is our JWKS.
-fn signing_key(
-    path: &std::path::Path,
-    interfaces: &Interfaces,
-) -> Result<trident_security::SigningKey, String> {
-    let key = if path.exists() {
-        trident_security::SigningKey::load_pem_file(path)
-            .map_err(|e| format!("--sign-key {}: {e}", path.display()))?
-    } else {
-        let key = trident_security::SigningKey::generate();
-        key.save_pem_file(path)
-            .map_err(|e| format!("--sign-key {}: {e}", path.display()))?;
-        println!("created signing key {}", path.display());
-        key
-    };
-    Ok(key.with_jku(format!(
-        "{}{}",
-        interfaces.rest.trim_end_matches('/'),
-        trident_server::JWKS_PATH
-    )))
-}
-
-/// Bound listeners and the interfaces they serve.
-struct Bound {
-    addr: SocketAddr,
-    main: tokio::net::TcpListener,
-    grpc: Option<tokio::net::TcpListener>,
-    interfaces: Interfaces,
-}
-
-async fn bind(listen: &Listen) -> std::io::Result<Bound> {
-    let main = tokio::net::TcpListener::bind(listen.listen).await?;
-    let addr = main.local_addr()?;
-    let grpc = match listen.grpc_listen {
-        Some(a) => Some(tokio::net::TcpListener::bind(a).await?),
-        None => None,
-    };
-    let mut interfaces = match &listen.public_url {
-        Some(origin) => Interfaces::at(origin),
-        None => Interfaces::local(addr),
-    };
-    if let Some(g) = &grpc {
-        interfaces.grpc = g.local_addr()?.to_string();
+/// The signing key at `path`, created when the file does not exist (the server sets its
+/// `jku` to our JWKS).
+fn signing_key(path: &std::path::Path) -> Result<trident_security::SigningKey, String> {
+    if path.exists() {
+        return trident_security::SigningKey::load_pem_file(path)
+            .map_err(|e| format!("--sign-key {}: {e}", path.display()));
     }
-    Ok(Bound {
-        addr,
-        main,
-        grpc,
-        interfaces,
-    })
+    let key = trident_security::SigningKey::generate();
+    key.save_pem_file(path)
+        .map_err(|e| format!("--sign-key {}: {e}", path.display()))?;
+    println!("created signing key {}", path.display());
+    Ok(key)
 }
 
 /// `trident serve`
@@ -384,10 +347,6 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     let lease_ttl = match seconds(args.lease_ttl, "--lease-ttl") {
         Ok(d) => d,
         Err(e) => return fail(e),
-    };
-    let bound = match bind(&args.listen).await {
-        Ok(b) => b,
-        Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen.listen)),
     };
     let (executor, description): (Arc<dyn AgentExecutor>, String) = match &args.exec {
         Some(command) => {
@@ -419,103 +378,46 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    let mut card = trident_server::card_with_interfaces(
-        trident_core::default_card(&name, "An agent served by Trident"),
-        &bound.interfaces,
-    );
-    if let Some(auth) = &security.authenticator {
-        trident_core::auth::declare_security(&mut card, auth.as_ref());
-    }
-    let mut webhook_policy = trident_core::WebhookPolicy::new();
+    let mut webhook_policy = WebhookPolicy::new();
     for entry in &args.push_allow {
         webhook_policy = match webhook_policy.allow(entry) {
             Ok(p) => p,
             Err(e) => return fail(format!("--push-allow {e}")),
         };
     }
-    let signing = match &args.sign_key {
-        None => None,
-        Some(path) => match signing_key(path, &bound.interfaces) {
-            Ok(k) => Some(Arc::new(k)),
-            Err(e) => return fail(e),
-        },
-    };
-    let mut webhooks = match trident_rest::HttpWebhooks::with_policy(
-        Duration::from_secs(10),
-        webhook_policy.clone(),
-    ) {
-        Ok(w) => w,
+    let builder = Server::builder_shared(executor)
+        .card(trident::default_card(&name, "An agent served by Trident"))
+        .store(&args.store)
+        .webhook_policy(webhook_policy)
+        .engine_config(EngineConfig {
+            strict_version: args.strict_version,
+            lease_ttl,
+            node_id: args.node_id.clone(),
+            ..EngineConfig::default()
+        });
+    let mut builder = match args.listen.apply(builder, &security) {
+        Ok(b) => b,
         Err(e) => return fail(e),
     };
-    if let Some(key) = signing.clone() {
-        let signer = key.clone();
-        webhooks = webhooks.with_signer(Arc::new(move |req: &trident_core::WebhookRequest| {
-            (
-                NOTIFICATION_SIGNATURE_HEADER,
-                trident_security::notification_jwt(&signer, &req.task_id, req.seq, &req.body),
-            )
-        }));
-        card.capabilities
-            .get_or_insert_with(Default::default)
-            .extensions
-            .push(pb::AgentExtension {
-                uri: SIGNED_NOTIFICATIONS_EXTENSION.into(),
-                description: format!(
-                    "Push notifications carry a compact JWS in the {NOTIFICATION_SIGNATURE_HEADER} \
-                     header (claims taskId, seq, bodySha256, iat), verifiable with the keys at \
-                     {}{}",
-                    bound.interfaces.rest,
-                    trident_server::JWKS_PATH
-                ),
-                required: false,
-                params: None,
-            });
-        // Last: the signature covers everything above.
-        trident_security::sign_card(&mut card, &key);
-    }
-    let stores = match trident_store::open(&args.store).await {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let metrics = Arc::new(Metrics::new());
-    let stores = trident_server::observed_stores(stores, metrics.clone());
-    let config = EngineConfig {
-        strict_version: args.strict_version,
-        lease_ttl,
-        node_id: args.node_id.clone(),
-        webhook_policy,
-        ..EngineConfig::default()
-    };
-    let mut builder = Engine::builder(executor)
-        .stores(stores)
-        .card(card.clone())
-        .webhooks(Arc::new(webhooks))
-        .config(config);
     if let Some(authorizer) = security.authorizer.clone() {
         builder = builder.authorizer(authorizer);
     }
-    let engine = builder.build();
+    if let Some(path) = &args.sign_key {
+        match signing_key(path) {
+            Ok(key) => builder = builder.signing_key(key),
+            Err(e) => return fail(e),
+        }
+    }
+    let server = match builder.build().await {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
     println!(
         "Trident serving {description} on {} (store: {})",
-        bound.addr,
+        server.local_addr(),
         trident_store::describe(&args.store)
     );
-    let (svc, limits) = args.listen.wrap(Arc::new(engine.clone()), &metrics);
-    let jwks = signing
-        .as_ref()
-        .and_then(|k| serde_json::to_string(&k.jwks()).ok());
-    let served = Served {
-        svc,
-        engine: Some(engine.clone()),
-        caller_limits: limits,
-        metrics,
-        jwks,
-    };
-    let code = run(served, &card, bound, &args.listen, &security).await;
-    // Tasks this process was running: hand them to the other replicas now rather than when
-    // their leases lapse (a store nobody else uses recovers them at the next start).
-    engine.shutdown().await;
-    code
+    run(server, &args.listen).await
 }
 
 impl Serve {
@@ -572,109 +474,42 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(format!("upstream: {e}")),
     };
-    let bound = match bind(&args.listen).await {
-        Ok(b) => b,
-        Err(e) => return fail(format!("cannot listen on {}: {e}", args.listen.listen)),
-    };
     // The upstream's card with our interfaces; its signatures covered the upstream's
     // interfaces, so they are dropped rather than served broken. Its security declarations
     // stay: credentials pass through to the upstream, which checks them. With --auth the
     // gateway also checks callers itself, before anything reaches the upstream.
-    let mut card = trident_server::card_with_interfaces(upstream_card, &bound.interfaces);
+    let mut card = upstream_card;
+    card.supported_interfaces.clear();
     card.signatures.clear();
     let security = match crate::auth::load(args.listen.auth.as_deref(), &args.listen.bearer) {
         Ok(s) => s,
         Err(e) => return fail(e),
     };
-    if let Some(auth) = &security.authenticator {
-        trident_core::auth::declare_security(&mut card, auth.as_ref());
-    }
+    let upstream: Arc<dyn A2aService> = Arc::new(trident_client::Upstream::new(client));
+    let builder = match args
+        .listen
+        .apply(Server::service(upstream).card(card), &security)
+    {
+        Ok(b) => b,
+        Err(e) => return fail(e),
+    };
+    let server = match builder.build().await {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
     println!(
         "Trident gateway on {} for {} ({} over {})",
-        bound.addr,
-        card.name,
+        server.local_addr(),
+        server.card().name,
         interface.url,
         binding.card_name()
     );
-    let metrics = Arc::new(Metrics::new());
-    let upstream: Arc<dyn A2aService> = Arc::new(trident_client::Upstream::new(client));
-    let (svc, limits) = args.listen.wrap(upstream, &metrics);
-    let served = Served {
-        svc,
-        engine: None,
-        caller_limits: limits,
-        metrics,
-        jwks: None,
-    };
-    run(served, &card, bound, &args.listen, &security).await
+    run(server, &args.listen).await
 }
 
-/// What `run` serves: the wrapped service, its limits, metrics and the JWKS to publish.
-struct Served {
-    svc: Arc<dyn A2aService>,
-    /// The engine, told to end its streams when the server shuts down (`None`: a gateway).
-    engine: Option<trident_core::Engine>,
-    caller_limits: Option<Arc<trident_server::Limited>>,
-    metrics: Arc<Metrics>,
-    jwks: Option<String>,
-}
-
-/// Serves `svc` until SIGTERM or Ctrl-C, then lets open streams finish for `--drain`.
-async fn run(
-    served: Served,
-    card: &pb::AgentCard,
-    bound: Bound,
-    listen: &Listen,
-    security: &crate::auth::Security,
-) -> ExitCode {
-    let Served {
-        svc,
-        engine,
-        caller_limits,
-        metrics,
-        jwks,
-    } = served;
-    let drain = match seconds(listen.drain, "--drain") {
-        Ok(d) => d,
-        Err(e) => return fail(e),
-    };
-    let limits = match listen.connection_limits() {
-        Ok(l) => l,
-        Err(e) => return fail(e),
-    };
-    let proxies = match listen.proxies() {
-        Ok(p) => p,
-        Err(e) => return fail(e),
-    };
-    #[cfg(feature = "otlp")]
-    let otlp_metrics = match listen.otlp_endpoint() {
-        None => None,
-        Some((endpoint, _)) => {
-            let interval = match listen.otlp_metrics_interval() {
-                Ok(i) => i,
-                Err(e) => return fail(e),
-            };
-            match trident_server::otlp::export_metrics(metrics.clone(), &endpoint, interval) {
-                Ok(export) => {
-                    println!("  OTLP        {endpoint} (traces; metrics every {interval:?})");
-                    Some(export)
-                }
-                Err(e) => return fail(e),
-            }
-        }
-    };
-    let mut options = ServerOptions {
-        metrics: Some(metrics),
-        authenticator: security.authenticator.clone(),
-        allow_anonymous: security.allow_anonymous,
-        jwks,
-        caller_limits,
-        ..ServerOptions::default()
-    };
-    options.rest.max_body = listen.max_body;
-    options.jsonrpc.max_body = listen.max_body;
-    options.grpc.max_request_size = listen.max_body;
-    let interfaces = &bound.interfaces;
+/// Serves until SIGTERM or Ctrl-C, then lets open streams finish for `--drain`.
+async fn run(server: Server, listen: &Listen) -> ExitCode {
+    let interfaces = server.interfaces();
     println!(
         "  agent card  {}{}",
         interfaces.rest,
@@ -688,84 +523,31 @@ async fn run(
         interfaces.rest,
         trident_server::METRICS_PATH
     );
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        shutdown_signal().await;
+    // Checked when the server was built.
+    let drain = seconds(listen.drain, "--drain").unwrap_or(trident::DEFAULT_DRAIN);
+    let signal = async move {
+        trident::shutdown_signal().await;
         println!("shutting down: no new connections; open streams have {drain:?} to finish");
-        let _ = stop_tx.send(true);
-        // Before connections are closed, every stream still open gets a last event saying to
-        // resubscribe, and blocking callers their task as it is: at once on a shared store
-        // (another replica serves them), else after most of the drain period.
-        if let Some(engine) = engine {
-            if !engine.shares_store() {
-                tokio::time::sleep(drain.mul_f64(0.8)).await;
-            }
-            engine.close_streams();
-        }
-    });
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|s| *s).await;
-        }
     };
-    let result = match bound.grpc {
-        None => match trident_server::app(svc, card, &options) {
-            Ok(app) => {
-                trident_server::serve_with_proxies(
-                    bound.main,
-                    app,
-                    stopped(),
-                    drain,
-                    limits,
-                    proxies,
-                )
-                .await
-            }
-            Err(e) => return fail(e),
-        },
-        Some(grpc_listener) => {
-            let http = trident_server::app(
-                svc.clone(),
-                card,
-                &ServerOptions {
-                    bindings: Bindings::HTTP,
-                    ..options.clone()
-                },
-            );
-            let grpc = trident_server::app(
-                svc,
-                card,
-                &ServerOptions {
-                    bindings: Bindings::GRPC,
-                    ..options
-                },
-            );
-            let (http, grpc) = match (http, grpc) {
-                (Ok(h), Ok(g)) => (h, g),
-                (Err(e), _) | (_, Err(e)) => return fail(e),
+    #[cfg(feature = "otlp")]
+    let otlp_metrics = match listen.otlp_endpoint() {
+        None => None,
+        Some((endpoint, _)) => {
+            let interval = match listen.otlp_metrics_interval() {
+                Ok(i) => i,
+                Err(e) => return fail(e),
             };
-            let (a, b) = tokio::join!(
-                trident_server::serve_with_proxies(
-                    bound.main,
-                    http,
-                    stopped(),
-                    drain,
-                    limits,
-                    proxies.clone()
-                ),
-                trident_server::serve_with_proxies(
-                    grpc_listener,
-                    grpc,
-                    stopped(),
-                    drain,
-                    limits,
-                    proxies
-                )
-            );
-            a.and(b)
+            match trident_server::otlp::export_metrics(server.metrics().clone(), &endpoint, interval)
+            {
+                Ok(export) => {
+                    println!("  OTLP        {endpoint} (traces; metrics every {interval:?})");
+                    Some(export)
+                }
+                Err(e) => return fail(e),
+            }
         }
     };
+    let result = server.with_graceful_shutdown(signal).await;
     #[cfg(feature = "otlp")]
     if let Some(export) = otlp_metrics {
         export.shutdown().await;
@@ -773,27 +555,5 @@ async fn run(
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
-    }
-}
-
-/// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
 }

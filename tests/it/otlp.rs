@@ -4,7 +4,7 @@
 //! arrives as a span named after the RPC, in the caller's trace, with the binding and
 //! operation as attributes; the request count arrives as an OTLP counter.
 //!
-//! Run alone with `cargo test --workspace --features trident/otlp --test it otlp::`.
+//! Run alone with `cargo test --workspace --features trident-cli/otlp --test it otlp::`.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -327,3 +327,59 @@ fn no_hand_written_twin_of_a_proto_message() {
         }
     }
 }
+
+#[test]
+fn the_binary_serves_only_through_the_facade_builder() {
+    let serve = read(&root().join("src/serve.rs"));
+    assert!(serve.contains("Server::builder") && serve.contains("Server::service"));
+    for bypass in [
+        "Engine::builder",
+        "trident_server::app(",
+        "serve_with",
+        "TcpListener",
+        "HttpWebhooks",
+        "observed_stores",
+        "Observed::new",
+        "Limited::new",
+        "trident_store::open(",
+        "card_with_interfaces",
+        "sign_card",
+    ] {
+        assert!(
+            !serve.contains(bypass),
+            "src/serve.rs uses {bypass}: serve through trident::Server::builder"
+        );
+    }
+}
+
+#[test]
+fn public_errors_are_typed_not_strings() {
+    // The library crates (the benchmark's runner is a program, not an API).
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(root().join("crates"))
+        .expect("crates")
+        .flatten()
+    {
+        if entry.file_name() != "trident-bench" {
+            rust_files(&entry.path().join("src"), &mut files);
+        }
+    }
+    for f in files {
+        for line in read(&f).lines().map(str::trim_start) {
+            let public_fn = line.starts_with("pub fn ") || line.starts_with("pub async fn ");
+            let string_error = line
+                .split_once("-> ")
+                .is_some_and(|(_, ret)| ret.starts_with("Result<") && ret.contains(", String>"));
+            assert!(
+                !(public_fn && string_error),
+                "{}: a public function returns a String error: {line}",
+                f.display()
+            );
+            assert!(
+                !(line.starts_with("pub struct ") && line.contains("Error(pub String)")),
+                "{}: a String error type: {line}",
+                f.display()
+            );
+        }
+    }
+}

@@ -280,9 +280,13 @@ impl Authenticator for AnyOf {
 }
 
 /// Writes `authenticator`'s schemes into `card`: `securitySchemes`, and a requirement that
-/// any one of them be satisfied (`securityRequirements` lists alternatives).
+/// any one of them be satisfied (`securityRequirements` lists alternatives). A scheme the card
+/// already declares under the same name is left as it is.
 pub fn declare_security(card: &mut pb::AgentCard, authenticator: &dyn Authenticator) {
     for (name, scheme) in authenticator.security_schemes() {
+        if card.security_schemes.contains_key(&name) {
+            continue;
+        }
         card.security_requirements.push(pb::SecurityRequirement {
             schemes: [(name.clone(), pb::StringList { list: Vec::new() })]
                 .into_iter()

@@ -1,24 +1,4 @@
-//! Request hygiene in front of a tonic service: [`Hygiene`] refuses what is not gRPC and
-//! checks the length-prefixed message framing of the request body as it arrives, so that what
-//! tonic decodes is exactly one well-formed message (or a stream of them, for services with
-//! client streaming) within the size limit — and, for `lf.a2a.v1.A2AService`, within
-//! [`MAX_JSON_VALUES`] values nested at most [`MAX_JSON_DEPTH`] deep (the
-//! [`trident_proto::scan`] pre-scan), before prost allocates anything.
-//!
-//! | request | tonic 0.14 alone | with `Hygiene` |
-//! |---|---|---|
-//! | `content-type` missing or not `application/grpc[+proto][;…]` | served as gRPC | HTTP 415, `grpc-status` INVALID_ARGUMENT |
-//! | message over `max_request_size` | OUT_OF_RANGE | RESOURCE_EXHAUSTED naming the limit |
-//! | compressed flag, no `grpc-encoding` | INTERNAL | INVALID_ARGUMENT |
-//! | flag other than 0 or 1 | INTERNAL | INVALID_ARGUMENT |
-//! | body ends inside a frame header or payload | INTERNAL | INVALID_ARGUMENT |
-//! | no message | INTERNAL | INVALID_ARGUMENT |
-//! | a second message in a unary request | decoded, ignored | INVALID_ARGUMENT, nothing decoded |
-//! | more values than the bound, or nested too deep | decoded | INVALID_ARGUMENT, nothing decoded |
-//!
-//! Body errors reach tonic as the body's `tonic::Status` error, which its decoder turns into
-//! the RPC's status as is (`Status::from_error` downcasts it). A unary request's message is held
-//! until the body has ended cleanly, so nothing of a request that is refused is decoded.
+//! Request hygiene in front of a tonic service: [`Hygiene`].
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -58,8 +38,27 @@ struct Rules {
     requests: HashMap<String, MessageDescriptor>,
 }
 
-/// A tower service in front of a tonic server that checks the content type and the message
-/// framing of every request (see the [module docs](self)).
+/// A tower service in front of a tonic server that refuses what is not gRPC and checks the
+/// length-prefixed message framing of the request body as it arrives, so that what tonic
+/// decodes is exactly one well-formed message (or a stream of them, for services with
+/// client streaming) within the size limit — and, for `lf.a2a.v1.A2AService`, within
+/// [`MAX_JSON_VALUES`] values nested at most [`MAX_JSON_DEPTH`] deep (the
+/// [`trident_proto::scan`] pre-scan), before prost allocates anything.
+///
+/// | request | tonic 0.14 alone | with `Hygiene` |
+/// |---|---|---|
+/// | `content-type` missing or not `application/grpc[+proto][;…]` | served as gRPC | HTTP 415, `grpc-status` INVALID_ARGUMENT |
+/// | message over `max_request_size` | OUT_OF_RANGE | RESOURCE_EXHAUSTED naming the limit |
+/// | compressed flag, no `grpc-encoding` | INTERNAL | INVALID_ARGUMENT |
+/// | flag other than 0 or 1 | INTERNAL | INVALID_ARGUMENT |
+/// | body ends inside a frame header or payload | INTERNAL | INVALID_ARGUMENT |
+/// | no message | INTERNAL | INVALID_ARGUMENT |
+/// | a second message in a unary request | decoded, ignored | INVALID_ARGUMENT, nothing decoded |
+/// | more values than the bound, or nested too deep | decoded | INVALID_ARGUMENT, nothing decoded |
+///
+/// Body errors reach tonic as the body's `tonic::Status` error, which its decoder turns into
+/// the RPC's status as is (`Status::from_error` downcasts it). A unary request's message is held
+/// until the body has ended cleanly, so nothing of a request that is refused is decoded.
 #[derive(Debug, Clone)]
 pub struct Hygiene<S> {
     inner: S,

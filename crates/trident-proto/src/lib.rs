@@ -9,9 +9,10 @@
 //!   kind), from which `trident-core` builds `Operation` and the per-call dispatch,
 //! - [`scan`], a pre-scan bounding what decoding a request message would allocate.
 //!
-//! Helpers that only read or build generated types live in `ext`; there is no hand-written
-//! struct that mirrors a proto message.
+//! Helpers that only read or build generated types live in `ext` and [`builders`]; there is
+//! no hand-written struct that mirrors a proto message.
 
+pub mod builders;
 #[cfg(feature = "grpc")]
 pub mod codec;
 mod ext;
@@ -31,6 +32,7 @@ pub mod lf {
     }
 }
 
+pub use builders::AgentCardBuilder;
 pub use lf::a2a::v1::*;
 
 /// The encoded `google.protobuf.FileDescriptorSet` of `a2a.proto` and everything it imports.

@@ -7,8 +7,10 @@
 //! - `lenient`: inputs ProtoJSON parsers must accept (snake_case, unknown fields, `null`, enum
 //!   numbers, timestamp offsets, base64 alphabets, explicit presence),
 //! - `wkt`: our Timestamp/Struct/Value newtypes,
-//! - `ext`: the helpers of `src/ext.rs`.
+//! - `ext`: the helpers of `src/ext.rs`,
+//! - `builders`: the builders of `src/builders.rs`, and the JSON they produce.
 
+mod builders;
 mod descriptor;
 mod ext;
 mod facts;

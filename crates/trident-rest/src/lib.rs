@@ -16,7 +16,7 @@ mod server;
 
 pub use client::RestClient;
 pub use error::{decode_error, error_body};
-pub use routes::Routes;
+pub use routes::{RouteError, Routes};
 pub use server::{RestOptions, error_response, router, sse};
 
 use std::sync::Arc;

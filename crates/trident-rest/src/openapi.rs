@@ -37,11 +37,10 @@ pub fn document() -> serde_json::Value {
 
 /// [`document`], with the descriptor defect as an error instead of a panic.
 pub fn try_document() -> Result<serde_json::Value, RouteError> {
-    let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)
-        .map_err(|e| RouteError(e.to_string()))?;
+    let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)?;
     let service = pool
         .get_service_by_name(trident_proto::SERVICE_NAME)
-        .ok_or_else(|| RouteError("no A2AService in the descriptor".into()))?;
+        .ok_or(RouteError::Missing(trident_proto::SERVICE_NAME))?;
     let routes = Routes::from_descriptor()?;
     let mut g = Gen::new(&pool);
 
@@ -60,7 +59,7 @@ pub fn try_document() -> Result<serde_json::Value, RouteError> {
     for route in routes.all() {
         let method = methods
             .get(&route.op)
-            .ok_or_else(|| RouteError(format!("no RPC for {}", route.op.name())))?;
+            .ok_or(RouteError::NoRpc(route.op.name()))?;
         let operation = g.operation(route, method)?;
         paths
             .entry(path_template(route, &method.input())?)
@@ -116,7 +115,10 @@ fn var_name(v: Var, input: &MessageDescriptor) -> Result<String, RouteError> {
     input
         .get_field_by_name(var_field(v))
         .map(|f| f.json_name().to_owned())
-        .ok_or_else(|| RouteError(format!("{} has no field {}", input.name(), var_field(v))))
+        .ok_or_else(|| RouteError::NoField {
+            message: input.name().to_owned(),
+            field: var_field(v),
+        })
 }
 
 fn path_vars(route: &Route) -> impl Iterator<Item = Var> + '_ {
@@ -590,9 +592,13 @@ impl Gen {
         let bound: Vec<&str> = path_vars(route).map(var_field).collect();
         let mut parameters = Vec::new();
         for v in path_vars(route) {
-            let field = input
-                .get_field_by_name(var_field(v))
-                .ok_or_else(|| RouteError(format!("{} has no {}", input.name(), var_field(v))))?;
+            let field =
+                input
+                    .get_field_by_name(var_field(v))
+                    .ok_or_else(|| RouteError::NoField {
+                        message: input.name().to_owned(),
+                        field: var_field(v),
+                    })?;
             let schema = json!({"type": "string", "minLength": 1});
             let doc = self.comments.of_field(&field);
             parameters.push(json!({

@@ -62,22 +62,51 @@ pub struct Routes {
     routes: Vec<Route>,
 }
 
-/// Why the descriptor could not give a route table (a build defect, not a request error).
-#[derive(Debug)]
-pub struct RouteError(pub String);
-
-impl std::error::Error for RouteError {}
-
-impl std::fmt::Display for RouteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why the descriptor could not give a route table or the OpenAPI document (a build defect,
+/// not a request error).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteError {
+    /// The embedded descriptor set does not decode.
+    #[error("descriptor set: {0}")]
+    Descriptor(#[from] prost_reflect::DescriptorError),
+    /// The descriptor set lacks a definition the binding is derived from.
+    #[error("the descriptor set has no {0}")]
+    Missing(&'static str),
+    /// An RPC of the service that no [`Operation`] names.
+    #[error("RPC {0} has no Operation")]
+    NoOperation(String),
+    /// An RPC without a `google.api.http` rule.
+    #[error("RPC {0} has no HTTP rule")]
+    NoHttpRule(String),
+    /// An operation without an RPC in the service.
+    #[error("no RPC for {0}")]
+    NoRpc(&'static str),
+    /// An HTTP rule's path template the binding cannot serve.
+    #[error("{template}: {problem}")]
+    Template {
+        /// The template.
+        template: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A path variable naming no field of the request message.
+    #[error("{message} has no field {field}")]
+    NoField {
+        /// The request message.
+        message: String,
+        /// The field.
+        field: &'static str,
+    },
 }
 
 fn parse_template(template: &str) -> Result<(Vec<Segment>, Option<String>), RouteError> {
     let path = template
         .strip_prefix('/')
-        .ok_or_else(|| RouteError(format!("{template}: not absolute")))?;
+        .ok_or_else(|| RouteError::Template {
+            template: template.to_owned(),
+            problem: "not absolute".to_owned(),
+        })?;
     let (path, verb) = match path.rsplit_once(':') {
         Some((p, v)) if !v.contains('/') && !v.contains('}') => (p, Some(v.to_owned())),
         _ => (path, None),
@@ -90,7 +119,10 @@ fn parse_template(template: &str) -> Result<(Vec<Segment>, Option<String>), Rout
                     Some("tenant") => Ok(Segment::Var(Var::Tenant)),
                     Some("id") => Ok(Segment::Var(Var::Id)),
                     Some("task_id") => Ok(Segment::Var(Var::TaskId)),
-                    _ => Err(RouteError(format!("{template}: unknown variable {var}"))),
+                    _ => Err(RouteError::Template {
+                        template: template.to_owned(),
+                        problem: format!("unknown variable {var}"),
+                    }),
                 },
                 None => Ok(Segment::Literal(s.to_owned())),
             },
@@ -141,25 +173,21 @@ fn rule_routes(
 impl Routes {
     /// Reads the table from `trident_proto::FILE_DESCRIPTOR_SET`.
     pub fn from_descriptor() -> Result<Self, RouteError> {
-        let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)
-            .map_err(|e| RouteError(e.to_string()))?;
+        let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)?;
         let service = pool
             .get_service_by_name(trident_proto::SERVICE_NAME)
-            .ok_or_else(|| RouteError("no A2AService in the descriptor".into()))?;
+            .ok_or(RouteError::Missing(trident_proto::SERVICE_NAME))?;
         let http = pool
             .get_extension_by_name("google.api.http")
-            .ok_or_else(|| RouteError("no google.api.http".into()))?;
+            .ok_or(RouteError::Missing("google.api.http"))?;
         let mut routes = Vec::new();
         for method in service.methods() {
             let op = Operation::from_name(method.name())
-                .ok_or_else(|| RouteError(format!("RPC {} has no Operation", method.name())))?;
+                .ok_or_else(|| RouteError::NoOperation(method.name().to_owned()))?;
             let options = method.options();
             let rule = options.get_extension(&http);
             let Value::Message(rule) = rule.as_ref() else {
-                return Err(RouteError(format!(
-                    "RPC {} has no HTTP rule",
-                    method.name()
-                )));
+                return Err(RouteError::NoHttpRule(method.name().to_owned()));
             };
             rule_routes(op, rule, &mut routes)?;
         }

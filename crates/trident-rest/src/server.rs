@@ -59,11 +59,10 @@ struct AppState {
 }
 
 pub(crate) fn query_table() -> Result<QueryTable, RouteError> {
-    let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)
-        .map_err(|e| RouteError(e.to_string()))?;
+    let pool = DescriptorPool::decode(trident_proto::FILE_DESCRIPTOR_SET)?;
     let service = pool
         .get_service_by_name(trident_proto::SERVICE_NAME)
-        .ok_or_else(|| RouteError("no service".into()))?;
+        .ok_or(RouteError::Missing(trident_proto::SERVICE_NAME))?;
     let mut table = HashMap::new();
     for method in service.methods() {
         let Some(op) = Operation::from_name(method.name()) else {

@@ -1,36 +1,6 @@
 //! The accept loop behind [`serve_with`]: our own, over hyper-util's HTTP/1.1 + h2c connection
 //! builder, because `axum::serve` can bound neither how long a client takes nor how many
-//! connections it holds (issue 12, "Slowloris").
-//!
-//! What a connection may do, with the defaults of [`ConnectionLimits`]:
-//!
-//! - **Request head** (`header_timeout`, 10 s): an HTTP/1.1 request's head must be complete
-//!   within it of the server starting to wait for one — at the connection's first bytes (once
-//!   they show it is not HTTP/2), and after each response on a keep-alive connection (so an
-//!   HTTP/1.1 connection with no new request also closes after it). hyper enforces this by
-//!   closing the connection (without a response).
-//! - **Request body** (`body_timeout`, 60 s): the whole body must arrive within it of the
-//!   request head, a total rather than per-read deadline (a per-read one is defeated by a byte
-//!   every few seconds). A handler still waiting for the body then gets an error, and the
-//!   client `408 Request Timeout` (`Connection: close` on HTTP/1.1) or, on gRPC,
-//!   `DEADLINE_EXCEEDED`. Only a body somebody reads can time out, and responses are never
-//!   timed: SSE and gRPC server streams stay open as long as they last.
-//! - **Idle connection** (`idle_timeout`, 60 s): a connection with no request in flight for
-//!   that long is closed (HTTP/2 with a `GOAWAY`). A request is in flight from its complete
-//!   head until its response — a stream included — has ended. A connection that sends nothing
-//!   at all is idle from its accept.
-//! - **HTTP/2 liveness** (`h2_keep_alive`, 30 s): a `PING` that often; a peer that does not
-//!   answer within as long is dropped, so a dead client cannot hold a stream open forever.
-//! - **Connection count** (`max_connections`, see [`default_max_connections`]): at the limit
-//!   the connection idle the longest is closed to admit the new one; when none is idle the new
-//!   connection is refused (closed at once). Established callers with requests in flight are
-//!   never shed. The limit is per listener.
-//!
-//! - **Proxies** ([`ProxyOptions`], see [`crate::proxy`]): with the PROXY protocol on, a
-//!   connection from a trusted proxy must start with the header within `header_timeout` (10 s
-//!   when that is off), and connections from other addresses are refused at accept; a
-//!   forwarding header is read from trusted peers only. Either way the client so found is the
-//!   request's `ConnectInfo`.
+//! connections it holds (issue 12, "Slowloris"). What each limit bounds: [`ConnectionLimits`].
 //!
 //! Accept errors other than a peer's aborted handshake (typically `EMFILE`, out of file
 //! descriptors) are logged at most once a second; the loop then closes the idle-longest
@@ -62,8 +32,38 @@ use tower::ServiceExt;
 use crate::proxy::{ProxyHeader, ProxyOptions};
 use crate::registry::{Admission, ConnId, Registry};
 
-/// The connection limits [`serve_with`] enforces (see the [module docs](self) for exactly
-/// what each bounds). `None` disables a timeout or the connection limit.
+/// The connection limits [`serve_with`] enforces. `None` disables a timeout or the
+/// connection limit.
+///
+/// What a connection may do, with the defaults:
+///
+/// - **Request head** (`header_timeout`, 10 s): an HTTP/1.1 request's head must be complete
+///   within it of the server starting to wait for one — at the connection's first bytes (once
+///   they show it is not HTTP/2), and after each response on a keep-alive connection (so an
+///   HTTP/1.1 connection with no new request also closes after it). hyper enforces this by
+///   closing the connection (without a response).
+/// - **Request body** (`body_timeout`, 60 s): the whole body must arrive within it of the
+///   request head, a total rather than per-read deadline (a per-read one is defeated by a byte
+///   every few seconds). A handler still waiting for the body then gets an error, and the
+///   client `408 Request Timeout` (`Connection: close` on HTTP/1.1) or, on gRPC,
+///   `DEADLINE_EXCEEDED`. Only a body somebody reads can time out, and responses are never
+///   timed: SSE and gRPC server streams stay open as long as they last.
+/// - **Idle connection** (`idle_timeout`, 60 s): a connection with no request in flight for
+///   that long is closed (HTTP/2 with a `GOAWAY`). A request is in flight from its complete
+///   head until its response — a stream included — has ended. A connection that sends nothing
+///   at all is idle from its accept.
+/// - **HTTP/2 liveness** (`h2_keep_alive`, 30 s): a `PING` that often; a peer that does not
+///   answer within as long is dropped, so a dead client cannot hold a stream open forever.
+/// - **Connection count** (`max_connections`, see [`default_max_connections`]): at the limit
+///   the connection idle the longest is closed to admit the new one; when none is idle the new
+///   connection is refused (closed at once). Established callers with requests in flight are
+///   never shed. The limit is per listener.
+///
+/// - **Proxies** ([`ProxyOptions`], see [`crate::proxy`]): with the PROXY protocol on, a
+///   connection from a trusted proxy must start with the header within `header_timeout` (10 s
+///   when that is off), and connections from other addresses are refused at accept; a
+///   forwarding header is read from trusted peers only. Either way the client so found is the
+///   request's `ConnectInfo`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// How long a client may take to send an HTTP/1.1 request head, counted from when the

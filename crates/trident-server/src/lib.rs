@@ -294,19 +294,16 @@ struct CardState {
 
 impl CardState {
     fn new(card: &pb::AgentCard, max_age: u32) -> Result<Self, ServerError> {
-        let json = serde_json::to_string(card).map_err(|e| ServerError(format!("card: {e}")))?;
+        let json = serde_json::to_string(card).map_err(ServerError::Card)?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         json.hash(&mut hasher);
-        let etag = HeaderValue::try_from(format!("\"{:016x}\"", hasher.finish()))
-            .map_err(|e| ServerError(e.to_string()))?;
+        let etag = HeaderValue::try_from(format!("\"{:016x}\"", hasher.finish()))?;
         // HTTP dates have second precision.
         let now = chrono::Utc::now();
         let modified_at = now - Duration::from_nanos(u64::from(now.timestamp_subsec_nanos()));
         let last_modified =
-            HeaderValue::try_from(modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
-                .map_err(|e| ServerError(e.to_string()))?;
-        let cache_control = HeaderValue::try_from(format!("public, max-age={max_age}"))
-            .map_err(|e| ServerError(e.to_string()))?;
+            HeaderValue::try_from(modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string())?;
+        let cache_control = HeaderValue::try_from(format!("public, max-age={max_age}"))?;
         Ok(Self {
             json: json.into(),
             etag,
@@ -360,16 +357,19 @@ async fn serve_card(State(card): State<CardState>, headers: HeaderMap) -> Respon
 }
 
 /// Why the server could not be assembled.
-#[derive(Debug)]
-pub struct ServerError(pub String);
-
-impl std::fmt::Display for ServerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The agent card does not serialize.
+    #[error("card: {0}")]
+    Card(#[source] serde_json::Error),
+    /// A value of the card's response headers is not a valid header value.
+    #[error("card header: {0}")]
+    CardHeader(#[from] axum::http::header::InvalidHeaderValue),
+    /// The HTTP+JSON routes or the OpenAPI document could not be derived from the descriptor.
+    #[error("HTTP+JSON binding: {0}")]
+    Routes(#[from] trident_rest::RouteError),
 }
-
-impl std::error::Error for ServerError {}
 
 /// Echoes the extensions a request activated (`A2A-Extensions`, or `X-A2A-Extensions` of v0.3
 /// clients) that the card declares, in the response's `A2A-Extensions` header. gRPC response
@@ -413,10 +413,7 @@ pub fn app(
             axum::routing::get(serve_card).with_state(card_state),
         );
         // The OpenAPI 3.1 document of the HTTP+JSON binding (generated from the descriptor).
-        let openapi: Arc<str> = trident_rest::openapi::try_document()
-            .map_err(|e| ServerError(format!("openapi: {e}")))?
-            .to_string()
-            .into();
+        let openapi: Arc<str> = trident_rest::openapi::try_document()?.to_string().into();
         router = router.route(
             trident_rest::openapi::PATH,
             axum::routing::get(move || {
@@ -457,10 +454,7 @@ pub fn app(
         router = router.merge(trident_grpc::routes_with(svc.clone(), &options.grpc).0);
     }
     if bindings.rest {
-        router = router.merge(
-            trident_rest::router(svc, options.rest.clone())
-                .map_err(|e| ServerError(e.to_string()))?,
-        );
+        router = router.merge(trident_rest::router(svc, options.rest.clone())?);
     }
     let declared: Arc<[String]> = card
         .capabilities

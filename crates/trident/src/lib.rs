@@ -1,0 +1,158 @@
+//! Trident: write an [A2A](https://a2a-protocol.org) v1.0 agent in Rust and serve it over all
+//! three bindings — gRPC, JSON-RPC 2.0 and HTTP+JSON — from one engine. This is the one crate
+//! to depend on (`cargo add trident`); it re-exports what an agent author and a client need.
+//!
+//! # 1. The agent
+//!
+//! An agent is an [`AgentExecutor`]: it gets each turn's [`RequestContext`] (the message, the
+//! task it continues, the caller) and publishes through an [`EventSink`] — status updates,
+//! artifacts (whole or in chunks), a direct reply. Returning an [`A2aError`] fails the task
+//! with that error. The engine does everything else: the task lifecycle, the per-task
+//! ordered event log, streams that resume (`Last-Event-ID`), blocking and non-blocking
+//! sends, cancellation, push notifications, listing and paging.
+//!
+//! ```
+//! use trident::{A2aError, AgentExecutor, EventSink, RequestContext};
+//! use trident::proto::{Artifact, Part};
+//!
+//! struct Echo;
+//!
+//! #[trident::async_trait]
+//! impl AgentExecutor for Echo {
+//!     async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+//!         sink.artifact(Artifact::new("echo", vec![Part::text(ctx.text())])).await?;
+//!         sink.complete().await
+//!     }
+//! }
+//! ```
+//!
+//! # 2. The card
+//!
+//! The [`AgentCard`](proto::AgentCard) says who the agent is and what it can do; build it with
+//! [`AgentCard::builder`](proto::AgentCard::builder). It is given to the server once: the
+//! server fills in the interfaces (from the bound address or a public URL), declares the
+//! authenticator's security schemes and, with a signing key, signs it last. Its capabilities
+//! switch features on: `streaming`, `pushNotifications` (delivered over HTTP(S) under one
+//! [`WebhookPolicy`]) and `extendedAgentCard` (served to authenticated callers).
+//!
+//! # 3. The server
+//!
+//! [`Server::builder`] wires the engine, the store (`memory`, `sqlite:PATH`,
+//! `postgres://…`), the three bindings on one port (HTTP/1.1 and h2c; gRPC can get a port of
+//! its own), the card, push delivery, authentication, connection limits and graceful shutdown.
+//! [`ServerBuilder::build`] refuses a setup that cannot work with a [`BuildError`] that says
+//! why — push declared without a sender, an extended card without authentication, the
+//! interfaces given twice…
+//!
+//! ```no_run
+//! # use trident::{A2aError, AgentExecutor, EventSink, RequestContext};
+//! # struct Echo;
+//! # #[trident::async_trait]
+//! # impl AgentExecutor for Echo {
+//! #     async fn execute(&self, _: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+//! #         sink.complete().await
+//! #     }
+//! # }
+//! use std::sync::Arc;
+//! use trident::proto::{AgentCard, AgentSkill};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let card = AgentCard::builder("Echo", "Repeats what you say")
+//!     .skill(AgentSkill::new("echo", "Echo", "Repeats the text").with_tags(["echo"]))
+//!     .extended_agent_card(true)
+//!     .build();
+//! let server = trident::Server::builder(Echo)
+//!     .card(card.clone())
+//!     .extended_card(card)
+//!     .authenticator(Arc::new(trident::auth::BearerTokens::new().with("secret", "alice")))
+//!     .store("sqlite:agent.db")
+//!     .bind("0.0.0.0:8080")
+//!     .public_url("https://agent.example.com")
+//!     .webhook_policy(trident::WebhookPolicy::new().allow("10.0.0.0/8")?)
+//!     .build()
+//!     .await?;
+//! println!("serving {} on {}", server.card().name, server.local_addr());
+//! server.with_graceful_shutdown(trident::shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # 4. The client
+//!
+//! [`client`] (the `trident-client` crate) reads an agent's card, picks a binding and returns
+//! the agent as an `Arc<dyn` [`A2aService`]`>` — the same trait the engine implements, so code
+//! written against one runs against the other, and a gateway is a [`Server::service`] over a
+//! client ([`client::Upstream`]).
+//!
+//! ```no_run
+//! # async fn call() -> Result<(), trident::A2aError> {
+//! use trident::proto::{Message, Part, SendMessageRequest};
+//! use trident::{A2aService, CallContext, client::Binding};
+//!
+//! let agent = trident::client::connect("http://127.0.0.1:8080", &[Binding::JsonRpc]).await?;
+//! let request = SendMessageRequest {
+//!     message: Some(Message::user("m-1", vec![Part::text("hello")])),
+//!     ..Default::default()
+//! };
+//! let reply = agent.service.send_message(&CallContext::new(), request).await?;
+//! # let _ = reply; Ok(()) }
+//! ```
+//!
+//! # Crates underneath
+//!
+//! `trident-proto` (the generated types: [`proto`]), `trident-core` (the service trait, errors,
+//! executor API, engine and store traits), the binding crates (`trident-grpc`,
+//! `trident-jsonrpc`, `trident-rest`), `trident-server` (one listener for all three),
+//! `trident-store` (SQLite, PostgreSQL), `trident-security` (JWT, JWKS, signing) and
+//! `trident-client`. Depend on them directly only for what this crate does not re-export.
+
+mod server;
+
+pub use server::{
+    BuildError, DEFAULT_DRAIN, DEFAULT_WEBHOOK_TIMEOUT, Error, NOTIFICATION_SIGNATURE_HEADER,
+    SIGNED_NOTIFICATIONS_EXTENSION, ServeError, Server, ServerBuilder, shutdown_signal,
+};
+
+/// `#[trident::async_trait]` for implementing [`AgentExecutor`] (and the other async traits)
+/// without a dependency of your own.
+pub use async_trait::async_trait;
+
+// The agent author's API.
+pub use trident_core::{
+    A2aError, A2aService, AgentExecutor, Binding, CallContext, ErrorKind, EventSink, EventStream,
+    FieldViolation, PROTOCOL_VERSION, Principal, RequestContext, StreamEvent, TraceContext,
+    default_card,
+};
+// The engine and push delivery.
+pub use trident_core::{
+    AllowEntryError, Engine, EngineBuilder, EngineConfig, Limits, RetryPolicy, WebhookError,
+    WebhookPolicy, WebhookRequest, WebhookTransport,
+};
+// Listener settings.
+pub use trident_server::{
+    CallerLimits, ConnectionLimits, ForwardedHeader, GrpcOptions, Interfaces, IpNet,
+    JsonRpcOptions, Metrics, ProxyOptions, RestOptions, ServerOptions,
+};
+
+/// The A2A types, generated from the proto (`lf.a2a.v1`), with their ProtoJSON mapping and
+/// builders (`Part::raw(..).with_filename(..)`, `AgentCard::builder(..)`, …).
+pub use trident_proto as proto;
+
+/// Talking to an agent: read its card, pick a binding, call it through [`A2aService`].
+pub use trident_client as client;
+
+/// Who may call: authenticators (bearer tokens, API keys; JWT in [`security`]), authorizers.
+pub mod auth {
+    pub use trident_core::auth::*;
+}
+
+/// Stores: the traits, the in-memory store, and `open(spec)` for SQLite and PostgreSQL.
+pub mod store {
+    pub use trident_core::store::*;
+    pub use trident_store::{OpenError, PgStore, SqliteStore, describe, open};
+}
+
+/// JWT/JWKS authentication, agent card signatures, signing keys, signed push notifications.
+pub use trident_security as security;
+
+#[cfg(test)]
+mod tests;
