@@ -537,8 +537,11 @@ async fn run(server: Server, listen: &Listen) -> ExitCode {
                 Ok(i) => i,
                 Err(e) => return fail(e),
             };
-            match trident_server::otlp::export_metrics(server.metrics().clone(), &endpoint, interval)
-            {
+            match trident_server::otlp::export_metrics(
+                server.metrics().clone(),
+                &endpoint,
+                interval,
+            ) {
                 Ok(export) => {
                     println!("  OTLP        {endpoint} (traces; metrics every {interval:?})");
                     Some(export)
