@@ -300,7 +300,7 @@ fn span(cx: &CallContext, req: &A2aRequest) -> tracing::Span {
         otel.kind = tracing::field::Empty,
     );
     #[cfg(feature = "otlp")]
-    otlp::annotate(&span, cx, op);
+    otlp::annotate(&span, cx, req.operation());
     span
 }
 
