@@ -1,9 +1,12 @@
-//! The in-memory store: sharded hash maps, no global lock.
+//! The in-memory store: sharded hash maps, no global lock, and a retention policy that
+//! evicts the oldest terminal tasks so a long-running process stays bounded.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasher;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use trident_proto as pb;
 
@@ -133,11 +136,14 @@ struct Stored {
     state: pb::TaskState,
     context_id: String,
     status_ts: i128,
+    /// The task's mark in the queue of ended tasks (0 while it is not terminal).
+    ended: u64,
 }
 
 impl Stored {
     fn new(record: &TaskRecord) -> Self {
         Self {
+            ended: 0,
             snapshot: record.task.clone(),
             snapshot_seq: record.last_seq,
             last_seq: record.last_seq,
@@ -171,16 +177,96 @@ impl Stored {
     }
 }
 
+/// How many tasks a [`MemoryStore`] holds, and for how long it keeps the ended ones.
+///
+/// Only terminal tasks (`COMPLETED`, `FAILED`, `CANCELED`, `REJECTED`) are ever evicted,
+/// oldest end first, and only once nothing still works on them: no lease (no executor) and
+/// no push notification left to deliver. An evicted task is gone with its event log, push
+/// configurations and delivery cursor; reads answer as for a task that never existed.
+///
+/// `max_tasks` is a bound on the tasks held, not an admission limit: when every held task is
+/// still in progress or waiting for its client, new tasks are still accepted (the store never
+/// fails a request, nor drops a task somebody can still continue), a warning is logged, and
+/// the store evicts down to the bound as tasks end. What bounds unfinished tasks is the
+/// engine's admission limits and the clients.
+///
+/// ```
+/// use std::time::Duration;
+/// use trident_core::store::{MemoryStore, Retention};
+///
+/// let store = MemoryStore::with_retention(Retention {
+///     max_tasks: Some(10_000),
+///     terminal_ttl: Some(Duration::from_secs(3600)),
+/// });
+/// # drop(store);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Tasks held at most (see above); `None` holds every task.
+    pub max_tasks: Option<usize>,
+    /// How long a task is kept after it reached a terminal state; `None` keeps it until the
+    /// bound needs its place.
+    pub terminal_ttl: Option<Duration>,
+}
+
+impl Retention {
+    /// The default bound on held tasks.
+    pub const DEFAULT_MAX_TASKS: usize = 100_000;
+
+    /// Keeps every task until the process ends.
+    pub const fn unlimited() -> Self {
+        Self {
+            max_tasks: None,
+            terminal_ttl: None,
+        }
+    }
+}
+
+impl Default for Retention {
+    /// At most [`Retention::DEFAULT_MAX_TASKS`] tasks, no age limit.
+    fn default() -> Self {
+        Self {
+            max_tasks: Some(Self::DEFAULT_MAX_TASKS),
+            terminal_ttl: None,
+        }
+    }
+}
+
+/// A clock in milliseconds since the Unix epoch.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// A task that reached a terminal state, in the order they did.
+struct Ended {
+    mark: u64,
+    at_ms: i64,
+    scope: Scope,
+    id: Box<str>,
+}
+
 /// Tasks, event logs and push configurations in process memory. Nothing survives a restart.
 ///
 /// A task is kept as its last snapshot plus the events logged after it, like the durable
 /// stores keep it: an [`TaskStore::append`] adds events without copying the task, and reads
 /// apply the events after the snapshot to a copy of it.
+///
+/// Terminal tasks are evicted by the store's [`Retention`] ([`Retention::default`] unless
+/// built with [`MemoryStore::with_retention`]).
 pub struct MemoryStore {
     tasks: Sharded<Stored>,
     events: Sharded<Vec<LoggedEvent>>,
     push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
     deliveries: Sharded<Delivery>,
+    retention: Retention,
+    clock: Clock,
+    /// Tasks held.
+    held: AtomicUsize,
+    /// Terminal tasks, oldest end first (entries whose mark no longer matches are stale).
+    ended: Mutex<VecDeque<Ended>>,
+    next_mark: AtomicU64,
+    /// When the oldest ended task expires (`i64::MAX` when none can).
+    next_expiry_ms: AtomicI64,
+    /// Whether the bound is exceeded by tasks that cannot be evicted (warned once per episode).
+    over: AtomicBool,
 }
 
 impl Default for MemoryStore {
@@ -190,14 +276,174 @@ impl Default for MemoryStore {
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// An empty store with the default [`Retention`].
     pub fn new() -> Self {
+        Self::with_retention(Retention::default())
+    }
+
+    /// An empty store that keeps tasks as `retention` says.
+    pub fn with_retention(retention: Retention) -> Self {
         Self {
             tasks: Sharded::new(),
             events: Sharded::new(),
             push: Sharded::new(),
             deliveries: Sharded::new(),
+            retention,
+            clock: Arc::new(super::now_ms),
+            held: AtomicUsize::new(0),
+            ended: Mutex::new(VecDeque::new()),
+            next_mark: AtomicU64::new(1),
+            next_expiry_ms: AtomicI64::new(i64::MAX),
+            over: AtomicBool::new(false),
         }
+    }
+
+    /// Reads time from `clock` (milliseconds since the epoch) for the terminal tasks' age:
+    /// tests use a clock they move themselves.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The store's retention policy.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
+    /// Number of tasks held.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Queues a task that just reached a terminal state (the caller holds its shard).
+    fn note_ended(&self, scope: &Scope, id: &str, stored: &mut Stored) {
+        if self.retention == Retention::unlimited() {
+            return;
+        }
+        let mark = self.next_mark.fetch_add(1, Ordering::Relaxed);
+        stored.ended = mark;
+        let at_ms = (self.clock)();
+        let mut ended = lock(&self.ended);
+        if ended.is_empty()
+            && let Some(ttl) = self.ttl_ms()
+        {
+            self.next_expiry_ms
+                .store(at_ms.saturating_add(ttl), Ordering::Relaxed);
+        }
+        ended.push_back(Ended {
+            mark,
+            at_ms,
+            scope: scope.clone(),
+            id: id.into(),
+        });
+    }
+
+    fn ttl_ms(&self) -> Option<i64> {
+        self.retention
+            .terminal_ttl
+            .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    /// Evicts what the retention policy says must go: ended tasks older than the TTL, then the
+    /// oldest ended tasks while more than `max_tasks` are held. Two atomic loads when there
+    /// is nothing to do.
+    fn enforce(&self) {
+        let over = |held: usize| self.retention.max_tasks.is_some_and(|max| held > max);
+        let now = (self.clock)();
+        let expired = now >= self.next_expiry_ms.load(Ordering::Relaxed);
+        if !expired && !over(self.held()) {
+            return;
+        }
+        let ttl = self.ttl_ms();
+        // Entries put back (still being delivered) are looked at once per call.
+        let mut budget = lock(&self.ended).len();
+        let mut kept = Vec::new();
+        while budget > 0 {
+            budget -= 1;
+            let entry = {
+                let mut ended = lock(&self.ended);
+                let due = ended.front().is_some_and(|e| {
+                    over(self.held()) || ttl.is_some_and(|t| now >= e.at_ms.saturating_add(t))
+                });
+                if !due {
+                    break;
+                }
+                ended.pop_front()
+            };
+            let Some(entry) = entry else { break };
+            if self.evict(&entry) == Evicted::Busy {
+                kept.push(entry);
+            }
+        }
+        let busy = !kept.is_empty();
+        let mut ended = lock(&self.ended);
+        // Tasks still being delivered keep their place at the front: they go first once done.
+        for entry in kept.into_iter().rev() {
+            ended.push_front(entry);
+        }
+        let mut next = match (ended.front(), ttl) {
+            (Some(e), Some(t)) => e.at_ms.saturating_add(t),
+            _ => i64::MAX,
+        };
+        if busy {
+            // Look again in a second rather than at every call.
+            next = next.max(now.saturating_add(1000));
+        }
+        self.next_expiry_ms.store(next, Ordering::Relaxed);
+        drop(ended);
+        let still_over = over(self.held());
+        if still_over && !self.over.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                held = self.held(),
+                max_tasks = self.retention.max_tasks,
+                "the memory store holds more tasks than its bound: the others are unfinished \
+                 or still being delivered, and are kept until they end"
+            );
+        } else if !still_over {
+            self.over.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Removes an ended task with its log, push configurations and delivery cursor, unless it
+    /// changed since it was queued or somebody still works on it.
+    fn evict(&self, entry: &Ended) -> Evicted {
+        let (scope, id) = (&entry.scope, &*entry.id);
+        // Lock order: the task's shard, then its log's, configurations' and cursor's.
+        let mut tasks = self.tasks.shard(id);
+        let Some(stored) = tasks.get_in(scope, id) else {
+            return Evicted::Stale;
+        };
+        if stored.ended != entry.mark {
+            return Evicted::Stale;
+        }
+        if stored.lease.is_some() || self.delivering(scope, id, stored.last_seq) {
+            return Evicted::Busy;
+        }
+        tasks.remove_in(scope, id);
+        self.held.fetch_sub(1, Ordering::Relaxed);
+        self.events.shard(id).remove_in(scope, id);
+        self.push.shard(id).remove_in(scope, id);
+        self.deliveries.shard(id).remove_in(scope, id);
+        Evicted::Gone
+    }
+
+    /// Whether push notifications of the task are still to be sent: it has configurations, and
+    /// its cursor is behind its log or claimed by a live worker.
+    fn delivering(&self, scope: &Scope, id: &str, last_seq: u64) -> bool {
+        let configured = self
+            .push
+            .shard(id)
+            .get_in(scope, id)
+            .is_some_and(|c| !c.is_empty());
+        configured
+            && self
+                .deliveries
+                .shard(id)
+                .get_in(scope, id)
+                .is_some_and(|d| {
+                    d.delivered < last_seq || (d.node.is_some() && d.until_ms >= (self.clock)())
+                })
     }
 
     /// Checks and performs a commit; `snapshot` stores `record.task` as the task's snapshot.
@@ -232,13 +478,30 @@ impl MemoryStore {
             }
             log.extend_from_slice(events);
         }
-        match slot {
-            Entry::Occupied(mut o) if snapshot => *o.get_mut() = Stored::new(record),
-            Entry::Occupied(mut o) => o.get_mut().update(record),
-            Entry::Vacant(v) => {
-                v.insert(Stored::new(record));
+        let stored = match slot {
+            Entry::Occupied(o) => {
+                let stored = o.into_mut();
+                if snapshot {
+                    let ended = stored.ended;
+                    *stored = Stored::new(record);
+                    stored.ended = ended;
+                } else {
+                    stored.update(record);
+                }
+                stored
             }
+            Entry::Vacant(v) => {
+                self.held.fetch_add(1, Ordering::Relaxed);
+                v.insert(Stored::new(record))
+            }
+        };
+        match (stored.state.is_terminal(), stored.ended) {
+            (true, 0) => self.note_ended(scope, id, stored),
+            (false, mark) if mark != 0 => stored.ended = 0,
+            _ => {}
         }
+        drop(tasks);
+        self.enforce();
         Ok(())
     }
 
@@ -290,12 +553,18 @@ impl TaskStore for MemoryStore {
     }
 
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.enforce();
         Ok(self.materialise(scope, id))
     }
 
     /// A scan of every shard's list keys: O(tasks) per page, then the page's tasks rebuilt.
     /// Fine for tests and small deployments; the durable stores use an index.
+    ///
+    /// The next page starts after the last task considered for this one, even if retention
+    /// evicted it meanwhile: paging across evictions returns no task twice, and only tasks
+    /// that exist.
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.enforce();
         let mut hits: Vec<(i128, Box<str>)> = Vec::new();
         let mut total = 0;
         for shard in self.tasks.shards() {
@@ -321,7 +590,10 @@ impl TaskStore for MemoryStore {
             .filter_map(|(_, id)| self.materialise(scope, id).map(|r| r.task))
             .collect();
         let next = if more {
-            tasks.last().map(ListCursor::of)
+            hits.last().map(|(timestamp, id)| ListCursor {
+                timestamp: *timestamp,
+                id: id.to_string(),
+            })
         } else {
             None
         };
@@ -530,8 +802,22 @@ impl PushConfigStore for MemoryStore {
     }
 }
 
+/// What [`MemoryStore::evict`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Evicted {
+    /// The task is gone.
+    Gone,
+    /// The entry was stale (the task changed or is gone already).
+    Stale,
+    /// Somebody still works on the task: keep it queued.
+    Busy,
+}
+
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("MemoryStore")
     }
 }
+
+#[cfg(test)]
+mod tests;
