@@ -122,13 +122,96 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A stored task: its last snapshot and what later appends changed (the events themselves
-/// are in the log).
+/// How a stored task's body is held.
+#[derive(Debug)]
+enum Body {
+    /// The task as of `seq`; the events after it are in the log.
+    Open { snapshot: Box<pb::Task>, seq: u64 },
+    /// The task as of the record's `last_seq`, protobuf-encoded: a terminal task nobody
+    /// executes, whose log is packed too. About a quarter of the decoded form's memory.
+    Packed(Box<[u8]>),
+}
+
+/// A task's event log: sequence numbers start at 1 without gaps, so seq n is at index n - 1
+/// and the log's length is the task's `last_seq`.
+#[derive(Debug)]
+enum Log {
+    Open(Vec<LoggedEvent>),
+    /// The events, each length-delimited protobuf (a terminal task's log).
+    Packed(Box<[u8]>),
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Self::Open(Vec::new())
+    }
+}
+
+impl Log {
+    fn pack(events: &[LoggedEvent]) -> Self {
+        use prost::Message as _;
+        let len = events
+            .iter()
+            .map(|e| {
+                let n = e.event.encoded_len();
+                n + prost::length_delimiter_len(n)
+            })
+            .sum();
+        let mut buf = Vec::with_capacity(len);
+        for e in events {
+            // Cannot fail: the buffer has room for every event.
+            let _ = e.event.encode_length_delimited(&mut buf);
+        }
+        Self::Packed(buf.into_boxed_slice())
+    }
+
+    /// The events after seq `after` (at most `limit`).
+    fn read(&self, after: u64, limit: usize) -> Vec<LoggedEvent> {
+        match self {
+            Self::Open(log) => {
+                let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
+                log[start..].iter().take(limit).cloned().collect()
+            }
+            Self::Packed(bytes) => {
+                use prost::Message as _;
+                let mut buf = &bytes[..];
+                let mut seq = 0u64;
+                let mut out = Vec::new();
+                while !buf.is_empty() && out.len() < limit {
+                    seq += 1;
+                    let Ok(event) = pb::StreamResponse::decode_length_delimited(&mut buf) else {
+                        tracing::error!(seq, "undecodable packed event in the memory store");
+                        break;
+                    };
+                    if seq > after {
+                        out.push(LoggedEvent {
+                            seq,
+                            event: Arc::new(event),
+                        });
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// The events as a vector, unpacking a packed log.
+    fn open(&mut self) -> &mut Vec<LoggedEvent> {
+        if let Self::Packed(_) = self {
+            *self = Self::Open(self.read(0, usize::MAX));
+        }
+        match self {
+            Self::Open(log) => log,
+            Self::Packed(_) => unreachable!("unpacked above"),
+        }
+    }
+}
+
+/// A stored task: its body and what later appends changed (the events themselves are in the
+/// log).
 #[derive(Debug)]
 struct Stored {
-    /// The task as of `snapshot_seq`.
-    snapshot: pb::Task,
-    snapshot_seq: u64,
+    body: Body,
     last_seq: u64,
     turn: u64,
     lease: Option<super::Lease>,
@@ -144,8 +227,10 @@ impl Stored {
     fn new(record: &TaskRecord) -> Self {
         Self {
             ended: 0,
-            snapshot: record.task.clone(),
-            snapshot_seq: record.last_seq,
+            body: Body::Open {
+                snapshot: Box::new(record.task.clone()),
+                seq: record.last_seq,
+            },
             last_seq: record.last_seq,
             turn: record.turn,
             lease: record.lease.clone(),
@@ -253,7 +338,7 @@ struct Ended {
 /// built with [`MemoryStore::with_retention`]).
 pub struct MemoryStore {
     tasks: Sharded<Stored>,
-    events: Sharded<Vec<LoggedEvent>>,
+    events: Sharded<Log>,
     push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
     deliveries: Sharded<Delivery>,
     retention: Retention,
@@ -472,7 +557,7 @@ impl MemoryStore {
         }
         if !events.is_empty() {
             let mut logs = self.events.shard(id);
-            let log = logs.slot(scope, id).or_default();
+            let log = logs.slot(scope, id).or_default().open();
             if log.last().map_or(0, |e| e.seq) != stored {
                 return Err(StoreError::Conflict);
             }
@@ -500,6 +585,23 @@ impl MemoryStore {
             (false, mark) if mark != 0 => stored.ended = 0,
             _ => {}
         }
+        if stored.state.is_terminal() && stored.lease.is_none() {
+            // Nothing will change it any more (as a rule): keep it encoded.
+            use prost::Message as _;
+            stored.body = Body::Packed(record.task.encode_to_vec().into_boxed_slice());
+            let mut logs = self.events.shard(id);
+            if let Some(log) = logs.get_mut_in(scope, id)
+                && let Log::Open(events) = log
+            {
+                *log = Log::pack(events);
+            }
+        } else if let Body::Packed(_) = stored.body {
+            // Changed after all: `record.task` is the current task.
+            stored.body = Body::Open {
+                snapshot: Box::new(record.task.clone()),
+                seq: record.last_seq,
+            };
+        }
         drop(tasks);
         self.enforce();
         Ok(())
@@ -509,18 +611,34 @@ impl MemoryStore {
     fn materialise(&self, scope: &Scope, id: &str) -> Option<TaskRecord> {
         let tasks = self.tasks.shard(id);
         let stored = tasks.get_in(scope, id)?;
-        let mut task = stored.snapshot.clone();
-        if stored.last_seq > stored.snapshot_seq {
-            let logs = self.events.shard(id);
-            if let Some(log) = logs.get_in(scope, id) {
-                // Sequence numbers start at 1 without gaps: seq n is at index n - 1.
-                let from = usize::try_from(stored.snapshot_seq).unwrap_or(usize::MAX);
-                let to = usize::try_from(stored.last_seq).unwrap_or(usize::MAX);
-                for e in log.get(from..to.min(log.len())).unwrap_or_default() {
-                    super::apply(&mut task, &e.event);
+        let task = match &stored.body {
+            Body::Packed(bytes) => {
+                use prost::Message as _;
+                match pb::Task::decode(&bytes[..]) {
+                    Ok(task) => task,
+                    Err(e) => {
+                        tracing::error!(
+                            task = id,
+                            "undecodable packed task in the memory store: {e}"
+                        );
+                        return None;
+                    }
                 }
             }
-        }
+            Body::Open { snapshot, seq } => {
+                let mut task = pb::Task::clone(snapshot);
+                if stored.last_seq > *seq {
+                    let logs = self.events.shard(id);
+                    if let Some(log) = logs.get_in(scope, id) {
+                        let count = usize::try_from(stored.last_seq - seq).unwrap_or(usize::MAX);
+                        for e in log.read(*seq, count) {
+                            super::apply(&mut task, &e.event);
+                        }
+                    }
+                }
+                task
+            }
+        };
         Some(TaskRecord {
             task,
             last_seq: stored.last_seq,
@@ -647,12 +765,9 @@ impl EventLog for MemoryStore {
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         let shard = self.events.shard(task_id);
-        let Some(log) = shard.get_in(scope, task_id) else {
-            return Ok(Vec::new());
-        };
-        // Sequence numbers start at 1 without gaps, so `after` is also an index.
-        let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
-        Ok(log[start..].iter().take(limit).cloned().collect())
+        Ok(shard
+            .get_in(scope, task_id)
+            .map_or_else(Vec::new, |log| log.read(after, limit)))
     }
 }
 
