@@ -212,6 +212,8 @@ impl Log {
 #[derive(Debug)]
 struct Stored {
     body: Body,
+    /// The task's event log.
+    log: Log,
     last_seq: u64,
     turn: u64,
     lease: Option<super::Lease>,
@@ -227,6 +229,7 @@ impl Stored {
     fn new(record: &TaskRecord) -> Self {
         Self {
             ended: 0,
+            log: Log::default(),
             body: Body::Open {
                 snapshot: Box::new(record.task.clone()),
                 seq: record.last_seq,
@@ -338,7 +341,6 @@ struct Ended {
 /// built with [`MemoryStore::with_retention`]).
 pub struct MemoryStore {
     tasks: Sharded<Stored>,
-    events: Sharded<Log>,
     push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
     deliveries: Sharded<Delivery>,
     retention: Retention,
@@ -370,7 +372,6 @@ impl MemoryStore {
     pub fn with_retention(retention: Retention) -> Self {
         Self {
             tasks: Sharded::new(),
-            events: Sharded::new(),
             push: Sharded::new(),
             deliveries: Sharded::new(),
             retention,
@@ -494,7 +495,7 @@ impl MemoryStore {
     /// changed since it was queued or somebody still works on it.
     fn evict(&self, entry: &Ended) -> Evicted {
         let (scope, id) = (&entry.scope, &*entry.id);
-        // Lock order: the task's shard, then its log's, configurations' and cursor's.
+        // Lock order: the task's shard, then its configurations' and cursor's.
         let mut tasks = self.tasks.shard(id);
         let Some(stored) = tasks.get_in(scope, id) else {
             return Evicted::Stale;
@@ -507,7 +508,6 @@ impl MemoryStore {
         }
         tasks.remove_in(scope, id);
         self.held.fetch_sub(1, Ordering::Relaxed);
-        self.events.shard(id).remove_in(scope, id);
         self.push.shard(id).remove_in(scope, id);
         self.deliveries.shard(id).remove_in(scope, id);
         Evicted::Gone
@@ -541,7 +541,6 @@ impl MemoryStore {
         snapshot: bool,
     ) -> Result<(), StoreError> {
         let id = record.task.id.as_str();
-        // Lock order: the task's shard, then its log's shard.
         let mut tasks = self.tasks.shard(id);
         let slot = tasks.slot(scope, id);
         let stored = match (&slot, expected_seq) {
@@ -555,31 +554,31 @@ impl MemoryStore {
         if !super::events_continue(stored, record.last_seq, events) {
             return Err(StoreError::Conflict);
         }
+        let stored_seq = stored;
+        let (stored, fresh) = match slot {
+            Entry::Occupied(o) => (o.into_mut(), false),
+            Entry::Vacant(v) => {
+                self.held.fetch_add(1, Ordering::Relaxed);
+                (v.insert(Stored::new(record)), true)
+            }
+        };
         if !events.is_empty() {
-            let mut logs = self.events.shard(id);
-            let log = logs.slot(scope, id).or_default().open();
-            if log.last().map_or(0, |e| e.seq) != stored {
+            // A new task's log is empty, so a new task is never left behind by this error.
+            let log = stored.log.open();
+            if log.last().map_or(0, |e| e.seq) != stored_seq {
                 return Err(StoreError::Conflict);
             }
             log.extend_from_slice(events);
         }
-        let stored = match slot {
-            Entry::Occupied(o) => {
-                let stored = o.into_mut();
-                if snapshot {
-                    let ended = stored.ended;
-                    *stored = Stored::new(record);
-                    stored.ended = ended;
-                } else {
-                    stored.update(record);
-                }
-                stored
+        if !fresh {
+            if snapshot {
+                stored.body = Body::Open {
+                    snapshot: Box::new(record.task.clone()),
+                    seq: record.last_seq,
+                };
             }
-            Entry::Vacant(v) => {
-                self.held.fetch_add(1, Ordering::Relaxed);
-                v.insert(Stored::new(record))
-            }
-        };
+            stored.update(record);
+        }
         match (stored.state.is_terminal(), stored.ended) {
             (true, 0) => self.note_ended(scope, id, stored),
             (false, mark) if mark != 0 => stored.ended = 0,
@@ -589,11 +588,8 @@ impl MemoryStore {
             // Nothing will change it any more (as a rule): keep it encoded.
             use prost::Message as _;
             stored.body = Body::Packed(record.task.encode_to_vec().into_boxed_slice());
-            let mut logs = self.events.shard(id);
-            if let Some(log) = logs.get_mut_in(scope, id)
-                && let Log::Open(events) = log
-            {
-                *log = Log::pack(events);
+            if let Log::Open(events) = &stored.log {
+                stored.log = Log::pack(events);
             }
         } else if let Body::Packed(_) = stored.body {
             // Changed after all: `record.task` is the current task.
@@ -628,12 +624,9 @@ impl MemoryStore {
             Body::Open { snapshot, seq } => {
                 let mut task = pb::Task::clone(snapshot);
                 if stored.last_seq > *seq {
-                    let logs = self.events.shard(id);
-                    if let Some(log) = logs.get_in(scope, id) {
-                        let count = usize::try_from(stored.last_seq - seq).unwrap_or(usize::MAX);
-                        for e in log.read(*seq, count) {
-                            super::apply(&mut task, &e.event);
-                        }
+                    let count = usize::try_from(stored.last_seq - seq).unwrap_or(usize::MAX);
+                    for e in stored.log.read(*seq, count) {
+                        super::apply(&mut task, &e.event);
                     }
                 }
                 task
@@ -764,10 +757,10 @@ impl EventLog for MemoryStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
-        let shard = self.events.shard(task_id);
+        let shard = self.tasks.shard(task_id);
         Ok(shard
             .get_in(scope, task_id)
-            .map_or_else(Vec::new, |log| log.read(after, limit)))
+            .map_or_else(Vec::new, |stored| stored.log.read(after, limit)))
     }
 }
 
