@@ -33,6 +33,9 @@
 //! `trident-bench list --store sqlite|postgres` is a second benchmark: the latency of one
 //! ListTasks page, measured on the store itself (no HTTP), as the store grows (see [`list`]).
 //!
+//! `trident-bench held --tasks N [--evict]` measures memory per task held by the in-memory
+//! store, against the task's encoded size (see [`held`]).
+//!
 //! The pieces run alone too:
 //!
 //! ```sh
@@ -45,12 +48,13 @@
 //! machine runs, CPU per request much less. Both servers are served the same way
 //! (`axum::serve`, HTTP/1.1 and h2c on one port, a one-worker tokio runtime by default) and
 //! decode and encode with the same generated types, so the ratio is the cost of the engine
-//! and of the bindings' adapters. Trident keeps every task in its in-memory store, so its
-//! memory grows with the number of requests of a run.
+//! and of the bindings' adapters. Trident's in-memory store holds up to its default bound of
+//! 100 000 tasks, so its memory grows with the requests of a run up to that.
 
 pub mod chunks;
 pub mod cpu;
 pub mod discard;
+pub mod held;
 pub mod list;
 pub mod load;
 pub mod payload;

@@ -115,6 +115,19 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         concurrency: usize,
     },
+    /// Memory per task held by the in-memory store: create tasks through the engine and
+    /// report resident growth per task against the encoded task size.
+    Held {
+        /// Tasks to create.
+        #[arg(long, default_value_t = 200_000)]
+        tasks: usize,
+        /// Requests in flight.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Then flood a store bounded at `tasks` with as many more and report RSS growth.
+        #[arg(long)]
+        evict: bool,
+    },
     /// Stream artifact chunks through the engine (one task, one subscriber); print µs and
     /// bytes written per chunk for the first and last thousand chunks and each window.
     Chunks {
@@ -206,6 +219,19 @@ fn main() -> ExitCode {
                     sizes,
                     samples: samples.max(1),
                     concurrency,
+                }))
+            }),
+        Command::Held {
+            tasks,
+            concurrency,
+            evict,
+        } => tokio::runtime::Runtime::new()
+            .map_err(|e| e.to_string())
+            .and_then(|rt| {
+                rt.block_on(trident_bench::held::run(&trident_bench::held::HeldConfig {
+                    tasks,
+                    concurrency,
+                    evict,
                 }))
             }),
         Command::Chunks {

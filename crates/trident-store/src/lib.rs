@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use trident_core::store::Stores;
+use trident_core::store::{MemoryStore, Retention, Stores};
 
 mod codec;
 mod migrate;
@@ -32,7 +32,8 @@ pub use sqlite::{SqliteStore, WriterStats};
 pub enum OpenError {
     /// The spec names no known store.
     #[error(
-        "unknown store {0:?}: expected \"memory\", \"sqlite:PATH\" (or \"sqlite://PATH\"), \
+        "unknown store {0:?}: expected \"memory\" (or \"memory?max_tasks=N&terminal_ttl=SECONDS\"), \
+         \"sqlite:PATH\" (or \"sqlite://PATH\"), \
          or a PostgreSQL URL \"postgres://…\" / \"postgresql://…\" (optionally with ?schema=NAME)"
     )]
     Spec(String),
@@ -72,6 +73,13 @@ pub enum OpenError {
         /// What SQLite reported.
         detail: String,
     },
+    /// A `memory?…` parameter that is unknown or has a bad value.
+    #[error(
+        "bad memory store parameter {0:?}: expected max_tasks=N (tasks held at most; 0 or \
+         \"none\" holds every task) and/or terminal_ttl=SECONDS (how long an ended task is kept; \
+         0 or \"none\" for no age limit), e.g. \"memory?max_tasks=100000&terminal_ttl=3600\""
+    )]
+    MemoryParam(String),
     /// A PostgreSQL schema name that is not a plain identifier.
     #[error("invalid schema name {0:?}: use ASCII letters, digits and underscores")]
     SchemaName(String),
@@ -79,7 +87,10 @@ pub enum OpenError {
 
 /// Opens the stores named by `spec`:
 ///
-/// - `memory`: the in-memory store (nothing survives a restart);
+/// - `memory`: the in-memory store (nothing survives a restart), holding at most
+///   [`Retention::DEFAULT_MAX_TASKS`] tasks; `memory?max_tasks=N&terminal_ttl=SECONDS` sets
+///   its [`Retention`] (`0` or `none` lifts either limit): ended tasks are evicted oldest
+///   first, beyond `N` tasks or `SECONDS` after they ended;
 /// - `sqlite:PATH` or `sqlite://PATH`: a SQLite file, created if missing;
 /// - `postgres://…` or `postgresql://…`: a PostgreSQL database (its default schema, or the
 ///   one named by a `schema=NAME` query parameter, created if missing).
@@ -88,6 +99,10 @@ pub enum OpenError {
 pub async fn open(spec: &str) -> Result<Stores, OpenError> {
     if spec == "memory" {
         return Ok(Stores::memory());
+    }
+    if let Some(params) = spec.strip_prefix("memory?") {
+        let retention = memory_retention(params)?;
+        return Ok(stores(Arc::new(MemoryStore::with_retention(retention))));
     }
     if let Some(path) = spec
         .strip_prefix("sqlite://")
@@ -131,6 +146,32 @@ pub fn describe(spec: &str) -> String {
         }
         None => spec.to_owned(),
     }
+}
+
+/// The retention named by a `memory?…` spec's parameters (the default for those not given).
+fn memory_retention(params: &str) -> Result<Retention, OpenError> {
+    let mut retention = Retention::default();
+    for kv in params.split('&').filter(|kv| !kv.is_empty()) {
+        let bad = || OpenError::MemoryParam(kv.to_owned());
+        let (key, value) = kv.split_once('=').ok_or_else(bad)?;
+        let number = match value {
+            "none" => 0,
+            v => v.parse::<u64>().map_err(|_| bad())?,
+        };
+        let limit = (number > 0).then_some(number);
+        match key {
+            "max_tasks" => {
+                retention.max_tasks = limit
+                    .map(|n| usize::try_from(n).map_err(|_| bad()))
+                    .transpose()?;
+            }
+            "terminal_ttl" => {
+                retention.terminal_ttl = limit.map(std::time::Duration::from_secs);
+            }
+            _ => return Err(bad()),
+        }
+    }
+    Ok(retention)
 }
 
 /// Takes a `schema=NAME` parameter out of a PostgreSQL URL's query string.

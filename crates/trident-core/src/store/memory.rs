@@ -1,9 +1,12 @@
-//! The in-memory store: sharded hash maps, no global lock.
+//! The in-memory store: sharded hash maps, no global lock, and a retention policy that
+//! evicts the oldest terminal tasks so a long-running process stays bounded.
 
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasher;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use trident_proto as pb;
 
@@ -119,13 +122,98 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A stored task: its last snapshot and what later appends changed (the events themselves
-/// are in the log).
+/// How a stored task's body is held.
+#[derive(Debug)]
+enum Body {
+    /// The task as of `seq`; the events after it are in the log.
+    Open { snapshot: Box<pb::Task>, seq: u64 },
+    /// The task as of the record's `last_seq`, protobuf-encoded: a terminal task nobody
+    /// executes, whose log is packed too. About a quarter of the decoded form's memory.
+    Packed(Box<[u8]>),
+}
+
+/// A task's event log: sequence numbers start at 1 without gaps, so seq n is at index n - 1
+/// and the log's length is the task's `last_seq`.
+#[derive(Debug)]
+enum Log {
+    Open(Vec<LoggedEvent>),
+    /// The events, each length-delimited protobuf (a terminal task's log).
+    Packed(Box<[u8]>),
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Self::Open(Vec::new())
+    }
+}
+
+impl Log {
+    fn pack(events: &[LoggedEvent]) -> Self {
+        use prost::Message as _;
+        let len = events
+            .iter()
+            .map(|e| {
+                let n = e.event.encoded_len();
+                n + prost::length_delimiter_len(n)
+            })
+            .sum();
+        let mut buf = Vec::with_capacity(len);
+        for e in events {
+            // Cannot fail: the buffer has room for every event.
+            let _ = e.event.encode_length_delimited(&mut buf);
+        }
+        Self::Packed(buf.into_boxed_slice())
+    }
+
+    /// The events after seq `after` (at most `limit`).
+    fn read(&self, after: u64, limit: usize) -> Vec<LoggedEvent> {
+        match self {
+            Self::Open(log) => {
+                let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
+                log[start..].iter().take(limit).cloned().collect()
+            }
+            Self::Packed(bytes) => {
+                use prost::Message as _;
+                let mut buf = &bytes[..];
+                let mut seq = 0u64;
+                let mut out = Vec::new();
+                while !buf.is_empty() && out.len() < limit {
+                    seq += 1;
+                    let Ok(event) = pb::StreamResponse::decode_length_delimited(&mut buf) else {
+                        tracing::error!(seq, "undecodable packed event in the memory store");
+                        break;
+                    };
+                    if seq > after {
+                        out.push(LoggedEvent {
+                            seq,
+                            event: Arc::new(event),
+                        });
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// The events as a vector, unpacking a packed log.
+    fn open(&mut self) -> &mut Vec<LoggedEvent> {
+        if let Self::Packed(_) = self {
+            *self = Self::Open(self.read(0, usize::MAX));
+        }
+        match self {
+            Self::Open(log) => log,
+            Self::Packed(_) => unreachable!("unpacked above"),
+        }
+    }
+}
+
+/// A stored task: its body and what later appends changed (the events themselves are in the
+/// log).
 #[derive(Debug)]
 struct Stored {
-    /// The task as of `snapshot_seq`.
-    snapshot: pb::Task,
-    snapshot_seq: u64,
+    body: Body,
+    /// The task's event log.
+    log: Log,
     last_seq: u64,
     turn: u64,
     lease: Option<super::Lease>,
@@ -133,13 +221,19 @@ struct Stored {
     state: pb::TaskState,
     context_id: String,
     status_ts: i128,
+    /// The task's mark in the queue of ended tasks (0 while it is not terminal).
+    ended: u64,
 }
 
 impl Stored {
     fn new(record: &TaskRecord) -> Self {
         Self {
-            snapshot: record.task.clone(),
-            snapshot_seq: record.last_seq,
+            ended: 0,
+            log: Log::default(),
+            body: Body::Open {
+                snapshot: Box::new(record.task.clone()),
+                seq: record.last_seq,
+            },
             last_seq: record.last_seq,
             turn: record.turn,
             lease: record.lease.clone(),
@@ -171,16 +265,95 @@ impl Stored {
     }
 }
 
+/// How many tasks a [`MemoryStore`] holds, and for how long it keeps the ended ones.
+///
+/// Only terminal tasks (`COMPLETED`, `FAILED`, `CANCELED`, `REJECTED`) are ever evicted,
+/// oldest end first, and only once nothing still works on them: no lease (no executor) and
+/// no push notification left to deliver. An evicted task is gone with its event log, push
+/// configurations and delivery cursor; reads answer as for a task that never existed.
+///
+/// `max_tasks` is a bound on the tasks held, not an admission limit: when every held task is
+/// still in progress or waiting for its client, new tasks are still accepted (the store never
+/// fails a request, nor drops a task somebody can still continue), a warning is logged, and
+/// the store evicts down to the bound as tasks end. What bounds unfinished tasks is the
+/// engine's admission limits and the clients.
+///
+/// ```
+/// use std::time::Duration;
+/// use trident_core::store::{MemoryStore, Retention};
+///
+/// let store = MemoryStore::with_retention(Retention {
+///     max_tasks: Some(10_000),
+///     terminal_ttl: Some(Duration::from_secs(3600)),
+/// });
+/// # drop(store);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Tasks held at most (see above); `None` holds every task.
+    pub max_tasks: Option<usize>,
+    /// How long a task is kept after it reached a terminal state; `None` keeps it until the
+    /// bound needs its place.
+    pub terminal_ttl: Option<Duration>,
+}
+
+impl Retention {
+    /// The default bound on held tasks.
+    pub const DEFAULT_MAX_TASKS: usize = 100_000;
+
+    /// Keeps every task until the process ends.
+    pub const fn unlimited() -> Self {
+        Self {
+            max_tasks: None,
+            terminal_ttl: None,
+        }
+    }
+}
+
+impl Default for Retention {
+    /// At most [`Retention::DEFAULT_MAX_TASKS`] tasks, no age limit.
+    fn default() -> Self {
+        Self {
+            max_tasks: Some(Self::DEFAULT_MAX_TASKS),
+            terminal_ttl: None,
+        }
+    }
+}
+
+/// A clock in milliseconds since the Unix epoch.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// A task that reached a terminal state, in the order they did.
+struct Ended {
+    mark: u64,
+    at_ms: i64,
+    scope: Scope,
+    id: Box<str>,
+}
+
 /// Tasks, event logs and push configurations in process memory. Nothing survives a restart.
 ///
 /// A task is kept as its last snapshot plus the events logged after it, like the durable
 /// stores keep it: an [`TaskStore::append`] adds events without copying the task, and reads
 /// apply the events after the snapshot to a copy of it.
+///
+/// Terminal tasks are evicted by the store's [`Retention`] ([`Retention::default`] unless
+/// built with [`MemoryStore::with_retention`]).
 pub struct MemoryStore {
     tasks: Sharded<Stored>,
-    events: Sharded<Vec<LoggedEvent>>,
     push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
     deliveries: Sharded<Delivery>,
+    retention: Retention,
+    clock: Clock,
+    /// Tasks held.
+    held: AtomicUsize,
+    /// Terminal tasks, oldest end first (entries whose mark no longer matches are stale).
+    ended: Mutex<VecDeque<Ended>>,
+    next_mark: AtomicU64,
+    /// When the oldest ended task expires (`i64::MAX` when none can).
+    next_expiry_ms: AtomicI64,
+    /// Whether the bound is exceeded by tasks that cannot be evicted (warned once per episode).
+    over: AtomicBool,
 }
 
 impl Default for MemoryStore {
@@ -190,14 +363,172 @@ impl Default for MemoryStore {
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// An empty store with the default [`Retention`].
     pub fn new() -> Self {
+        Self::with_retention(Retention::default())
+    }
+
+    /// An empty store that keeps tasks as `retention` says.
+    pub fn with_retention(retention: Retention) -> Self {
         Self {
             tasks: Sharded::new(),
-            events: Sharded::new(),
             push: Sharded::new(),
             deliveries: Sharded::new(),
+            retention,
+            clock: Arc::new(super::now_ms),
+            held: AtomicUsize::new(0),
+            ended: Mutex::new(VecDeque::new()),
+            next_mark: AtomicU64::new(1),
+            next_expiry_ms: AtomicI64::new(i64::MAX),
+            over: AtomicBool::new(false),
         }
+    }
+
+    /// Reads time from `clock` (milliseconds since the epoch) for the terminal tasks' age:
+    /// tests use a clock they move themselves.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The store's retention policy.
+    pub fn retention(&self) -> Retention {
+        self.retention
+    }
+
+    /// Number of tasks held.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Queues a task that just reached a terminal state (the caller holds its shard).
+    fn note_ended(&self, scope: &Scope, id: &str, stored: &mut Stored) {
+        if self.retention == Retention::unlimited() {
+            return;
+        }
+        let mark = self.next_mark.fetch_add(1, Ordering::Relaxed);
+        stored.ended = mark;
+        let at_ms = (self.clock)();
+        let mut ended = lock(&self.ended);
+        if ended.is_empty()
+            && let Some(ttl) = self.ttl_ms()
+        {
+            self.next_expiry_ms
+                .store(at_ms.saturating_add(ttl), Ordering::Relaxed);
+        }
+        ended.push_back(Ended {
+            mark,
+            at_ms,
+            scope: scope.clone(),
+            id: id.into(),
+        });
+    }
+
+    fn ttl_ms(&self) -> Option<i64> {
+        self.retention
+            .terminal_ttl
+            .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX))
+    }
+
+    /// Evicts what the retention policy says must go: ended tasks older than the TTL, then the
+    /// oldest ended tasks while more than `max_tasks` are held. Two atomic loads when there
+    /// is nothing to do.
+    fn enforce(&self) {
+        let over = |held: usize| self.retention.max_tasks.is_some_and(|max| held > max);
+        let now = (self.clock)();
+        let expired = now >= self.next_expiry_ms.load(Ordering::Relaxed);
+        if !expired && !over(self.held()) {
+            return;
+        }
+        let ttl = self.ttl_ms();
+        // Entries put back (still being delivered) are looked at once per call.
+        let mut budget = lock(&self.ended).len();
+        let mut kept = Vec::new();
+        while budget > 0 {
+            budget -= 1;
+            let entry = {
+                let mut ended = lock(&self.ended);
+                let due = ended.front().is_some_and(|e| {
+                    over(self.held()) || ttl.is_some_and(|t| now >= e.at_ms.saturating_add(t))
+                });
+                if !due {
+                    break;
+                }
+                ended.pop_front()
+            };
+            let Some(entry) = entry else { break };
+            if self.evict(&entry) == Evicted::Busy {
+                kept.push(entry);
+            }
+        }
+        let busy = !kept.is_empty();
+        let mut ended = lock(&self.ended);
+        // Tasks still being delivered keep their place at the front: they go first once done.
+        for entry in kept.into_iter().rev() {
+            ended.push_front(entry);
+        }
+        let mut next = match (ended.front(), ttl) {
+            (Some(e), Some(t)) => e.at_ms.saturating_add(t),
+            _ => i64::MAX,
+        };
+        if busy {
+            // Look again in a second rather than at every call.
+            next = next.max(now.saturating_add(1000));
+        }
+        self.next_expiry_ms.store(next, Ordering::Relaxed);
+        drop(ended);
+        let still_over = over(self.held());
+        if still_over && !self.over.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                held = self.held(),
+                max_tasks = self.retention.max_tasks,
+                "the memory store holds more tasks than its bound: the others are unfinished \
+                 or still being delivered, and are kept until they end"
+            );
+        } else if !still_over {
+            self.over.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Removes an ended task with its log, push configurations and delivery cursor, unless it
+    /// changed since it was queued or somebody still works on it.
+    fn evict(&self, entry: &Ended) -> Evicted {
+        let (scope, id) = (&entry.scope, &*entry.id);
+        // Lock order: the task's shard, then its configurations' and cursor's.
+        let mut tasks = self.tasks.shard(id);
+        let Some(stored) = tasks.get_in(scope, id) else {
+            return Evicted::Stale;
+        };
+        if stored.ended != entry.mark {
+            return Evicted::Stale;
+        }
+        if stored.lease.is_some() || self.delivering(scope, id, stored.last_seq) {
+            return Evicted::Busy;
+        }
+        tasks.remove_in(scope, id);
+        self.held.fetch_sub(1, Ordering::Relaxed);
+        self.push.shard(id).remove_in(scope, id);
+        self.deliveries.shard(id).remove_in(scope, id);
+        Evicted::Gone
+    }
+
+    /// Whether push notifications of the task are still to be sent: it has configurations, and
+    /// its cursor is behind its log or claimed by a live worker.
+    fn delivering(&self, scope: &Scope, id: &str, last_seq: u64) -> bool {
+        let configured = self
+            .push
+            .shard(id)
+            .get_in(scope, id)
+            .is_some_and(|c| !c.is_empty());
+        configured
+            && self
+                .deliveries
+                .shard(id)
+                .get_in(scope, id)
+                .is_some_and(|d| {
+                    d.delivered < last_seq || (d.node.is_some() && d.until_ms >= (self.clock)())
+                })
     }
 
     /// Checks and performs a commit; `snapshot` stores `record.task` as the task's snapshot.
@@ -210,7 +541,6 @@ impl MemoryStore {
         snapshot: bool,
     ) -> Result<(), StoreError> {
         let id = record.task.id.as_str();
-        // Lock order: the task's shard, then its log's shard.
         let mut tasks = self.tasks.shard(id);
         let slot = tasks.slot(scope, id);
         let stored = match (&slot, expected_seq) {
@@ -224,21 +554,52 @@ impl MemoryStore {
         if !super::events_continue(stored, record.last_seq, events) {
             return Err(StoreError::Conflict);
         }
+        let stored_seq = stored;
+        let (stored, fresh) = match slot {
+            Entry::Occupied(o) => (o.into_mut(), false),
+            Entry::Vacant(v) => {
+                self.held.fetch_add(1, Ordering::Relaxed);
+                (v.insert(Stored::new(record)), true)
+            }
+        };
         if !events.is_empty() {
-            let mut logs = self.events.shard(id);
-            let log = logs.slot(scope, id).or_default();
-            if log.last().map_or(0, |e| e.seq) != stored {
+            // A new task's log is empty, so a new task is never left behind by this error.
+            let log = stored.log.open();
+            if log.last().map_or(0, |e| e.seq) != stored_seq {
                 return Err(StoreError::Conflict);
             }
             log.extend_from_slice(events);
         }
-        match slot {
-            Entry::Occupied(mut o) if snapshot => *o.get_mut() = Stored::new(record),
-            Entry::Occupied(mut o) => o.get_mut().update(record),
-            Entry::Vacant(v) => {
-                v.insert(Stored::new(record));
+        if !fresh {
+            if snapshot {
+                stored.body = Body::Open {
+                    snapshot: Box::new(record.task.clone()),
+                    seq: record.last_seq,
+                };
             }
+            stored.update(record);
         }
+        match (stored.state.is_terminal(), stored.ended) {
+            (true, 0) => self.note_ended(scope, id, stored),
+            (false, mark) if mark != 0 => stored.ended = 0,
+            _ => {}
+        }
+        if stored.state.is_terminal() && stored.lease.is_none() {
+            // Nothing will change it any more (as a rule): keep it encoded.
+            use prost::Message as _;
+            stored.body = Body::Packed(record.task.encode_to_vec().into_boxed_slice());
+            if let Log::Open(events) = &stored.log {
+                stored.log = Log::pack(events);
+            }
+        } else if let Body::Packed(_) = stored.body {
+            // Changed after all: `record.task` is the current task.
+            stored.body = Body::Open {
+                snapshot: Box::new(record.task.clone()),
+                seq: record.last_seq,
+            };
+        }
+        drop(tasks);
+        self.enforce();
         Ok(())
     }
 
@@ -246,18 +607,31 @@ impl MemoryStore {
     fn materialise(&self, scope: &Scope, id: &str) -> Option<TaskRecord> {
         let tasks = self.tasks.shard(id);
         let stored = tasks.get_in(scope, id)?;
-        let mut task = stored.snapshot.clone();
-        if stored.last_seq > stored.snapshot_seq {
-            let logs = self.events.shard(id);
-            if let Some(log) = logs.get_in(scope, id) {
-                // Sequence numbers start at 1 without gaps: seq n is at index n - 1.
-                let from = usize::try_from(stored.snapshot_seq).unwrap_or(usize::MAX);
-                let to = usize::try_from(stored.last_seq).unwrap_or(usize::MAX);
-                for e in log.get(from..to.min(log.len())).unwrap_or_default() {
-                    super::apply(&mut task, &e.event);
+        let task = match &stored.body {
+            Body::Packed(bytes) => {
+                use prost::Message as _;
+                match pb::Task::decode(&bytes[..]) {
+                    Ok(task) => task,
+                    Err(e) => {
+                        tracing::error!(
+                            task = id,
+                            "undecodable packed task in the memory store: {e}"
+                        );
+                        return None;
+                    }
                 }
             }
-        }
+            Body::Open { snapshot, seq } => {
+                let mut task = pb::Task::clone(snapshot);
+                if stored.last_seq > *seq {
+                    let count = usize::try_from(stored.last_seq - seq).unwrap_or(usize::MAX);
+                    for e in stored.log.read(*seq, count) {
+                        super::apply(&mut task, &e.event);
+                    }
+                }
+                task
+            }
+        };
         Some(TaskRecord {
             task,
             last_seq: stored.last_seq,
@@ -290,12 +664,18 @@ impl TaskStore for MemoryStore {
     }
 
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.enforce();
         Ok(self.materialise(scope, id))
     }
 
     /// A scan of every shard's list keys: O(tasks) per page, then the page's tasks rebuilt.
     /// Fine for tests and small deployments; the durable stores use an index.
+    ///
+    /// The next page starts after the last task considered for this one, even if retention
+    /// evicted it meanwhile: paging across evictions returns no task twice, and only tasks
+    /// that exist.
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.enforce();
         let mut hits: Vec<(i128, Box<str>)> = Vec::new();
         let mut total = 0;
         for shard in self.tasks.shards() {
@@ -321,7 +701,10 @@ impl TaskStore for MemoryStore {
             .filter_map(|(_, id)| self.materialise(scope, id).map(|r| r.task))
             .collect();
         let next = if more {
-            tasks.last().map(ListCursor::of)
+            hits.last().map(|(timestamp, id)| ListCursor {
+                timestamp: *timestamp,
+                id: id.to_string(),
+            })
         } else {
             None
         };
@@ -374,13 +757,10 @@ impl EventLog for MemoryStore {
         after: u64,
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
-        let shard = self.events.shard(task_id);
-        let Some(log) = shard.get_in(scope, task_id) else {
-            return Ok(Vec::new());
-        };
-        // Sequence numbers start at 1 without gaps, so `after` is also an index.
-        let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
-        Ok(log[start..].iter().take(limit).cloned().collect())
+        let shard = self.tasks.shard(task_id);
+        Ok(shard
+            .get_in(scope, task_id)
+            .map_or_else(Vec::new, |stored| stored.log.read(after, limit)))
     }
 }
 
@@ -530,8 +910,22 @@ impl PushConfigStore for MemoryStore {
     }
 }
 
+/// What [`MemoryStore::evict`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Evicted {
+    /// The task is gone.
+    Gone,
+    /// The entry was stale (the task changed or is gone already).
+    Stale,
+    /// Somebody still works on the task: keep it queued.
+    Busy,
+}
+
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("MemoryStore")
     }
 }
+
+#[cfg(test)]
+mod tests;

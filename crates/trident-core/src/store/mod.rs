@@ -12,7 +12,7 @@ use trident_proto as pb;
 pub mod contract;
 mod memory;
 
-pub use memory::MemoryStore;
+pub use memory::{Clock, MemoryStore, Retention};
 pub(crate) use memory::{ShardExt, Sharded, lock as lock_std};
 
 /// Whose data a call may touch: a tenant and an owning principal.

@@ -1,0 +1,403 @@
+//! Retention of the in-memory store: bounded by count and by age, oldest terminal first,
+//! never what is unfinished or still being delivered, and list pages stay consistent across
+//! evictions. Deterministic: small bounds and a clock the tests move.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use trident_proto as pb;
+use trident_proto::wkt::Timestamp;
+
+use super::{MemoryStore, Retention};
+use crate::store::{
+    EventLog, LoggedEvent, PushConfigStore, Scope, TaskQuery, TaskRecord, TaskStore,
+};
+
+fn task(id: &str, state: pb::TaskState, ts_ms: i64) -> pb::Task {
+    pb::Task {
+        id: id.to_owned(),
+        context_id: "ctx".to_owned(),
+        status: Some(pb::TaskStatus {
+            state: state as i32,
+            message: None,
+            timestamp: Some(Timestamp::from_unix_nanos(i128::from(ts_ms) * 1_000_000)),
+        }),
+        ..Default::default()
+    }
+}
+
+fn event(task: &pb::Task, seq: u64) -> LoggedEvent {
+    LoggedEvent {
+        seq,
+        event: Arc::new(pb::StreamResponse::new(pb::stream_response::Payload::Task(
+            task.clone(),
+        ))),
+    }
+}
+
+/// Creates a task in `state` with one event.
+async fn create(store: &MemoryStore, scope: &Scope, id: &str, state: pb::TaskState, ts: i64) {
+    let t = task(id, state, ts);
+    let ev = event(&t, 1);
+    store
+        .commit(scope, &TaskRecord::new(t, 1), None, &[ev])
+        .await
+        .expect("create");
+}
+
+/// Moves a task to `state` (one appended event).
+async fn finish(store: &MemoryStore, scope: &Scope, id: &str, state: pb::TaskState, ts: i64) {
+    let t = task(id, state, ts);
+    let ev = event(&t, 2);
+    store
+        .append(scope, &TaskRecord::new(t, 2), 1, &[ev])
+        .await
+        .expect("finish");
+}
+
+fn scope() -> Scope {
+    Scope::new("", "owner")
+}
+
+fn capped(max: usize) -> MemoryStore {
+    MemoryStore::with_retention(Retention {
+        max_tasks: Some(max),
+        terminal_ttl: None,
+    })
+}
+
+#[tokio::test]
+async fn a_flood_of_tasks_keeps_the_count_bounded_oldest_terminal_first() {
+    let store = capped(10);
+    let s = scope();
+    for i in 0..1_000 {
+        create(&store, &s, &format!("t{i:04}"), pb::TaskState::Completed, i).await;
+        assert!(store.held() <= 10, "{} tasks held after {i}", store.held());
+    }
+    assert_eq!(store.held(), 10);
+    for i in 0..990 {
+        let id = format!("t{i:04}");
+        assert_eq!(
+            TaskStore::get(&store, &s, &id).await.expect("get"),
+            None,
+            "{id} evicted"
+        );
+        assert!(
+            EventLog::read(&store, &s, &id, 0, 10)
+                .await
+                .expect("read")
+                .is_empty(),
+            "{id}'s events went with it"
+        );
+    }
+    for i in 990..1_000 {
+        let id = format!("t{i:04}");
+        assert!(
+            TaskStore::get(&store, &s, &id)
+                .await
+                .expect("get")
+                .is_some(),
+            "{id} kept"
+        );
+    }
+    let page = TaskStore::list(
+        &store,
+        &s,
+        &TaskQuery {
+            limit: 100,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("list");
+    assert_eq!(page.total, 10);
+    assert_eq!(page.tasks.len(), 10);
+}
+
+#[tokio::test]
+async fn unfinished_tasks_are_never_evicted_and_the_bound_is_restored_as_they_end() {
+    let store = capped(3);
+    let s = scope();
+    create(&store, &s, "done-1", pb::TaskState::Completed, 1).await;
+    for i in 0..5 {
+        create(
+            &store,
+            &s,
+            &format!("open-{i}"),
+            pb::TaskState::Working,
+            10 + i,
+        )
+        .await;
+    }
+    // Only unfinished tasks remain: the store keeps them all (a soft bound).
+    assert_eq!(
+        TaskStore::get(&store, &s, "done-1").await.expect("get"),
+        None
+    );
+    assert_eq!(store.held(), 5);
+    create(&store, &s, "waiting", pb::TaskState::InputRequired, 20).await;
+    assert_eq!(store.held(), 6);
+    for i in 0..5 {
+        let id = format!("open-{i}");
+        assert!(
+            TaskStore::get(&store, &s, &id)
+                .await
+                .expect("get")
+                .is_some(),
+            "{id} kept"
+        );
+    }
+    // As tasks end, the oldest ended goes first, down to the bound.
+    finish(&store, &s, "open-3", pb::TaskState::Completed, 30).await;
+    finish(&store, &s, "open-1", pb::TaskState::Failed, 31).await;
+    finish(&store, &s, "open-0", pb::TaskState::Canceled, 32).await;
+    assert_eq!(store.held(), 3);
+    for id in ["open-3", "open-1", "open-0"] {
+        assert_eq!(
+            TaskStore::get(&store, &s, id).await.expect("get"),
+            None,
+            "{id} evicted"
+        );
+    }
+    for id in ["open-2", "open-4", "waiting"] {
+        assert!(
+            TaskStore::get(&store, &s, id).await.expect("get").is_some(),
+            "{id} kept"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_leased_or_undelivered_task_stays_and_its_configs_go_with_it() {
+    let store = capped(1);
+    let s = scope();
+    // A terminal task whose notifications are not all delivered yet.
+    create(&store, &s, "pushed", pb::TaskState::Completed, 1).await;
+    let config = pb::TaskPushNotificationConfig {
+        id: "cfg".into(),
+        task_id: "pushed".into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        ..Default::default()
+    };
+    store.put(&s, &config).await.expect("put");
+    assert_eq!(
+        store
+            .claim_delivery(&s, "pushed", "node", i64::MAX, 0)
+            .await
+            .expect("claim"),
+        Some(0)
+    );
+    // A terminal task still leased (its executor has not let go).
+    let t = task("leased", pb::TaskState::Completed, 2);
+    let mut record = TaskRecord::new(t.clone(), 1);
+    record.lease = Some(crate::store::Lease {
+        node: "node".into(),
+        until_ms: i64::MAX,
+    });
+    store
+        .commit(&s, &record, None, &[event(&t, 1)])
+        .await
+        .expect("create leased");
+    create(&store, &s, "plain", pb::TaskState::Completed, 3).await;
+    create(&store, &s, "plain-2", pb::TaskState::Completed, 4).await;
+    assert!(
+        TaskStore::get(&store, &s, "pushed")
+            .await
+            .expect("get")
+            .is_some()
+    );
+    assert!(
+        TaskStore::get(&store, &s, "leased")
+            .await
+            .expect("get")
+            .is_some()
+    );
+    assert_eq!(
+        TaskStore::get(&store, &s, "plain").await.expect("get"),
+        None
+    );
+
+    // Delivered and released: the next eviction takes it, configs and cursor too.
+    assert!(
+        store
+            .delivered(&s, "pushed", "node", 1, i64::MAX)
+            .await
+            .expect("delivered")
+    );
+    store
+        .release_delivery(&s, "pushed", "node")
+        .await
+        .expect("release");
+    create(&store, &s, "plain-3", pb::TaskState::Completed, 5).await;
+    assert_eq!(
+        TaskStore::get(&store, &s, "pushed").await.expect("get"),
+        None
+    );
+    assert_eq!(
+        PushConfigStore::get(&store, &s, "pushed", "cfg")
+            .await
+            .expect("config"),
+        None,
+        "the evicted task's push configs are gone"
+    );
+    assert_eq!(
+        store
+            .claim_delivery(&s, "pushed", "node", i64::MAX, 7)
+            .await
+            .expect("claim"),
+        Some(7),
+        "the evicted task's delivery cursor is gone"
+    );
+    assert!(
+        TaskStore::get(&store, &s, "leased")
+            .await
+            .expect("get")
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn terminal_tasks_expire_after_their_ttl() {
+    let now = Arc::new(AtomicI64::new(1_000_000));
+    let clock = now.clone();
+    let store = MemoryStore::with_retention(Retention {
+        max_tasks: None,
+        terminal_ttl: Some(Duration::from_secs(60)),
+    })
+    .with_clock(Arc::new(move || clock.load(Ordering::Relaxed)));
+    let s = scope();
+    create(&store, &s, "early", pb::TaskState::Completed, 1).await;
+    create(&store, &s, "open", pb::TaskState::Working, 2).await;
+    now.fetch_add(30_000, Ordering::Relaxed);
+    create(&store, &s, "later", pb::TaskState::Rejected, 3).await;
+    now.fetch_add(29_999, Ordering::Relaxed);
+    assert!(
+        TaskStore::get(&store, &s, "early")
+            .await
+            .expect("get")
+            .is_some(),
+        "59.999 s old"
+    );
+    now.fetch_add(1, Ordering::Relaxed);
+    assert_eq!(
+        TaskStore::get(&store, &s, "early").await.expect("get"),
+        None,
+        "60 s old"
+    );
+    assert!(
+        TaskStore::get(&store, &s, "later")
+            .await
+            .expect("get")
+            .is_some()
+    );
+    now.fetch_add(3_600_000, Ordering::Relaxed);
+    assert_eq!(
+        TaskStore::get(&store, &s, "later").await.expect("get"),
+        None
+    );
+    assert!(
+        TaskStore::get(&store, &s, "open")
+            .await
+            .expect("get")
+            .is_some(),
+        "an unfinished task has no age limit"
+    );
+    assert_eq!(store.held(), 1);
+}
+
+#[tokio::test]
+async fn list_pages_across_evictions_have_no_duplicate_and_no_phantom() {
+    let store = capped(50);
+    let s = scope();
+    let mut created = HashSet::new();
+    // 50 ended tasks; list order is newest first, so the oldest (first evicted) come last.
+    for i in 0..50 {
+        let id = format!("a{i:03}");
+        create(&store, &s, &id, pb::TaskState::Completed, 1_000 + i).await;
+        created.insert(id);
+    }
+    let mut seen = Vec::new();
+    let mut query = TaskQuery {
+        limit: 10,
+        ..Default::default()
+    };
+    let first = TaskStore::list(&store, &s, &query).await.expect("page 1");
+    seen.extend(first.tasks.iter().map(|t| t.id.clone()));
+    query.after = first.next.clone();
+    assert!(query.after.is_some());
+
+    // 30 newer tasks evict the 30 oldest, all not yet listed.
+    for i in 0..30 {
+        let id = format!("b{i:03}");
+        create(&store, &s, &id, pb::TaskState::Completed, 5_000 + i).await;
+        created.insert(id);
+    }
+    // The next page, and then evictions between every page.
+    let mut extra = 0;
+    while query.after.is_some() {
+        let page = TaskStore::list(&store, &s, &query).await.expect("page");
+        seen.extend(page.tasks.iter().map(|t| t.id.clone()));
+        query.after = page.next;
+        let id = format!("c{extra:03}");
+        create(&store, &s, &id, pb::TaskState::Completed, 9_000 + extra).await;
+        created.insert(id);
+        extra += 1;
+        assert!(extra < 50, "paging ends");
+    }
+    let unique: HashSet<&String> = seen.iter().collect();
+    assert_eq!(unique.len(), seen.len(), "no task twice: {seen:?}");
+    for id in &seen {
+        assert!(created.contains(id), "{id} is a phantom");
+    }
+    // Every task older than page 1 that outlived the paging was listed (nothing skipped).
+    for i in 0..50 {
+        let id = format!("a{i:03}");
+        if !seen.contains(&id)
+            && TaskStore::get(&store, &s, &id)
+                .await
+                .expect("get")
+                .is_some()
+        {
+            panic!("{id} exists and was skipped");
+        }
+    }
+    assert_eq!(
+        &seen[..10],
+        &(40..50)
+            .rev()
+            .map(|i| format!("a{i:03}"))
+            .collect::<Vec<_>>()[..]
+    );
+}
+
+#[tokio::test]
+async fn unlimited_keeps_everything() {
+    let store = MemoryStore::with_retention(Retention::unlimited());
+    let s = scope();
+    for i in 0..300 {
+        create(&store, &s, &format!("t{i}"), pb::TaskState::Completed, i).await;
+    }
+    assert_eq!(store.held(), 300);
+    assert!(
+        TaskStore::get(&store, &s, "t0")
+            .await
+            .expect("get")
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn a_bounded_store_passes_the_contract() {
+    let store = Arc::new(MemoryStore::with_retention(Retention {
+        max_tasks: Some(1_000),
+        terminal_ttl: Some(Duration::from_secs(3600)),
+    }));
+    let stores = crate::store::Stores {
+        tasks: store.clone(),
+        events: store.clone(),
+        push: store,
+    };
+    crate::store::contract::run(&stores).await;
+}
