@@ -1813,8 +1813,8 @@ pub async fn push_operations_require_the_capability(t: &dyn Target) -> Result<()
     Ok(())
 }
 
-/// Extended card rules.
-pub async fn extended_card_rules(t: &dyn Target) -> Result<(), Skip> {
+/// Without `capabilities.extendedAgentCard`, GetExtendedAgentCard is UnsupportedOperation.
+pub async fn extended_card_is_unsupported_unless_declared(t: &dyn Target) -> Result<(), Skip> {
     let none = Fixture::default(t).await?;
     none.needs_no_extended_card()?;
     assert_kind(
@@ -1823,6 +1823,11 @@ pub async fn extended_card_rules(t: &dyn Target) -> Result<(), Skip> {
             .await,
         ErrorKind::UnsupportedOperation,
     );
+    Ok(())
+}
+
+/// Extended card rules: declared but not configured, unauthenticated, configured.
+pub async fn extended_card_rules(t: &dyn Target) -> Result<(), Skip> {
     let declared = Fixture::new(
         t,
         Variant {

@@ -335,6 +335,7 @@ macro_rules! with_cases {
             push_operations_require_the_capability: Protocol Must "3.1.7-3.1.10 (capabilities.pushNotifications)",
             push_config_create_get_list_delete: Protocol Must "3.1.7-3.1.10 push notification configs",
             push_config_urls_are_validated: Protocol Should "push notification security",
+            extended_card_is_unsupported_unless_declared: Protocol Must "3.1.11 GetExtendedAgentCard",
             extended_card_rules: Protocol Must "3.1.11 GetExtendedAgentCard",
             required_extension_must_be_activated: Protocol Must "extensions (required)",
             unsupported_version_is_rejected: Protocol Must "versioning (A2A-Version)",
