@@ -178,19 +178,19 @@ else
   failed=$((failed + 1))
 fi
 
-# `trident conformance` against echo agents built with the official Python SDK (interfaces under
-# path prefixes), plain and following the conformance script: the observed outcome table must
-# equal the committed one (interop/conformance/expected.md). Both run at once.
-log "trident conformance against the Python SDK echo agents (expected table)"
+# `trident conformance` against echo agents built with the official SDKs (interfaces under path
+# prefixes): Python plain and following the conformance script, JS plain. The observed outcome
+# table must equal the committed one (interop/conformance/expected.md). All run at once.
+log "trident conformance against the SDK echo agents (expected table)"
 conf_dir="$(mktemp -d -t trident-conformance.XXXXXX)"
 conf_pids=()
 agent_url=""
-start_echo_agent() { # name, extra args...; sets agent_url (empty when it did not start)
-  local name="$1" fifo="$conf_dir/$1.in" holder
+start_echo_agent() { # name, dir, command...; sets agent_url (empty when it did not start)
+  local name="$1" dir="$2" fifo="$conf_dir/$1.in" holder
   agent_url=""
-  shift
+  shift 2
   mkfifo "$fifo"
-  (cd "$here/python" && exec "$venv/bin/python" echo_agent.py "$@" <"$fifo" >"$conf_dir/$name.out" 2>"$conf_dir/$name.err") &
+  (cd "$dir" && exec "$@" <"$fifo" >"$conf_dir/$name.out" 2>"$conf_dir/$name.err") &
   conf_pids+=("$!")
   exec {holder}>"$fifo" # the agent stops when this closes (its stdin reaches EOF)
   for _ in $(seq 1 300); do
@@ -214,15 +214,17 @@ run_conformance() { # name, url
     return 1
   fi
 }
-start_echo_agent python-echo
-echo_url="$agent_url"
-start_echo_agent python-script --script
-script_url="$agent_url"
-run_conformance python-echo "$echo_url" >"$conf_dir/python-echo.result" &
-echo_job=$!
-run_conformance python-script "$script_url" >"$conf_dir/python-script.result" &
-script_job=$!
-for job in "$echo_job:python-echo" "$script_job:python-script"; do
+conf_jobs=()
+for server in python-echo python-script js-echo; do
+  case "$server" in
+    python-echo) start_echo_agent "$server" "$here/python" "$venv/bin/python" echo_agent.py ;;
+    python-script) start_echo_agent "$server" "$here/python" "$venv/bin/python" echo_agent.py --script ;;
+    js-echo) start_echo_agent "$server" "$here/js" node echo_agent.mjs ;;
+  esac
+  run_conformance "$server" "$agent_url" >"$conf_dir/$server.result" &
+  conf_jobs+=("$!:$server")
+done
+for job in "${conf_jobs[@]}"; do
   if wait "${job%%:*}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   cat "$conf_dir/${job#*:}.result"
 done

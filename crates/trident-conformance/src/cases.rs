@@ -705,11 +705,20 @@ pub async fn subscribe_to_a_task_in_progress_starts_with_its_snapshot(
         }
         Err(e) => panic!("subscribe: {e}"),
     };
-    let first = tokio::time::timeout(Duration::from_secs(20), sub.next())
+    let first = match tokio::time::timeout(Duration::from_secs(20), sub.next())
         .await
         .expect("the snapshot arrives in time")
         .expect("the stream has a first event")
-        .expect("event");
+    {
+        Ok(first) => first,
+        // gRPC: a refused call may surface at the first read of the stream.
+        Err(e) if e.kind() == ErrorKind::UnsupportedOperation => {
+            return Err(Skip::new(
+                "the task became terminal before the subscription reached the agent",
+            ));
+        }
+        Err(e) => panic!("subscribe: {e}"),
+    };
     let Payload::Task(snapshot) = payload(&first) else {
         panic!(
             "the first event must be the Task snapshot, got {:?}",
@@ -1099,28 +1108,34 @@ pub async fn subscribe_to_terminal_or_unknown_task_fails(t: &dyn Target) -> Resu
     let done = send_for_task(&*f.svc, &cx(), &fresh_context(), "hi", "to subscribe to").await;
     if let Some(done) = done.ok().filter(|t| t.state().is_terminal()) {
         assert_kind(
-            f.svc
-                .subscribe_to_task(
-                    &cx(),
-                    pb::SubscribeToTaskRequest {
-                        id: done.id,
-                        ..Default::default()
-                    },
-                )
-                .await,
+            first_of(
+                f.svc
+                    .subscribe_to_task(
+                        &cx(),
+                        pb::SubscribeToTaskRequest {
+                            id: done.id,
+                            ..Default::default()
+                        },
+                    )
+                    .await,
+            )
+            .await,
             ErrorKind::UnsupportedOperation,
         );
     }
     assert_kind(
-        f.svc
-            .subscribe_to_task(
-                &cx(),
-                pb::SubscribeToTaskRequest {
-                    id: "nope".into(),
-                    ..Default::default()
-                },
-            )
-            .await,
+        first_of(
+            f.svc
+                .subscribe_to_task(
+                    &cx(),
+                    pb::SubscribeToTaskRequest {
+                        id: "nope".into(),
+                        ..Default::default()
+                    },
+                )
+                .await,
+        )
+        .await,
         ErrorKind::TaskNotFound,
     );
     Ok(())
@@ -1908,14 +1923,12 @@ pub async fn unsupported_version_is_rejected(t: &dyn Target) -> Result<(), Skip>
             ErrorKind::VersionNotSupported,
         );
     }
-    for v in ["1.0", "1.0.1"] {
-        let mut c = cx();
-        c.version = Some(v.into());
-        f.svc
-            .send_message(&c, req(msg("hi")))
-            .await
-            .expect("1.0 accepted");
-    }
+    let mut c = cx();
+    c.version = Some("1.0".into());
+    f.svc
+        .send_message(&c, req(msg("hi")))
+        .await
+        .expect("1.0 accepted");
     Ok(())
 }
 
@@ -1929,6 +1942,12 @@ pub async fn missing_version_is_configurable(t: &dyn Target) -> Result<(), Skip>
         .send_message(&missing, req(msg("hi")))
         .await
         .expect("missing accepted as 1.0 by default");
+    let mut patch = cx();
+    patch.version = Some("1.0.1".into());
+    f.svc
+        .send_message(&patch, req(msg("hi")))
+        .await
+        .expect("a patch number is ignored");
     for v in ["0.3", "1.1"] {
         let mut c = cx();
         c.version = Some(v.into());

@@ -199,6 +199,19 @@ pub fn assert_kind<T>(result: Result<T, A2aError>, kind: ErrorKind) -> A2aError 
     }
 }
 
+/// A stream call's result as the call's error when it failed, or when its first event is an
+/// error (over gRPC a refused streaming call may surface at the first read); otherwise the
+/// first event.
+pub async fn first_of(
+    result: Result<EventStream, A2aError>,
+) -> Result<Option<StreamEvent>, A2aError> {
+    let mut stream = result?;
+    let first = tokio::time::timeout(Duration::from_secs(20), stream.next())
+        .await
+        .expect("the first event in time");
+    first.transpose()
+}
+
 /// Reads a stream to its end (bounded in time) and [`observe`]s its [`shape`].
 pub async fn collect(stream: EventStream) -> Vec<StreamEvent> {
     let events = collect_unobserved(stream).await;
