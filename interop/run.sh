@@ -8,6 +8,10 @@
 # loopback port, runs both clients, stops the server, and ends with the one line
 # `interop: N passed, M failed`. Exit status is non-zero when any check failed.
 #
+# Then: our Rust clients through the behaviour suite against the Python SDK's demo agent, card
+# signing both ways, and `trident conformance` against Python SDK echo agents (plain and with the
+# conformance script) compared with interop/conformance/expected.md.
+#
 # Environment: TRIDENT_BIN (server binary), INTEROP_ONLY=python|js (run one client),
 # INTEROP_VERBOSE=1 (tracebacks for unexpected exceptions).
 set -euo pipefail
@@ -173,6 +177,60 @@ else
   echo "FAIL conformance python-sdk-agent (table printed, exit status matches it)"
   failed=$((failed + 1))
 fi
+
+# `trident conformance` against echo agents built with the official SDKs (interfaces under path
+# prefixes): Python plain and following the conformance script, JS plain. The observed outcome
+# table must equal the committed one (interop/conformance/expected.md). All run at once.
+log "trident conformance against the SDK echo agents (expected table)"
+conf_dir="$(mktemp -d -t trident-conformance.XXXXXX)"
+conf_pids=()
+agent_url=""
+start_echo_agent() { # name, dir, command...; sets agent_url (empty when it did not start)
+  local name="$1" dir="$2" fifo="$conf_dir/$1.in" holder
+  agent_url=""
+  shift 2
+  mkfifo "$fifo"
+  (cd "$dir" && exec "$@" <"$fifo" >"$conf_dir/$name.out" 2>"$conf_dir/$name.err") &
+  conf_pids+=("$!")
+  exec {holder}>"$fifo" # the agent stops when this closes (its stdin reaches EOF)
+  for _ in $(seq 1 300); do
+    agent_url="$(sed -n 's/^agent card //p' "$conf_dir/$name.out" 2>/dev/null | head -n 1)"
+    [[ -n "$agent_url" ]] && break
+    sleep 0.1
+  done
+}
+run_conformance() { # name, url
+  local name="$1" url="$2"
+  if [[ -z "$url" ]]; then
+    echo "FAIL conformance $name: the agent did not start"; cat "$conf_dir/$name.err" >&2
+    return 1
+  fi
+  "$bin" conformance "$url" --json --timeout 20 >"$conf_dir/$name.json" 2>"$conf_dir/$name.cerr" || true
+  if "$venv/bin/python" "$here/conformance/check.py" "$here/conformance/expected.md" "$name" "$conf_dir/$name.json" >"$conf_dir/$name.check" 2>&1; then
+    echo "ok   conformance $name ($(tail -n 1 "$conf_dir/$name.check"))"
+  else
+    echo "FAIL conformance $name (the observed table differs from interop/conformance/expected.md):"
+    cat "$conf_dir/$name.check" "$conf_dir/$name.cerr"
+    return 1
+  fi
+}
+conf_jobs=()
+for server in python-echo python-script js-echo; do
+  case "$server" in
+    python-echo) start_echo_agent "$server" "$here/python" "$venv/bin/python" echo_agent.py ;;
+    python-script) start_echo_agent "$server" "$here/python" "$venv/bin/python" echo_agent.py --script ;;
+    js-echo) start_echo_agent "$server" "$here/js" node echo_agent.mjs ;;
+  esac
+  run_conformance "$server" "$agent_url" >"$conf_dir/$server.result" &
+  conf_jobs+=("$!:$server")
+done
+for job in "${conf_jobs[@]}"; do
+  if wait "${job%%:*}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  cat "$conf_dir/${job#*:}.result"
+done
+for pid in "${conf_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+wait "${conf_pids[@]}" 2>/dev/null || true
+rm -rf "$conf_dir"
 
 echo "interop: $passed passed, $failed failed"
 [[ "$failed" -eq 0 ]]

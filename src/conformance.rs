@@ -1,19 +1,26 @@
 //! `trident conformance URL`: the behaviour suite of `trident-conformance` (the same cases
 //! `cargo test` runs against our own servers) against any A2A agent, over every binding its
-//! card declares. Prints a table case × binding (`pass` / `FAIL` / `skip`, reasons below it),
-//! whether the bindings agree, and a summary; `--json` prints the same as one JSON object.
-//! Exits 0 when nothing failed, 1 when a case failed, 2 on a usage error and 3 when the card
-//! cannot be read.
+//! card declares.
+//!
+//! Two tiers: the protocol cases run against any agent; the scripted ones only when the agent
+//! answers the conformance script's handshake (docs/conformance-script.md), probed once; when
+//! it does not, the whole tier is one line of the report saying how to enable it. The table
+//! groups the cases by level (MUST / SHOULD / MAY) with the spec section each checks; where
+//! bindings disagree it prints what each observed. `--json` prints the same as one JSON
+//! object, `--junit FILE` writes JUnit XML for CI.
+//!
+//! Exit status: 0 when no MUST case failed, 1 when one did, 2 on a usage error, 3 when the
+//! agent (its card) cannot be reached.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use trident_client::Binding;
-use trident_conformance::{CASES, Case, Outcome, Remote, Target};
+use trident_conformance::{CASES, Case, Level, Outcome, Remote, Target, Tier};
 
 use crate::client::BindingArg;
 
@@ -29,6 +36,12 @@ pub(crate) struct Args {
     /// Print a JSON report instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also write the report as JUnit XML to FILE (one test suite per binding).
+    #[arg(long, value_name = "FILE")]
+    junit: Option<std::path::PathBuf>,
+    /// Run only the cases of this level and stronger: `must`, `should` or `may` (all).
+    #[arg(long, value_enum, default_value = "may")]
+    level: LevelArg,
     /// Run only this case (repeatable; the names are the table's rows).
     #[arg(long = "case")]
     cases: Vec<String>,
@@ -40,9 +53,30 @@ pub(crate) struct Args {
     /// Give up on a case after this many seconds.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
-    /// Run this many cases at once (each in its own tenant).
+    /// Run this many cases at once.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     jobs: u16,
+}
+
+/// `--level`
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LevelArg {
+    /// MUST cases only.
+    Must,
+    /// MUST and SHOULD cases.
+    Should,
+    /// Every case.
+    May,
+}
+
+impl From<LevelArg> for Level {
+    fn from(l: LevelArg) -> Self {
+        match l {
+            LevelArg::Must => Level::Must,
+            LevelArg::Should => Level::Should,
+            LevelArg::May => Level::May,
+        }
+    }
 }
 
 fn parse_token(s: &str) -> Result<(String, String), String> {
@@ -58,6 +92,9 @@ fn parse_token(s: &str) -> Result<(String, String), String> {
 struct Cell {
     binding: Binding,
     outcome: Outcome,
+    /// What the case observed, normalised (see `trident_conformance::observe`).
+    observed: Vec<String>,
+    elapsed: Duration,
 }
 
 /// Runs the suite as `args` says and prints the report.
@@ -65,7 +102,7 @@ pub(crate) async fn run(args: Args) -> ExitCode {
     let card = match trident_client::fetch_card(&args.url).await {
         Ok(card) => card,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: cannot reach the agent: {e}");
             return ExitCode::from(3);
         }
     };
@@ -99,8 +136,9 @@ pub(crate) async fn run(args: Args) -> ExitCode {
         );
         return ExitCode::from(3);
     }
-    let cases: Vec<Case> = if args.cases.is_empty() {
-        CASES.to_vec()
+    let level = Level::from(args.level);
+    let mut cases: Vec<Case> = if args.cases.is_empty() {
+        CASES.iter().copied().filter(|c| c.level <= level).collect()
     } else {
         let mut chosen = Vec::new();
         for name in &args.cases {
@@ -129,13 +167,34 @@ pub(crate) async fn run(args: Args) -> ExitCode {
         }
     }
 
+    // One handshake decides whether the scripted tier applies.
+    let mut scripted_skip = None;
+    if cases.iter().any(|c| c.tier == Tier::Scripted)
+        && let Some((_, target)) = targets.first()
+        && let Err(skip) = probe(target.clone(), Duration::from_secs(args.timeout)).await
+    {
+        scripted_skip = Some(skip);
+        cases.retain(|c| c.tier != Tier::Scripted);
+    }
+
     let timeout = Duration::from_secs(args.timeout);
     let runs = cases.iter().enumerate().flat_map(|(i, case)| {
         targets.iter().map(move |(binding, target)| {
             let (case, binding, target) = (*case, *binding, target.clone());
             async move {
-                let outcome = trident_conformance::run_case(case, target, timeout).await;
-                (i, Cell { binding, outcome })
+                let started = Instant::now();
+                let (outcome, observed) =
+                    trident_conformance::run_case_observed(case, target, timeout).await;
+                let elapsed = started.elapsed();
+                (
+                    i,
+                    Cell {
+                        binding,
+                        outcome,
+                        observed,
+                        elapsed,
+                    },
+                )
             }
         })
     });
@@ -155,7 +214,14 @@ pub(crate) async fn run(args: Args) -> ExitCode {
         bindings: &bindings,
         cases: &cases,
         results: &results,
+        scripted_skip: scripted_skip.as_deref(),
     };
+    if let Some(path) = &args.junit
+        && let Err(e) = std::fs::write(path, report.junit())
+    {
+        eprintln!("error: writing {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
     let mut out = std::io::stdout().lock();
     let written = if args.json {
         writeln!(out, "{:#}", report.json())
@@ -164,12 +230,26 @@ pub(crate) async fn run(args: Args) -> ExitCode {
     };
     if let Err(e) = written.and_then(|()| out.flush()) {
         eprintln!("error: writing the report: {e}");
-        return ExitCode::from(3);
+        return ExitCode::from(2);
     }
-    if report.count(|o| matches!(o, Outcome::Fail(_))) > 0 {
+    if report.must_failed() > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The scripted tier's handshake over `target`, bounded in time; a panic (the agent could not
+/// be reached) is a reason too.
+async fn probe(target: Arc<dyn Target>, timeout: Duration) -> Result<(), String> {
+    let handle = tokio::spawn(async move { target.scripted().await });
+    match tokio::time::timeout(timeout, handle).await {
+        Err(_) => Err(format!(
+            "the handshake got no answer in {} s",
+            timeout.as_secs()
+        )),
+        Ok(Err(e)) => Err(format!("the handshake failed: {e}")),
+        Ok(Ok(r)) => r.map_err(|s| s.0),
     }
 }
 
@@ -178,12 +258,22 @@ struct Report<'a> {
     bindings: &'a [Binding],
     cases: &'a [Case],
     results: &'a [Vec<Cell>],
+    /// Why the scripted tier did not run, when it did not.
+    scripted_skip: Option<&'a str>,
 }
 
 fn word(o: &Outcome) -> &'static str {
     match o {
         Outcome::Pass => "pass",
         Outcome::Fail(_) => "fail",
+        Outcome::Skip(_) => "skip",
+    }
+}
+
+fn mark(o: &Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Fail(_) => "FAIL",
         Outcome::Skip(_) => "skip",
     }
 }
@@ -227,24 +317,81 @@ fn masked(reason: &str) -> String {
     out
 }
 
-impl Report<'_> {
-    fn count(&self, pred: impl Fn(&Outcome) -> bool) -> usize {
-        self.results
-            .iter()
-            .flatten()
-            .filter(|c| pred(&c.outcome))
-            .count()
+/// Where the bindings of one row disagree: their outcomes, or the first observation that
+/// differs. `None` when they agree.
+fn difference(row: &[Cell]) -> Option<Vec<(Binding, String)>> {
+    let first = row.first()?;
+    let same = |c: &Cell| {
+        word(&c.outcome) == word(&first.outcome)
+            && c.observed.iter().map(|o| masked(o)).collect::<Vec<_>>()
+                == first.observed.iter().map(|o| masked(o)).collect::<Vec<_>>()
+    };
+    if row.iter().all(same) {
+        return None;
     }
+    let at = (0..row.iter().map(|c| c.observed.len()).max().unwrap_or(0)).find(|&i| {
+        row.iter().any(|c| {
+            c.observed.get(i).map(|o| masked(o)) != first.observed.get(i).map(|o| masked(o))
+        })
+    });
+    Some(
+        row.iter()
+            .map(|c| {
+                let seen = match at {
+                    Some(i) => match c.observed.get(i) {
+                        Some(o) => format!("observed #{}: {}", i + 1, one_line(o, 160)),
+                        None => format!("observed #{}: (nothing; it stopped earlier)", i + 1),
+                    },
+                    None => "the same observations".to_owned(),
+                };
+                (c.binding, format!("{}, {seen}", word(&c.outcome)))
+            })
+            .collect(),
+    )
+}
 
-    /// The cases whose outcome differs between bindings.
-    fn disagreements(&self) -> Vec<(&Case, &Vec<Cell>)> {
+/// Escapes `s` for XML text and attribute values, dropping characters XML 1.0 cannot carry.
+fn xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Report<'_> {
+    fn cells(&self) -> impl Iterator<Item = (&Case, &Cell)> {
         self.cases
             .iter()
             .zip(self.results)
-            .filter(|(_, row)| {
-                row.windows(2)
-                    .any(|w| word(&w[0].outcome) != word(&w[1].outcome))
-            })
+            .flat_map(|(case, row)| row.iter().map(move |cell| (case, cell)))
+    }
+
+    fn count(&self, level: Option<Level>, pred: impl Fn(&Outcome) -> bool) -> usize {
+        self.cells()
+            .filter(|(case, cell)| level.is_none_or(|l| case.level == l) && pred(&cell.outcome))
+            .count()
+    }
+
+    fn must_failed(&self) -> usize {
+        self.count(Some(Level::Must), |o| matches!(o, Outcome::Fail(_)))
+    }
+
+    /// The cases whose bindings disagree, with the difference.
+    fn disagreements(&self) -> Vec<(&Case, Vec<(Binding, String)>)> {
+        self.cases
+            .iter()
+            .zip(self.results)
+            .filter_map(|(case, row)| difference(row).map(|d| (case, d)))
             .collect()
     }
 
@@ -263,22 +410,131 @@ impl Report<'_> {
                         };
                         (
                             c.binding.card_name().to_owned(),
-                            serde_json::json!({ "outcome": word(&c.outcome), "reason": reason }),
+                            serde_json::json!({
+                                "outcome": word(&c.outcome),
+                                "reason": reason,
+                                "observed": c.observed,
+                            }),
                         )
                     })
                     .collect();
-                serde_json::json!({ "case": case.name, "results": results })
+                serde_json::json!({
+                    "case": case.name,
+                    "tier": match case.tier { Tier::Protocol => "protocol", Tier::Scripted => "scripted" },
+                    "level": case.level.name(),
+                    "section": case.section,
+                    "results": results,
+                })
+            })
+            .collect();
+        let levels: serde_json::Map<_, _> = Level::ALL
+            .iter()
+            .map(|l| {
+                (
+                    l.name().to_owned(),
+                    serde_json::json!({
+                        "passed": self.count(Some(*l), |o| matches!(o, Outcome::Pass)),
+                        "failed": self.count(Some(*l), |o| matches!(o, Outcome::Fail(_))),
+                        "skipped": self.count(Some(*l), |o| matches!(o, Outcome::Skip(_))),
+                    }),
+                )
+            })
+            .collect();
+        let disagreements: Vec<_> = self
+            .disagreements()
+            .into_iter()
+            .map(|(case, d)| {
+                let by: serde_json::Map<_, _> = d
+                    .into_iter()
+                    .map(|(b, s)| (b.card_name().to_owned(), s.into()))
+                    .collect();
+                serde_json::json!({ "case": case.name, "bindings": by })
             })
             .collect();
         serde_json::json!({
             "url": self.url,
             "bindings": self.bindings.iter().map(|b| b.card_name()).collect::<Vec<_>>(),
+            "scripted": match self.scripted_skip {
+                None => serde_json::json!({ "ran": true }),
+                Some(reason) => serde_json::json!({ "ran": false, "reason": reason }),
+            },
             "cases": cases,
-            "agree": self.disagreements().is_empty(),
-            "passed": self.count(|o| matches!(o, Outcome::Pass)),
-            "failed": self.count(|o| matches!(o, Outcome::Fail(_))),
-            "skipped": self.count(|o| matches!(o, Outcome::Skip(_))),
+            "agree": disagreements.is_empty(),
+            "disagreements": disagreements,
+            "levels": levels,
+            "passed": self.count(None, |o| matches!(o, Outcome::Pass)),
+            "failed": self.count(None, |o| matches!(o, Outcome::Fail(_))),
+            "skipped": self.count(None, |o| matches!(o, Outcome::Skip(_))),
         })
+    }
+
+    /// JUnit XML: one `<testsuite>` per binding, one `<testcase>` per case (classname
+    /// `conformance.<BINDING>.<LEVEL>`); a skipped scripted tier is one skipped test case.
+    fn junit(&self) -> String {
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        let total = |pred: fn(&Outcome) -> bool| self.count(None, pred);
+        let tier_skip = usize::from(self.scripted_skip.is_some()) * self.bindings.len();
+        out.push_str(&format!(
+            "<testsuites name=\"trident conformance\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">\n",
+            self.cells().count() + tier_skip,
+            total(|o| matches!(o, Outcome::Fail(_))),
+            total(|o| matches!(o, Outcome::Skip(_))) + tier_skip,
+        ));
+        for binding in self.bindings {
+            let cells: Vec<(&Case, &Cell)> = self
+                .cells()
+                .filter(|(_, c)| c.binding == *binding)
+                .collect();
+            let n =
+                |pred: fn(&Outcome) -> bool| cells.iter().filter(|(_, c)| pred(&c.outcome)).count();
+            let tier = usize::from(self.scripted_skip.is_some());
+            let time: f64 = cells.iter().map(|(_, c)| c.elapsed.as_secs_f64()).sum();
+            out.push_str(&format!(
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{time:.3}\">\n",
+                xml(binding.card_name()),
+                cells.len() + tier,
+                n(|o| matches!(o, Outcome::Fail(_))),
+                n(|o| matches!(o, Outcome::Skip(_))) + tier,
+            ));
+            out.push_str(&format!(
+                "    <properties><property name=\"url\" value=\"{}\"/></properties>\n",
+                xml(self.url)
+            ));
+            for (case, cell) in &cells {
+                out.push_str(&format!(
+                    "    <testcase classname=\"conformance.{}.{}\" name=\"{}\" time=\"{:.3}\">",
+                    xml(binding.card_name()),
+                    case.level.name(),
+                    xml(case.name),
+                    cell.elapsed.as_secs_f64(),
+                ));
+                match &cell.outcome {
+                    Outcome::Pass => {}
+                    Outcome::Fail(r) => out.push_str(&format!(
+                        "\n      <failure message=\"{}\" type=\"{}\">{} (spec {})</failure>\n    ",
+                        xml(&one_line(r, 400)),
+                        case.level.name(),
+                        xml(r),
+                        xml(case.section),
+                    )),
+                    Outcome::Skip(r) => out.push_str(&format!(
+                        "\n      <skipped message=\"{}\"/>\n    ",
+                        xml(&one_line(r, 400))
+                    )),
+                }
+                out.push_str("</testcase>\n");
+            }
+            if let Some(reason) = self.scripted_skip {
+                out.push_str(&format!(
+                    "    <testcase classname=\"conformance.{}\" name=\"scripted_tier\" time=\"0\">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    xml(binding.card_name()),
+                    xml(&one_line(reason, 400)),
+                ));
+            }
+            out.push_str("  </testsuite>\n");
+        }
+        out.push_str("</testsuites>\n");
+        out
     }
 
     fn print(&self, out: &mut impl Write) -> std::io::Result<()> {
@@ -289,53 +545,72 @@ impl Report<'_> {
             .max()
             .unwrap_or(4)
             .max(4);
+        let sections = self
+            .cases
+            .iter()
+            .map(|c| c.section.len())
+            .max()
+            .unwrap_or(7)
+            .max(7);
         let cols: Vec<usize> = self
             .bindings
             .iter()
             .map(|b| b.card_name().len().max(4))
             .collect();
         writeln!(out, "conformance of {}", self.url)?;
-        writeln!(out)?;
-        write!(out, "{:width$}", "case")?;
-        for (b, w) in self.bindings.iter().zip(&cols) {
-            write!(out, "  {:w$}", b.card_name())?;
-        }
-        writeln!(out)?;
-        for (case, row) in self.cases.iter().zip(self.results) {
-            write!(out, "{:width$}", case.name)?;
-            for (cell, w) in row.iter().zip(&cols) {
-                let mark = match cell.outcome {
-                    Outcome::Pass => "pass",
-                    Outcome::Fail(_) => "FAIL",
-                    Outcome::Skip(_) => "skip",
-                };
-                write!(out, "  {mark:w$}")?;
+        for level in Level::ALL {
+            let rows: Vec<_> = self
+                .cases
+                .iter()
+                .zip(self.results)
+                .filter(|(c, _)| c.level == level)
+                .collect();
+            if rows.is_empty() {
+                continue;
             }
             writeln!(out)?;
+            write!(out, "{:width$}  {:sections$}", level.name(), "section")?;
+            for (b, w) in self.bindings.iter().zip(&cols) {
+                write!(out, "  {:w$}", b.card_name())?;
+            }
+            writeln!(out)?;
+            for (case, row) in rows {
+                write!(out, "{:width$}  {:sections$}", case.name, case.section)?;
+                for (cell, w) in row.iter().zip(&cols) {
+                    write!(out, "  {:w$}", mark(&cell.outcome))?;
+                }
+                writeln!(out)?;
+            }
+        }
+        if let Some(reason) = self.scripted_skip {
+            writeln!(out)?;
+            writeln!(out, "scripted tier skipped: {}", one_line(reason, 600))?;
         }
         // Reasons, once per case and reason, naming the bindings it applies to.
         let mut notes = Vec::new();
         for (case, row) in self.cases.iter().zip(self.results) {
             let mut grouped: Vec<(&str, String, Vec<&str>)> = Vec::new();
             for cell in row {
-                let (mark, reason) = match &cell.outcome {
+                let (m, reason) = match &cell.outcome {
                     Outcome::Pass => continue,
                     Outcome::Fail(r) => ("FAIL", one_line(r, 400)),
                     Outcome::Skip(r) => ("skip", one_line(r, 400)),
                 };
                 match grouped
                     .iter_mut()
-                    .find(|(m, r, _)| *m == mark && masked(r) == masked(&reason))
+                    .find(|(g, r, _)| *g == m && masked(r) == masked(&reason))
                 {
                     Some((_, _, bs)) => bs.push(cell.binding.card_name()),
-                    None => grouped.push((mark, reason, vec![cell.binding.card_name()])),
+                    None => grouped.push((m, reason, vec![cell.binding.card_name()])),
                 }
             }
-            for (mark, reason, bs) in grouped {
+            for (m, reason, bs) in grouped {
                 notes.push(format!(
-                    "  {mark} {} [{}]: {reason}",
+                    "  {m} {} [{}] ({} {}): {reason}",
                     case.name,
-                    bs.join(", ")
+                    bs.join(", "),
+                    case.level.name(),
+                    case.section,
                 ));
             }
         }
@@ -352,20 +627,29 @@ impl Report<'_> {
             writeln!(out, "bindings agree: yes")?;
         } else {
             writeln!(out, "bindings agree: no")?;
-            for (case, row) in differ {
-                let cells: Vec<String> = row
-                    .iter()
-                    .map(|c| format!("{} {}", c.binding.card_name(), word(&c.outcome)))
-                    .collect();
-                writeln!(out, "  {}: {}", case.name, cells.join(", "))?;
+            for (case, d) in differ {
+                writeln!(out, "  {}:", case.name)?;
+                for (b, what) in d {
+                    writeln!(out, "    {:8} {what}", b.card_name())?;
+                }
             }
+        }
+        for level in Level::ALL {
+            writeln!(
+                out,
+                "{}: {} passed, {} failed, {} skipped",
+                level.name(),
+                self.count(Some(level), |o| matches!(o, Outcome::Pass)),
+                self.count(Some(level), |o| matches!(o, Outcome::Fail(_))),
+                self.count(Some(level), |o| matches!(o, Outcome::Skip(_))),
+            )?;
         }
         writeln!(
             out,
             "{} passed, {} failed, {} skipped",
-            self.count(|o| matches!(o, Outcome::Pass)),
-            self.count(|o| matches!(o, Outcome::Fail(_))),
-            self.count(|o| matches!(o, Outcome::Skip(_))),
+            self.count(None, |o| matches!(o, Outcome::Pass)),
+            self.count(None, |o| matches!(o, Outcome::Fail(_))),
+            self.count(None, |o| matches!(o, Outcome::Skip(_))),
         )
     }
 }

@@ -7,9 +7,11 @@ port, and the agent card (`create_agent_card_routes`) at /.well-known/agent-card
 the three interfaces. Requests go through one `DefaultRequestHandler` with the in-memory task
 and push-configuration stores.
 
-The behaviour matches Trident's `Demo` agent (crates/trident-core/src/agents.rs), chosen by the
-first word of the task's first user message:
+The behaviour matches Trident's `Demo` agent (crates/trident-core/src/agents.rs), i.e. the
+conformance script (docs/conformance-script.md), chosen by the first word of the task's first
+user message:
 
+  conformance-script  the handshake: a direct Message "conformance-script 1"
   reply ...   a direct Message (no task) echoing the text
   input       INPUT_REQUIRED "What is your name?"; the follow-up completes with artifact
               "greeting" = "Hello, <text>!"
@@ -89,6 +91,7 @@ from a2a.utils.errors import ContentTypeNotSupportedError
 
 
 QUESTION = 'What is your name?'
+SCRIPT_ANSWER = 'conformance-script 1'
 SIGN_IN = 'Sign in at the link I sent you'
 FAILURE = 'the demo agent was asked to fail'
 SLOW_TIMEOUT_SECONDS = 60.0
@@ -112,6 +115,12 @@ class DemoExecutor(AgentExecutor):
         verb = words[0] if words else ''
         text = context.get_user_input()
 
+        if verb == 'conformance-script' and context.current_task is None:
+            # The conformance script's handshake (docs/conformance-script.md).
+            await event_queue.enqueue_event(
+                new_text_message(SCRIPT_ANSWER, context_id=context.context_id)
+            )
+            return
         if verb == 'reply':
             # A direct reply: no task, so the message carries only the context id.
             await event_queue.enqueue_event(

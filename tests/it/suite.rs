@@ -19,7 +19,7 @@ macro_rules! suite {
             suite!(@transport gateway_rest, GatewayRest, $ignore; $($case),*);
         }
     };
-    ($($case:ident),* $(,)?) => {
+    ($($case:ident : $tier:ident $level:ident $section:literal),* $(,)?) => {
         suite!(@transport in_process, InProcess, []; $($case),*);
         suite!(@transport sqlite, Sqlite, []; $($case),*);
         suite!(@transport postgres, Postgres, []; $($case),*);

@@ -23,6 +23,8 @@ use trident_proto as pb;
 pub mod cases;
 pub mod helpers;
 mod remote;
+#[cfg(test)]
+mod tests;
 
 pub use remote::Remote;
 
@@ -35,6 +37,13 @@ pub trait Target: Send + Sync {
     /// A server built as `variant` (or one that behaves so), and a client of it; `Err` when
     /// this target cannot provide one.
     async fn fixture(&self, variant: Variant) -> Result<Fixture, Skip>;
+
+    /// `Ok` when the agent follows the conformance script (docs/conformance-script.md), so
+    /// the [`Tier::Scripted`] cases apply; otherwise why not. Local servers run the demo agent,
+    /// which does.
+    async fn scripted(&self) -> Result<(), Skip> {
+        Ok(())
+    }
 }
 
 /// Why a case did not run: its target cannot provide what it needs.
@@ -158,6 +167,13 @@ impl Fixture {
         target.fixture(Variant::default()).await
     }
 
+    /// A fixture of `target` with the default settings, for a case that needs the agent to
+    /// follow the conformance script.
+    pub async fn scripted(target: &dyn Target) -> Result<Self, Skip> {
+        target.scripted().await?;
+        target.fixture(Variant::default()).await
+    }
+
     /// A caller named `principal`: in process the principal itself; over the wire the
     /// `Authorization` value the target maps to it (`Bearer token-<principal>` by default).
     pub fn cx_as(&self, principal: &str) -> CallContext {
@@ -233,11 +249,51 @@ impl Fixture {
     }
 }
 
+/// How strongly the spec asks for what a case checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// The spec says MUST (or MUST NOT): a failure is non-conformance.
+    Must,
+    /// The spec says SHOULD, or recommends it.
+    Should,
+    /// Optional behaviour (MAY), or Trident's own choice where the spec is silent.
+    May,
+}
+
+impl Level {
+    /// Every level, strongest first.
+    pub const ALL: [Level; 3] = [Level::Must, Level::Should, Level::May];
+
+    /// `MUST`, `SHOULD` or `MAY`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::May => "MAY",
+        }
+    }
+}
+
+/// What a case needs from the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tier {
+    /// Holds whatever the agent replies to ordinary text messages: runs against any agent.
+    Protocol,
+    /// Needs an agent that follows the conformance script (docs/conformance-script.md).
+    Scripted,
+}
+
 /// One case of the suite.
 #[derive(Clone, Copy)]
 pub struct Case {
     /// The rule it checks, as a snake_case sentence (also its test name in tests/it).
     pub name: &'static str,
+    /// Which agents it applies to.
+    pub tier: Tier,
+    /// How strongly the spec asks for it.
+    pub level: Level,
+    /// Where the spec says so (section of the A2A v1.0 specification, or the topic).
+    pub section: &'static str,
     /// Runs it against a target.
     pub run: for<'a> fn(&'a dyn Target) -> BoxFuture<'a, Result<(), Skip>>,
 }
@@ -248,59 +304,72 @@ impl std::fmt::Debug for Case {
     }
 }
 
-/// Calls `$m!(case, case, …)` with the name of every case in [`cases`], in order: the one list
-/// from which both [`CASES`] and the per-transport tests of tests/it are expanded.
+/// Calls `$m!(case: Tier Level "section", …)` for every case in [`cases`], in order: the one
+/// list from which both [`CASES`] and the per-transport tests of tests/it are expanded. A case
+/// written in `cases.rs` but missing here fails the `every_case_is_registered` tidy test.
 #[macro_export]
 macro_rules! with_cases {
     ($m:ident) => {
         $m! {
-            task_ids_are_generated_by_the_server_and_unique,
-            message_to_terminal_task_is_unsupported_operation,
-            follow_up_to_interrupted_task_continues_it_in_order,
-            follow_up_right_after_blocking_return_is_accepted,
-            auth_required_task_accepts_messages_and_resumes,
-            direct_message_reply_creates_no_task,
-            agent_failure_ends_task_failed_with_message,
-            agent_error_before_any_event_reaches_the_caller,
-            send_rejects_invalid_messages_with_invalid_params,
-            limits_are_enforced_with_invalid_params,
-            unknown_task_id_is_task_not_found,
-            context_id_is_generated_when_absent_and_kept_when_given,
-            context_is_inferred_from_task_and_mismatch_rejected,
-            second_message_to_working_task_is_refused,
-            push_config_in_send_requires_push_capability,
-            blocking_send_returns_terminal_task_with_artifacts,
-            blocking_send_returns_at_interrupted_state,
-            return_immediately_returns_task_in_progress,
-            stream_starts_with_task_and_closes_at_terminal_state,
-            message_only_stream_has_exactly_one_message,
-            stream_closes_at_input_required,
-            streaming_requires_the_capability,
-            subscribe_starts_with_snapshot_then_live_events_without_gap_or_duplicate,
-            concurrent_streams_each_get_every_event_in_order,
-            resume_after_sequence_number_delivers_the_rest_exactly_once,
-            subscribe_to_terminal_or_unknown_task_fails,
-            closing_a_stream_does_not_cancel_the_task,
-            history_length_unset_zero_n_and_negative,
-            list_tasks_pages_filters_and_counts,
-            list_tasks_omits_artifacts_unless_asked_and_trims_history,
-            list_tasks_status_timestamp_after_is_inclusive,
-            cancel_reaches_the_executor_and_ends_canceled,
-            cancel_of_finished_or_unknown_task_fails,
-            cancel_interrupted_task,
-            other_principals_and_tenants_see_task_not_found,
-            tenant_in_request_must_match_transport_tenant,
-            push_operations_require_the_capability,
-            extended_card_rules,
-            required_extension_must_be_activated,
-            unsupported_version_is_rejected_and_missing_version_is_configurable,
-            push_config_create_get_list_delete,
+            // ---- protocol: any agent, ordinary text messages ----
+            task_ids_are_generated_by_the_server_and_unique: Protocol Must "3.1.1 SendMessage",
+            blocking_send_returns_a_task_at_rest: Protocol Must "3.1.1 SendMessage (blocking)",
+            message_to_terminal_task_is_unsupported_operation: Protocol Must "3.1.1 SendMessage",
+            send_rejects_invalid_messages_with_invalid_params: Protocol Must "3.1.1 SendMessage",
+            invalid_params_errors_name_the_field: Protocol Should "3.3 errors (BadRequest)",
+            limits_are_enforced_with_invalid_params: Protocol May "Trident limits",
+            unknown_task_id_is_task_not_found: Protocol Must "3.1.1 SendMessage, 3.1.3 GetTask",
+            context_id_is_generated_when_absent_and_kept_when_given: Protocol Must "3.1.1 SendMessage (contextId)",
+            push_config_in_send_requires_push_capability: Protocol May "3.1.1 SendMessage (push config)",
+            stream_starts_with_a_task_or_one_message_and_closes: Protocol Must "3.1.2 SendStreamingMessage",
+            streaming_requires_the_capability: Protocol Must "3.1.2, 3.1.6 (capabilities.streaming)",
+            subscribe_to_terminal_or_unknown_task_fails: Protocol Must "3.1.6 SubscribeToTask",
+            subscribe_to_a_task_in_progress_starts_with_its_snapshot: Protocol Must "3.1.6 SubscribeToTask",
+            history_length_unset_zero_n_and_negative: Protocol Must "3.1.3 GetTask (historyLength)",
+            list_tasks_pages_filters_and_counts: Protocol Must "3.1.4 ListTasks",
+            list_tasks_omits_artifacts_unless_asked_and_trims_history: Protocol Must "3.1.4 ListTasks",
+            list_tasks_status_timestamp_after_is_inclusive: Protocol Must "3.1.4 ListTasks",
+            cancel_of_finished_or_unknown_task_fails: Protocol Must "3.1.5 CancelTask",
+            other_principals_and_tenants_see_task_not_found: Protocol Must "authorization scoping",
+            tenant_in_request_must_match_transport_tenant: Protocol May "tenant routing",
+            push_operations_require_the_capability: Protocol Must "3.1.7-3.1.10 (capabilities.pushNotifications)",
+            push_config_create_get_list_delete: Protocol Must "3.1.7-3.1.10 push notification configs",
+            push_config_urls_are_validated: Protocol Should "push notification security",
+            extended_card_is_unsupported_unless_declared: Protocol Must "3.1.11 GetExtendedAgentCard",
+            extended_card_rules: Protocol Must "3.1.11 GetExtendedAgentCard",
+            required_extension_must_be_activated: Protocol Must "extensions (required)",
+            unsupported_version_is_rejected: Protocol Must "versioning (A2A-Version)",
+            missing_version_is_configurable: Protocol May "versioning (A2A-Version)",
+            // ---- scripted: agents following docs/conformance-script.md ----
+            follow_up_to_interrupted_task_continues_it_in_order: Scripted Must "3.1.1 SendMessage (multi-turn)",
+            follow_up_right_after_blocking_return_is_accepted: Scripted Must "3.1.1 SendMessage (multi-turn)",
+            auth_required_task_accepts_messages_and_resumes: Scripted Must "3.1.1 SendMessage (multi-turn)",
+            direct_message_reply_creates_no_task: Scripted Must "3.1.1 SendMessage (Message reply)",
+            agent_failure_ends_task_failed_with_message: Scripted Must "task lifecycle",
+            agent_error_before_any_event_reaches_the_caller: Scripted May "3.1.1 SendMessage (errors)",
+            rejected_task_refuses_follow_ups: Scripted Must "3.1.1 SendMessage",
+            context_is_inferred_from_task_and_mismatch_rejected: Scripted Must "3.1.1 SendMessage (contextId)",
+            second_message_to_working_task_is_refused: Scripted May "3.1.1 SendMessage",
+            blocking_send_returns_terminal_task_with_artifacts: Scripted Must "3.1.1 SendMessage (blocking)",
+            blocking_send_returns_at_interrupted_state: Scripted Must "3.1.1 SendMessage (blocking)",
+            return_immediately_returns_task_in_progress: Scripted Must "3.1.1 SendMessage (returnImmediately)",
+            stream_starts_with_task_and_closes_at_terminal_state: Scripted Must "3.1.2 SendStreamingMessage",
+            message_only_stream_has_exactly_one_message: Scripted Must "3.1.2 SendStreamingMessage",
+            stream_closes_at_input_required: Scripted Should "3.1.2 SendStreamingMessage",
+            subscribe_starts_with_snapshot_then_live_events_without_gap_or_duplicate: Scripted Must "3.1.6 SubscribeToTask",
+            subscribe_stays_open_through_interrupted_states: Scripted Must "3.1.6 SubscribeToTask",
+            concurrent_streams_each_get_every_event_in_order: Scripted May "3.1.6 SubscribeToTask (Trident resumption)",
+            resume_after_sequence_number_delivers_the_rest_exactly_once: Scripted May "Trident stream resumption",
+            closing_a_stream_does_not_cancel_the_task: Scripted Must "3.1.2 SendStreamingMessage",
+            cancel_reaches_the_executor_and_ends_canceled: Scripted Must "3.1.5 CancelTask",
+            cancel_interrupted_task: Scripted Should "3.1.5 CancelTask",
+            repeated_cancel_returns_the_canceled_task: Scripted May "3.1.5 CancelTask (idempotent)",
         }
     };
 }
 
 macro_rules! case_table {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident : $tier:ident $level:ident $section:literal),* $(,)?) => {
         mod boxed {
             use super::*;
             $(
@@ -311,7 +380,13 @@ macro_rules! case_table {
         }
 
         /// Every case, in order.
-        pub const CASES: &[Case] = &[$(Case { name: stringify!($name), run: boxed::$name }),*];
+        pub const CASES: &[Case] = &[$(Case {
+            name: stringify!($name),
+            tier: Tier::$tier,
+            level: Level::$level,
+            section: $section,
+            run: boxed::$name,
+        }),*];
     };
 }
 
@@ -331,6 +406,21 @@ pub enum Outcome {
 tokio::task_local! {
     /// Where the running case panicked, filled by the hook [`run_case`] installs.
     static PANIC_AT: Arc<Mutex<Option<String>>>;
+    /// What the running case observed, normalised (see [`observe`]).
+    static OBSERVED: Arc<Mutex<Vec<String>>>;
+}
+
+/// Records one normalised observation of the running case (a state, an error kind, the kinds
+/// of a stream's events…): free of ids and timestamps, so that two bindings of one agent
+/// observe the same lines and [`run_case_observed`] callers can print where they differ.
+/// Outside a case it does nothing.
+pub fn observe(line: impl Into<String>) {
+    let line = line.into();
+    let _ = OBSERVED.try_with(|o| {
+        if let Ok(mut o) = o.lock() {
+            o.push(line);
+        }
+    });
 }
 
 /// Installs (once) a panic hook that, inside [`run_case`], records where the case panicked
@@ -359,10 +449,34 @@ fn capture_panics() {
 /// [`Outcome::Fail`] with its message (and location), a [`Skip`] becomes [`Outcome::Skip`].
 /// Panics inside cases are not printed (a hook records their location instead).
 pub async fn run_case(case: Case, target: Arc<dyn Target>, timeout: Duration) -> Outcome {
+    run_case_observed(case, target, timeout).await.0
+}
+
+/// [`run_case`], and what the case [`observe`]d until it ended.
+pub async fn run_case_observed(
+    case: Case,
+    target: Arc<dyn Target>,
+    timeout: Duration,
+) -> (Outcome, Vec<String>) {
+    let observed = Arc::new(Mutex::new(Vec::new()));
+    let outcome = run_bounded(case, target, timeout, observed.clone()).await;
+    let lines = observed.lock().map(|o| o.clone()).unwrap_or_default();
+    (outcome, lines)
+}
+
+async fn run_bounded(
+    case: Case,
+    target: Arc<dyn Target>,
+    timeout: Duration,
+    observed: Arc<Mutex<Vec<String>>>,
+) -> Outcome {
     capture_panics();
     let at = Arc::new(Mutex::new(None));
     let run = case.run;
-    let handle = tokio::spawn(PANIC_AT.scope(at.clone(), async move { run(&*target).await }));
+    let handle = tokio::spawn(PANIC_AT.scope(
+        at.clone(),
+        OBSERVED.scope(observed, async move { run(&*target).await }),
+    ));
     let abort = handle.abort_handle();
     let outcome = match tokio::time::timeout(timeout, handle).await {
         Err(_) => {

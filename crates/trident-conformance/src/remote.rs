@@ -10,17 +10,19 @@ use crate::{Fixture, Skip, Target, Variant};
 
 /// An agent at a URL, reached over one binding its card declares.
 ///
-/// Every fixture gets a client of its own addressing a fresh tenant (`conformance-<uuid>`)
-/// unless the card's interface names one, so cases that count tasks see only their own on a
-/// server that other cases (and other people) use at the same time. The server cannot be
-/// rebuilt: a [`Variant`] is provided only when the card already says so (streaming or push
-/// notifications off), and every other variant is a [`Skip`].
+/// Every fixture gets a client of its own, sending the interface's `tenant` exactly as the card
+/// declares it (none when it declares none: spec, "tenant"); cases that count tasks count only
+/// those in a context of their own, so they hold on a server that other cases (and other
+/// people) use at the same time. The server cannot be rebuilt: a [`Variant`] is provided only
+/// when the card already says so (streaming or push notifications off), and every other
+/// variant is a [`Skip`].
 #[derive(Debug, Clone)]
 pub struct Remote {
     card: pb::AgentCard,
     binding: Binding,
     interface: pb::AgentInterface,
     tokens: Arc<HashMap<String, String>>,
+    script: Arc<tokio::sync::OnceCell<Result<(), Skip>>>,
 }
 
 impl Remote {
@@ -37,6 +39,7 @@ impl Remote {
             binding,
             interface,
             tokens,
+            script: Arc::default(),
         })
     }
 
@@ -65,21 +68,27 @@ impl Target for Remote {
                 variant.describe()
             )));
         }
-        let mut interface = self.interface.clone();
-        if interface.tenant.is_empty() {
-            interface.tenant = format!("conformance-{}", uuid::Uuid::new_v4().simple());
-        }
-        let svc = trident_client::client(self.binding, &interface)
+        let svc = trident_client::client(self.binding, &self.interface)
             .await
             .unwrap_or_else(|e| {
                 panic!(
                     "cannot connect over {} to {}: {e}",
                     self.binding.card_name(),
-                    interface.url
+                    self.interface.url
                 )
             });
         Ok(Fixture::of(svc)
             .with_card(self.card.clone())
             .with_tokens(self.tokens.clone()))
+    }
+
+    async fn scripted(&self) -> Result<(), Skip> {
+        self.script
+            .get_or_init(|| async {
+                let f = self.fixture(Variant::default()).await?;
+                crate::helpers::probe_script(&*f.svc).await
+            })
+            .await
+            .clone()
     }
 }

@@ -113,16 +113,44 @@ impl AgentExecutor for Slow {
     }
 }
 
-/// One agent with every demo behaviour, chosen by the first word of the user's text:
-/// `reply …` (direct message), `input` (asks, then greets), `auth` (AUTH_REQUIRED, then
-/// completes), `slow` (works until canceled), `stream N [MS]` (N chunks, MS ms apart, default
-/// 2), `fail`, `reject`,
-/// anything else echoes. Used by the behaviour suite so one server covers every case.
+/// The conformance script (`docs/conformance-script.md`) in front of an agent: a task whose
+/// first user message starts with a script word gets the script's behaviour, every other
+/// message goes to `inner`. With it, `trident conformance` runs its scripted cases against
+/// your agent too:
+///
+/// ```
+/// use std::sync::Arc;
+/// use trident_core::agents::{Echo, Script};
+/// use trident_core::Engine;
+///
+/// // `Echo` stands for your own executor; wrap it only in the build you test.
+/// let engine = Engine::builder(Arc::new(Script::new(Echo))).build();
+/// # let _ = engine;
+/// ```
+///
+/// The words: `conformance-script` (the handshake: a direct message `conformance-script 1`),
+/// `reply …` (a direct message echoing the text), `input` (`INPUT_REQUIRED` "What is your
+/// name?", the follow-up completes with the artifact `Hello, <text>!`), `auth`
+/// (`AUTH_REQUIRED`, the follow-up completes), `slow` (works until canceled), `stream N [MS]`
+/// (N artifact chunks, MS ms apart, default 2), `fail` (`FAILED` with a status message),
+/// `refuse` (a `ContentTypeNotSupported` error before any event), `reject` (`REJECTED`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Demo;
+pub struct Script<E> {
+    inner: E,
+}
+
+impl<E> Script<E> {
+    /// The script in front of `inner`.
+    pub fn new(inner: E) -> Self {
+        Self { inner }
+    }
+}
+
+/// The script's handshake word, and its answer.
+pub const SCRIPT_HANDSHAKE: (&str, &str) = ("conformance-script", "conformance-script 1");
 
 #[async_trait::async_trait]
-impl AgentExecutor for Demo {
+impl<E: AgentExecutor> AgentExecutor for Script<E> {
     async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
         let first_turn = ctx.task.as_ref().map_or_else(
             || ctx.text(),
@@ -130,11 +158,15 @@ impl AgentExecutor for Demo {
         );
         let mut words = first_turn.split_whitespace();
         match words.next().unwrap_or("") {
+            w if w == SCRIPT_HANDSHAKE.0 && ctx.task.is_none() => {
+                sink.reply_text(SCRIPT_HANDSHAKE.1).await
+            }
             "reply" => Reply.execute(ctx, sink).await,
             "input" => Input.execute(ctx, sink).await,
             "auth" if ctx.task.is_none() => {
                 sink.auth_required("Sign in at the link I sent you").await
             }
+            "auth" => Echo.execute(ctx, sink).await,
             "slow" => Slow::default().execute(ctx, sink).await,
             "stream" => {
                 let chunks = words.next().and_then(|n| n.parse().ok()).unwrap_or(3);
@@ -155,7 +187,24 @@ impl AgentExecutor for Demo {
                 "the demo agent refuses this content",
             )),
             "reject" => sink.reject("I do not do that").await,
-            _ => Echo.execute(ctx, sink).await,
+            _ => self.inner.execute(ctx, sink).await,
         }
+    }
+
+    async fn cancel(&self, task: &trident_proto::Task) -> Result<(), A2aError> {
+        self.inner.cancel(task).await
+    }
+}
+
+/// One agent with every demo behaviour: the conformance script ([`Script`]) in front of
+/// [`Echo`], so anything that is not a script word echoes. Used by the behaviour suite so one
+/// server covers every case.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Demo;
+
+#[async_trait::async_trait]
+impl AgentExecutor for Demo {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        Script::new(Echo).execute(ctx, sink).await
     }
 }
