@@ -302,10 +302,7 @@ impl Client {
             let chunks = response.bytes_stream().map_err(transport);
             trident_core::read_body(chunks, self.shared.max_response).await
         };
-        let body = body.map_err(|e| match e {
-            trident_core::BodyError::Body(e) => e,
-            e @ trident_core::BodyError::TooLarge { .. } => e.into_error(what),
-        })?;
+        let body = body.map_err(|e| e.into_described(what))?;
         let card = serde_json::from_slice(&body).map_err(|e| {
             A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}")).with_source(e)
         })?;

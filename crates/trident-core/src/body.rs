@@ -49,6 +49,20 @@ impl<E: fmt::Display> BodyError<E> {
     }
 }
 
+impl<E: Into<crate::A2aError>> BodyError<E> {
+    /// The error a client reports for `what` when the body's own failures are already
+    /// [`A2aError`](crate::A2aError)s described with their cause: those pass through
+    /// unchanged; a body over the bound is the agent's (`InvalidAgentResponse`).
+    pub fn into_described(self, what: impl fmt::Display) -> crate::A2aError {
+        match self {
+            BodyError::Body(e) => e.into(),
+            BodyError::TooLarge { limit } => {
+                BodyError::<crate::A2aError>::TooLarge { limit }.into_error(what)
+            }
+        }
+    }
+}
+
 /// Reads a whole body given as a stream of chunks, refusing it once it passes `limit` bytes.
 pub async fn read_body<S, B, E>(body: S, limit: usize) -> Result<Vec<u8>, BodyError<E>>
 where

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{
-    A2aError, A2aService, BodyError, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind,
-    EventStream, Operation, SseEvent, StreamEvent, read_body,
+    A2aError, A2aService, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind, EventStream,
+    Operation, SseEvent, StreamEvent, read_body,
 };
 use trident_proto as pb;
 
@@ -33,17 +33,6 @@ fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError 
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
     A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
-}
-
-/// A body that failed to arrive is a transport error (already described by `E`'s conversion);
-/// one over the bound is the agent's.
-fn unreadable<E: Into<A2aError>>(what: &str, e: BodyError<E>) -> A2aError {
-    match e {
-        BodyError::Body(e) => e.into(),
-        BodyError::TooLarge { limit } => {
-            BodyError::<A2aError>::TooLarge { limit }.into_error(format_args!("JSON-RPC {what}"))
-        }
-    }
 }
 
 /// The chunks of a response body, their failures described with their cause.
@@ -136,7 +125,7 @@ impl JsonRpcClient {
     async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
         read_body(chunks(response, "response body"), self.max_response)
             .await
-            .map_err(|e| unreadable("response", e))
+            .map_err(|e| e.into_described(format_args!("JSON-RPC response")))
     }
 
     fn post<T: Serialize>(
@@ -277,8 +266,9 @@ where
     B: AsRef<[u8]>,
     E: Into<A2aError>,
 {
-    trident_core::sse_events(body, max_event)
-        .map(|item| sse_event(item.map_err(|e| unreadable("SSE event", e))?))
+    trident_core::sse_events(body, max_event).map(|item| {
+        sse_event(item.map_err(|e| e.into_described(format_args!("JSON-RPC SSE event")))?)
+    })
 }
 
 /// One SSE event of a stream: `data` is a JSON-RPC response wrapping a `StreamResponse` (or

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{
-    A2aError, A2aService, BodyError, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind,
-    EventStream, Operation, SseEvent, StreamEvent, read_body,
+    A2aError, A2aService, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind, EventStream,
+    Operation, SseEvent, StreamEvent, read_body,
 };
 use trident_proto as pb;
 
@@ -32,17 +32,6 @@ pub struct RestClient {
 fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError {
     let timed_out = e.is_timeout();
     A2aError::caused_by(format_args!("HTTP+JSON {what}"), e, timed_out)
-}
-
-/// A body that failed to arrive is a transport error (already described by `E`'s conversion);
-/// one over the bound is the agent's.
-fn unreadable<E: Into<A2aError>>(what: &str, e: BodyError<E>) -> A2aError {
-    match e {
-        BodyError::Body(e) => e.into(),
-        BodyError::TooLarge { limit } => {
-            BodyError::<A2aError>::TooLarge { limit }.into_error(format_args!("HTTP+JSON {what}"))
-        }
-    }
 }
 
 /// The chunks of a response body, their failures described with their cause.
@@ -101,7 +90,7 @@ impl RestClient {
     async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
         read_body(chunks(response, "response body"), self.max_response)
             .await
-            .map_err(|e| unreadable("response", e))
+            .map_err(|e| e.into_described(format_args!("HTTP+JSON response")))
     }
 
     fn request<T: Serialize>(
@@ -246,8 +235,9 @@ where
     B: AsRef<[u8]>,
     E: Into<A2aError>,
 {
-    trident_core::sse_events(body, max_event)
-        .map(|item| sse_event(item.map_err(|e| unreadable("SSE event", e))?))
+    trident_core::sse_events(body, max_event).map(|item| {
+        sse_event(item.map_err(|e| e.into_described(format_args!("HTTP+JSON SSE event")))?)
+    })
 }
 
 /// One SSE event of a stream: `data` is a bare `StreamResponse`, or an AIP-193 error body
