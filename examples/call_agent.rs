@@ -2,8 +2,7 @@
 //!
 //! Three parties, all on loopback ports of this process:
 //!
-//! 1. **Writer**, the agent being called: Trident's demo `Stream` agent, which answers in
-//!    chunks of one artifact.
+//! 1. **Writer**, the agent being called, which answers in chunks of one artifact.
 //! 2. **Relay**, an agent written here with Trident: for each task it connects to the writer
 //!    with a [`ClientBuilder`] (timeout, a default header, gRPC first), streams the user's text to
 //!    it, and publishes each chunk it gets back as a chunk of its own artifact. The caller's
@@ -12,16 +11,36 @@
 //!    the time left on the way. The relay's call ends too when its own task is cancelled.
 //! 3. A user, who calls the relay over JSON-RPC and prints its answer with [`Texts`].
 //!
-//! `tests/it/example.rs` runs [`run`] end to end.
+//! Everything comes from the one crate users depend on, `trident`: the agent author's API,
+//! the client and the server builder. `tests/it/example.rs` runs [`run`] end to end.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
-use trident_client::{Binding, Client, ClientBuilder, TaskId, Texts};
-use trident_core::{A2aError, AgentExecutor, CallContext, EventSink, RequestContext};
-use trident_proto as pb;
+use trident::client::{Binding, Client, ClientBuilder, TaskId, Texts};
+use trident::proto as pb;
+use trident::{A2aError, AgentExecutor, CallContext, EventSink, RequestContext, Server};
+
+/// The writer: answers "chunk N of TEXT" in three chunks of one artifact.
+struct Writer;
+
+#[trident::async_trait]
+impl AgentExecutor for Writer {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        sink.working().await?;
+        let text = ctx.text();
+        for i in 0..3 {
+            let chunk = pb::Artifact::new(
+                "story",
+                vec![pb::Part::text(format!("chunk {i} of {text}"))],
+            );
+            sink.artifact_chunk(chunk, i > 0, i == 2).await?;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        sink.complete().await
+    }
+}
 
 /// The relay: forwards each task to another agent and republishes its answer.
 struct Relay {
@@ -29,7 +48,7 @@ struct Relay {
     writer: String,
 }
 
-#[async_trait::async_trait]
+#[trident::async_trait]
 impl AgentExecutor for Relay {
     async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
         sink.working().await?;
@@ -84,43 +103,30 @@ impl AgentExecutor for Relay {
     }
 }
 
-/// Serves `executor` on every binding on a loopback port; returns its origin.
-async fn serve(executor: Arc<dyn AgentExecutor>, name: &str) -> Result<String, A2aError> {
-    let failed = |e: &dyn std::fmt::Display| A2aError::internal(format!("serving {name}: {e}"));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+/// Serves `executor` on every binding on a loopback port (in-memory store); returns its
+/// origin.
+async fn serve(executor: impl AgentExecutor, name: &str) -> Result<String, A2aError> {
+    let server = Server::builder(executor)
+        .card(trident::default_card(name, "An example agent"))
+        .bind("127.0.0.1:0")
+        .build()
         .await
-        .map_err(|e| failed(&e))?;
-    let addr = listener.local_addr().map_err(|e| failed(&e))?;
-    let card = trident_server::card_with_interfaces(
-        trident_core::default_card(name, "An example agent"),
-        &trident_server::Interfaces::local(addr),
-    );
-    let engine = trident_core::Engine::builder(executor).build();
-    let options = trident_server::ServerOptions::default();
-    let app = trident_server::app(Arc::new(engine), &card, &options).map_err(|e| failed(&e))?;
-    tokio::spawn(trident_server::serve(
-        listener,
-        app,
-        std::future::pending(),
-        Duration::ZERO,
-    ));
-    Ok(format!("http://{addr}"))
+        .map_err(|e| A2aError::internal(format!("serving {name}: {e}")))?;
+    let origin = format!("http://{}", server.local_addr());
+    tokio::spawn(server.serve());
+    Ok(origin)
 }
 
 /// Starts the writer and the relay, asks the relay to write about `topic`, and returns what it
 /// answered.
 pub async fn run(topic: &str) -> Result<String, A2aError> {
-    let stream = trident_core::agents::Stream {
-        chunks: 3,
-        pause: Duration::from_millis(5),
-    };
-    let writer = serve(Arc::new(stream), "Writer").await?;
+    let writer = serve(Writer, "Writer").await?;
     let client = ClientBuilder::new()
         .timeout(Duration::from_secs(5))
         .header("x-caller", "relay")
         .prefer(&[Binding::Grpc, Binding::Rest])
         .build()?;
-    let relay = serve(Arc::new(Relay { client, writer }), "Relay").await?;
+    let relay = serve(Relay { client, writer }, "Relay").await?;
 
     let user = ClientBuilder::new()
         .prefer(&["jsonrpc"
