@@ -11,9 +11,17 @@
 #                              seeds from the ProtoJSON ones)
 #   bash fuzz/run.sh --ci|--long TARGET...   only those targets
 #
-# Only stable Rust is installed: RUSTC_BOOTSTRAP=1 lets it take cargo-fuzz's -Zsanitizer
-# flags (AddressSanitizer + SanitizerCoverage). FUZZ_SANITIZER=none builds without ASan (still
-# coverage-guided). Builds go to fuzz/target, never the main target directory.
+# The targets are built with cargo itself, with the flags cargo-fuzz would pass (so CI does not
+# spend minutes installing cargo-fuzz): SanitizerCoverage (inline 8-bit counters, PC table,
+# compare tracing) and `--cfg fuzzing`, for the host triple only (build scripts and proc macros
+# stay uninstrumented), then each binary is run as the libFuzzer program it is.
+#   FUZZ_SANITIZER=address (default for --long and --seeds) adds AddressSanitizer; only stable
+#     Rust is installed, so RUSTC_BOOTSTRAP=1 lets it take -Zsanitizer.
+#   FUZZ_SANITIZER=none (default for --ci) builds without it: the targets are safe Rust, the 20 s
+#     smoke run in CI is after panics, hangs and unbounded allocation (libFuzzer's own limits),
+#     and the build takes a fraction of the time.
+#   FUZZ_PROFILE=release (default for --long and --seeds: -O3, debug assertions on) or fuzz-ci
+#     (default for --ci: opt-level 1, no debug info, quicker to build).
 set -euo pipefail
 cd "$(dirname "$0")"
 FUZZ_DIR=$PWD
@@ -23,18 +31,36 @@ shift || true
 TARGETS=(jsonrpc_envelope rest_request proto_requests protojson_requests sse_parser)
 [ "$#" -gt 0 ] && TARGETS=("$@")
 
-export RUSTC_BOOTSTRAP=1
 export CARGO_TARGET_DIR="$FUZZ_DIR/target"
 export CARGO_TERM_COLOR=never
-SANITIZER=${FUZZ_SANITIZER:-address}
+if [ "$MODE" = "--ci" ]; then
+    SANITIZER=${FUZZ_SANITIZER:-none}
+    PROFILE=${FUZZ_PROFILE:-fuzz-ci}
+else
+    SANITIZER=${FUZZ_SANITIZER:-address}
+    PROFILE=${FUZZ_PROFILE:-release}
+fi
 CI_SECONDS=${CI_SECONDS:-20}
 RUNS=${RUNS:-10000000}
-FLAGS=(-O -a --sanitizer "$SANITIZER")
+HOST=$(rustc -vV | sed -n 's/^host: //p')
+BIN_DIR="$CARGO_TARGET_DIR/$HOST/$PROFILE"
 
-if ! cargo fuzz --version >/dev/null 2>&1; then
-    echo "fuzz: installing cargo-fuzz"
-    cargo install cargo-fuzz --locked
-fi
+RUSTFLAGS_FUZZ="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4"
+RUSTFLAGS_FUZZ+=" -Cllvm-args=-sanitizer-coverage-inline-8bit-counters"
+RUSTFLAGS_FUZZ+=" -Cllvm-args=-sanitizer-coverage-pc-table"
+RUSTFLAGS_FUZZ+=" -Cllvm-args=-sanitizer-coverage-trace-compares"
+RUSTFLAGS_FUZZ+=" -Cdebug-assertions -Coverflow-checks"
+case "$SANITIZER" in
+    none) ;;
+    address)
+        export RUSTC_BOOTSTRAP=1
+        RUSTFLAGS_FUZZ+=" -Zsanitizer=address"
+        ;;
+    *)
+        echo "fuzz: FUZZ_SANITIZER must be none or address" >&2
+        exit 2
+        ;;
+esac
 
 dict_of() {
     case "$1" in
@@ -69,9 +95,9 @@ dict_args() {
 
 build() {
     # One cargo invocation for every target: they share all their dependencies.
-    echo "fuzz: building the targets (sanitizer $SANITIZER)"
+    echo "fuzz: building the targets (sanitizer $SANITIZER, profile $PROFILE)"
     local start=$SECONDS
-    cargo fuzz build "${FLAGS[@]}"
+    RUSTFLAGS="$RUSTFLAGS_FUZZ" cargo build --locked --bins --profile "$PROFILE" --target "$HOST"
     echo "fuzz: built in $((SECONDS - start))s"
 }
 
@@ -84,7 +110,7 @@ run() {
     mkdir -p "$work" "$(dirname "$log")" "artifacts/$t"
     local start=$SECONDS status=0
     # shellcheck disable=SC2046
-    cargo fuzz run "${FLAGS[@]}" "$t" "$work" "corpus/$t" -- \
+    "$BIN_DIR/$t" "$work" "corpus/$t" \
         -artifact_prefix="artifacts/$t/" -print_final_stats=1 \
         -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 $(dict_args "$t") \
         $(max_len_args "$t") "$@" \
@@ -129,7 +155,7 @@ case "$MODE" in
         rm -rf corpus/proto_requests
         mkdir -p corpus/proto_requests
         TRIDENT_FUZZ_PROTO_SEEDS="$FUZZ_DIR/corpus/proto_requests" \
-            cargo fuzz run "${FLAGS[@]}" protojson_requests corpus/protojson_requests -- -runs=0 \
+            "$BIN_DIR/protojson_requests" corpus/protojson_requests -runs=0 \
             >/dev/null 2>&1
         echo "proto_requests: $(ls corpus/proto_requests | wc -l) seeds"
         ;;
