@@ -42,8 +42,11 @@ macro_rules! suite {
                 return;
             }
             let target = crate::harness::Local(transport);
-            if let Err(skip) = trident_conformance::cases::$case(&target).await {
-                panic!("a local server provides every variant, yet: {skip}");
+            match trident_conformance::cases::$case(&target).await {
+                Ok(()) => {}
+                // The cases below `A2aService` (cases/raw.rs) have nothing to check in process.
+                Err(skip) if skip.is_no_wire() && transport.in_process() => {}
+                Err(skip) => panic!("a local server provides every variant, yet: {skip}"),
             }
         }
     };
