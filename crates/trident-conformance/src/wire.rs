@@ -364,7 +364,15 @@ impl Wire {
             .body("{}")
             .send()
             .await
-            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+            .unwrap_or_else(|e| {
+                let mut chain = e.to_string();
+                let mut source = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    chain.push_str(&format!(": {s}"));
+                    source = s.source();
+                }
+                panic!("POST {url} as {content_type}: no HTTP answer ({chain})")
+            });
         Ok(answer(response).await)
     }
 }

@@ -349,9 +349,10 @@ async fn check_error(
 }
 
 /// A request body declared as something other than JSON is refused before it is parsed:
-/// HTTP+JSON 415 with an AIP-193 body and ErrorInfo `CONTENT_TYPE_NOT_SUPPORTED`, JSON-RPC
-/// -32005 with that ErrorInfo; `application/a2a+json` is JSON and accepted. gRPC: a body that is
-/// not `application/grpc` is answered HTTP 415 (gRPC over HTTP/2).
+/// HTTP+JSON 415 (or the table's 400) with an AIP-193 body and ErrorInfo
+/// `CONTENT_TYPE_NOT_SUPPORTED`, JSON-RPC -32005 with that ErrorInfo; over HTTP+JSON
+/// `application/a2a+json` (the binding's media type) is accepted. gRPC: a body that is not
+/// `application/grpc` is answered HTTP 415 (gRPC over HTTP/2).
 pub async fn non_json_content_type_is_refused(t: &dyn Target) -> Result<(), Skip> {
     let (_f, wire) = wire_of(t).await?;
     let reason = "CONTENT_TYPE_NOT_SUPPORTED";
@@ -361,20 +362,9 @@ pub async fn non_json_content_type_is_refused(t: &dyn Target) -> Result<(), Skip
                 "jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": NO_SUCH_TASK}
             })
             .to_string();
-            let a = wire
-                .http(Method::POST, "", "1.0", "text/plain", body.clone())
-                .await;
+            let a = wire.http(Method::POST, "", "1.0", "text/plain", body).await;
             assert_eq!(a.jsonrpc_code(), -32005, "text/plain: {}", a.text);
             assert_error_info(a.jsonrpc_error().get("data"), reason);
-            let a = wire
-                .http(Method::POST, "", "1.0", "application/a2a+json", body)
-                .await;
-            assert_eq!(
-                a.jsonrpc_code(),
-                -32001,
-                "application/a2a+json is JSON: {}",
-                a.text
-            );
         }
         Binding::Rest => {
             let body = serde_json::json!({
@@ -384,9 +374,17 @@ pub async fn non_json_content_type_is_refused(t: &dyn Target) -> Result<(), Skip
             let a = wire
                 .http(Method::POST, "/message:send", "1.0", "text/plain", body)
                 .await;
-            assert_eq!(a.status, 415, "text/plain: {}", a.text);
+            // 415 is the HTTP-level refusal (Trident's, RFC 9110); the v1.0.1 table's row for
+            // ContentTypeNotSupported is 400. Either, with the ErrorInfo.
+            assert!(
+                [415, 400].contains(&a.status),
+                "text/plain: expected 415 (or 400), got {}: {}",
+                a.status,
+                a.text
+            );
             let e = a.aip193(ErrorKind::ContentTypeNotSupported.wire().status);
             assert_error_info(e.get("details"), reason);
+            // application/a2a+json is the binding's own media type (spec: SHOULD be used).
             let a = wire
                 .http(
                     Method::POST,
