@@ -32,7 +32,11 @@ pub(crate) fn error_body_with_code(e: &A2aError, code: u16) -> serde_json::Value
 pub fn decode_error(status: u16, body: &[u8]) -> A2aError {
     let fallback = ErrorKind::from_http(status).unwrap_or(ErrorKind::Internal);
     let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-    match parsed.as_ref().and_then(|v| v.get("error")).filter(|e| e.is_object()) {
+    match parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .filter(|e| e.is_object())
+    {
         Some(err) => {
             let fallback = match err.get("status").and_then(|s| s.as_str()) {
                 Some(name) if status == 404 && name != fallback.wire().status => {

@@ -207,6 +207,10 @@ fn error_bodies_without_error_info_are_read_by_status() {
         (503, aip(503, "UNAVAILABLE"), ErrorKind::Unavailable),
     ];
     for (status, body, kind) in cases {
-        assert_eq!(decode_error(status, body.as_bytes()).kind(), kind, "{status} {body}");
+        assert_eq!(
+            decode_error(status, body.as_bytes()).kind(),
+            kind,
+            "{status} {body}"
+        );
     }
 }
