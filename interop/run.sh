@@ -9,8 +9,8 @@
 # `interop: N passed, M failed`. Exit status is non-zero when any check failed.
 #
 # Then: our Rust clients through the behaviour suite against the Python SDK's demo agent, card
-# signing both ways, and `trident conformance` against Python SDK echo agents (plain and with the
-# conformance script) compared with interop/conformance/expected.md.
+# signing both ways, and `trident conformance` against the Python and JS SDK echo agents (each
+# plain and with the conformance script) compared with interop/conformance/expected.md.
 #
 # Environment: TRIDENT_BIN (server binary), INTEROP_ONLY=python|js (run one client),
 # INTEROP_VERBOSE=1 (tracebacks for unexpected exceptions).
@@ -179,8 +179,8 @@ else
 fi
 
 # `trident conformance` against echo agents built with the official SDKs (interfaces under path
-# prefixes): Python plain and following the conformance script, JS plain. The observed outcome
-# table must equal the committed one (interop/conformance/expected.md). All run at once.
+# prefixes): Python and JS, each plain and following the conformance script. The observed
+# outcome table must equal the committed one (interop/conformance/expected.md). All run at once.
 log "trident conformance against the SDK echo agents (expected table)"
 conf_dir="$(mktemp -d -t trident-conformance.XXXXXX)"
 conf_pids=()
@@ -215,11 +215,12 @@ run_conformance() { # name, url
   fi
 }
 conf_jobs=()
-for server in python-echo python-script js-echo; do
+for server in python-echo python-script js-echo js-script; do
   case "$server" in
     python-echo) start_echo_agent "$server" "$here/python" "$venv/bin/python" echo_agent.py ;;
     python-script) start_echo_agent "$server" "$here/python" "$venv/bin/python" echo_agent.py --script ;;
     js-echo) start_echo_agent "$server" "$here/js" node echo_agent.mjs ;;
+    js-script) start_echo_agent "$server" "$here/js" node echo_agent.mjs --script ;;
   esac
   run_conformance "$server" "$agent_url" >"$conf_dir/$server.result" &
   conf_jobs+=("$!:$server")

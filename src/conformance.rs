@@ -162,7 +162,12 @@ pub(crate) async fn run(args: Args) -> ExitCode {
     let tokens = Arc::new(tokens);
     let mut targets: Vec<(Binding, Arc<dyn Target>)> = Vec::new();
     for b in &bindings {
-        if let Some(remote) = Remote::new(card.clone(), *b, tokens.clone()) {
+        if let Some(remote) = Remote::new(
+            card.clone(),
+            &trident_client::card_url(&args.url),
+            *b,
+            tokens.clone(),
+        ) {
             targets.push((*b, Arc::new(remote)));
         }
     }

@@ -1,13 +1,15 @@
 // An echo agent built only from the official A2A JS SDK (@a2a-js/sdk 1.3.0), for
 // `trident conformance` in interop/run.sh: JSON-RPC at /a2a/jsonrpc and HTTP+JSON under
 // /a2a/rest on one express app, gRPC on a port of its own, the card at
-// /.well-known/agent-card.json. Every task completes with one artifact echoing the text; it
-// does not follow the conformance script.
+// /.well-known/agent-card.json. Plain, every task completes with one artifact echoing the text
+// (it does not follow the conformance script); with --script it follows the conformance script
+// (docs/conformance-script.md) in front of the same echo, like interop/python/agent.py.
 //
-// Usage: node echo_agent.mjs   (free loopback ports; prints `agent card <url>` once serving;
-// stops when stdin closes)
+// Usage: node echo_agent.mjs [--script]   (free loopback ports; prints `agent card <url>` once
+// serving; stops when stdin closes)
 import express from 'express';
 import * as grpc from '@grpc/grpc-js';
+import { ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
 import {
   DefaultRequestHandler,
   InMemoryTaskStore,
@@ -22,8 +24,23 @@ import {
 import { A2AService, grpcService, UserBuilder as GrpcUserBuilder } from '@a2a-js/sdk/server/grpc';
 
 const host = '127.0.0.1';
-const TASK_STATE_SUBMITTED = 1;
-const TASK_STATE_COMPLETED = 3;
+const script = process.argv.includes('--script');
+// lf.a2a.v1 enum numbers (proto/lf/a2a/v1/a2a.proto).
+const SUBMITTED = 1;
+const WORKING = 2;
+const COMPLETED = 3;
+const FAILED = 4;
+const CANCELED = 5;
+const INPUT_REQUIRED = 6;
+const REJECTED = 7;
+const AUTH_REQUIRED = 8;
+const ROLE_AGENT = 2;
+// The conformance script's handshake and fixed texts (docs/conformance-script.md).
+const SCRIPT_HANDSHAKE = 'conformance-script';
+const SCRIPT_ANSWER = 'conformance-script 1';
+const QUESTION = 'What is your name?';
+const FAILURE = 'the demo agent was asked to fail';
+const SLOW_MS = 60_000;
 
 const textOf = (message) =>
   (message?.parts ?? [])
@@ -31,16 +48,79 @@ const textOf = (message) =>
     .map((p) => p.content.value)
     .join('\n');
 
+const textPart = (value) => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: '' });
+
+const agentMessage = (text, contextId, taskId = '') => ({
+  messageId: crypto.randomUUID(),
+  role: ROLE_AGENT,
+  parts: [textPart(text)],
+  contextId,
+  taskId,
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+});
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Tasks whose `slow` or `stream` turn is running: cancelTask stops them through this.
+const running = new Map();
+
+function publishStatus(bus, taskId, contextId, state, message) {
+  bus.publish({
+    kind: 'statusUpdate',
+    data: {
+      taskId,
+      contextId,
+      status: { state, message, timestamp: new Date().toISOString() },
+      metadata: undefined,
+    },
+  });
+}
+
+function publishArtifact(bus, taskId, contextId, artifactId, name, text, append, lastChunk) {
+  bus.publish({
+    kind: 'artifactUpdate',
+    data: {
+      taskId,
+      contextId,
+      artifact: { artifactId, name, description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+      append,
+      lastChunk,
+      metadata: undefined,
+    },
+  });
+}
+
 const executor = {
   async execute(ctx, bus) {
     const { taskId, contextId } = ctx;
-    if (!ctx.task) {
+    const text = textOf(ctx.userMessage);
+    // The behaviour is chosen by the first word of the task's first user message.
+    const firstText = ctx.task ? textOf(ctx.task.history?.find((m) => m.role !== ROLE_AGENT)) : text;
+    const words = script ? firstText.split(/\s+/).filter(Boolean) : [];
+    const verb = words[0] ?? '';
+    if (verb === SCRIPT_HANDSHAKE && !ctx.task) {
+      bus.publish({ kind: 'message', data: agentMessage(SCRIPT_ANSWER, contextId) });
+      bus.finished();
+      return;
+    }
+    if (verb === 'reply') {
+      bus.publish({ kind: 'message', data: agentMessage(text, contextId) });
+      bus.finished();
+      return;
+    }
+    if (verb === 'refuse') {
+      throw new ContentTypeNotSupportedError('the demo agent refuses this content');
+    }
+    const firstTurn = !ctx.task;
+    if (firstTurn) {
       bus.publish({
         kind: 'task',
         data: {
           id: taskId,
           contextId,
-          status: { state: TASK_STATE_SUBMITTED, message: undefined, timestamp: undefined },
+          status: { state: SUBMITTED, message: undefined, timestamp: undefined },
           artifacts: [],
           history: [ctx.userMessage],
           metadata: undefined,
@@ -49,36 +129,49 @@ const executor = {
     } else {
       bus.publish({ kind: 'task', data: ctx.task });
     }
-    bus.publish({
-      kind: 'artifactUpdate',
-      data: {
-        taskId,
-        contextId,
-        artifact: {
-          artifactId: 'echo',
-          name: 'echo',
-          description: '',
-          parts: [{ content: { $case: 'text', value: textOf(ctx.userMessage) }, metadata: undefined, filename: '', mediaType: '' }],
-          metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      },
-    });
-    bus.publish({
-      kind: 'statusUpdate',
-      data: {
-        taskId,
-        contextId,
-        status: { state: TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
-        metadata: undefined,
-      },
-    });
+    const status = (state, message) =>
+      publishStatus(bus, taskId, contextId, state, message && agentMessage(message, contextId, taskId));
+    if (verb === 'input' && firstTurn) {
+      status(INPUT_REQUIRED, QUESTION);
+    } else if (verb === 'input') {
+      publishArtifact(bus, taskId, contextId, 'greeting', 'greeting', `Hello, ${text}!`, false, true);
+      status(COMPLETED);
+    } else if (verb === 'auth' && firstTurn) {
+      status(AUTH_REQUIRED, 'Please sign in');
+    } else if (verb === 'slow' || verb === 'stream') {
+      const turn = { canceled: false, contextId };
+      running.set(taskId, turn);
+      status(WORKING);
+      if (verb === 'slow') {
+        for (let waited = 0; waited < SLOW_MS && !turn.canceled; waited += 20) await sleep(20);
+      } else {
+        const chunks = /^\d+$/.test(words[1] ?? '') ? Number(words[1]) : 3;
+        const pause = /^\d+$/.test(words[2] ?? '') ? Number(words[2]) : 2;
+        for (let i = 0; i < chunks && !turn.canceled; i++) {
+          await sleep(pause);
+          if (turn.canceled) break;
+          publishArtifact(bus, taskId, contextId, `${taskId}-stream`, 'stream', `chunk ${i} of ${text}`, i > 0, i + 1 === chunks);
+        }
+      }
+      running.delete(taskId);
+      if (turn.canceled) return; // cancelTask published CANCELED and finished the bus
+      status(COMPLETED);
+    } else if (verb === 'fail') {
+      status(WORKING);
+      status(FAILED, FAILURE);
+    } else if (verb === 'reject') {
+      status(REJECTED, 'I do not do that');
+    } else {
+      publishArtifact(bus, taskId, contextId, 'echo', 'echo', text, false, true);
+      status(COMPLETED);
+    }
     bus.finished();
   },
   async cancelTask(taskId, bus) {
+    const turn = running.get(taskId);
+    if (turn) turn.canceled = true;
+    running.delete(taskId);
+    publishStatus(bus, taskId, turn?.contextId ?? '', CANCELED, undefined);
     bus.finished();
   },
 };
@@ -94,7 +187,7 @@ const http = app.listen(0, host);
 await new Promise((resolve) => http.once('listening', resolve));
 const origin = `http://${host}:${http.address().port}`;
 const card = {
-  name: 'Echo (@a2a-js/sdk)',
+  name: script ? 'Conformance script (@a2a-js/sdk)' : 'Echo (@a2a-js/sdk)',
   description: 'An echo agent built with the official A2A JS SDK',
   version: '1.0.0',
   supportedInterfaces: [

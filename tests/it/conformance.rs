@@ -203,7 +203,11 @@ async fn conformance_of_our_own_server_is_all_green_over_every_binding() {
     let json = conformance(&[&server.origin, "--json"]).await;
     let report = check_json(&json, 3, true);
     assert_eq!(report["failed"], 0);
-    assert_eq!(report["agree"], true);
+    assert_eq!(
+        report["agree"], true,
+        "the bindings disagree: {:#}",
+        report["disagreements"]
+    );
     assert!(report["passed"].as_u64() > Some(0));
 }
 

@@ -65,6 +65,14 @@ impl Transport {
         matches!(self, Transport::GatewayGrpc | Transport::GatewayRest)
     }
 
+    /// Whether the cases call the engine in process (no wire).
+    pub fn in_process(self) -> bool {
+        matches!(
+            self,
+            Transport::InProcess | Transport::Sqlite | Transport::Postgres
+        )
+    }
+
     /// Whether this transport can run here (PostgreSQL needs `TRIDENT_TEST_POSTGRES`; with
     /// `CI` set, its absence fails the case instead: see [`postgres_url`]).
     pub fn available(self) -> bool {
@@ -301,6 +309,37 @@ impl Fixture {
         }
     }
 
+    /// The interface of `transport` on the wire, with the card as its server serves it; `None`
+    /// in process.
+    async fn wire(&self, transport: Transport) -> Option<trident_conformance::Wire> {
+        let binding = match transport {
+            Transport::InProcess | Transport::Sqlite | Transport::Postgres => return None,
+            Transport::Grpc => trident_client::Binding::Grpc,
+            Transport::JsonRpc => trident_client::Binding::JsonRpc,
+            Transport::Rest => trident_client::Binding::Rest,
+            other => other.python_binding()?,
+        };
+        let card_url = match (&self.agent, &self._gateway) {
+            (_, Some(gateway)) => trident_client::card_url(&gateway.origin),
+            (Some(agent), None) => agent.card_url.clone(),
+            (None, None) => {
+                let rest = &self.interfaces.as_ref()?.rest;
+                let origin = rest.split('/').take(3).collect::<Vec<_>>().join("/");
+                trident_client::card_url(&origin)
+            }
+        };
+        let card = trident_client::fetch_card(&card_url)
+            .await
+            .expect("the server's card");
+        let (binding, interface) = trident_client::choose(&card, &[binding])?;
+        Some(trident_conformance::Wire {
+            binding,
+            interface,
+            card_url,
+            card,
+        })
+    }
+
     pub async fn default(transport: Transport) -> Self {
         Self::new(transport, Variant::default()).await
     }
@@ -317,7 +356,12 @@ impl trident_conformance::Target for Local {
         variant: Variant,
     ) -> Result<trident_conformance::Fixture, trident_conformance::Skip> {
         let f = Fixture::new(self.0, variant).await;
-        Ok(trident_conformance::Fixture::of(f.svc.clone()).with_guard(f))
+        let wire = f.wire(self.0).await;
+        let mut fixture = trident_conformance::Fixture::of(f.svc.clone());
+        if let Some(wire) = wire {
+            fixture = fixture.with_wire(wire);
+        }
+        Ok(fixture.with_guard(f))
     }
 }
 

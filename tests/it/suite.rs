@@ -42,8 +42,11 @@ macro_rules! suite {
                 return;
             }
             let target = crate::harness::Local(transport);
-            if let Err(skip) = trident_conformance::cases::$case(&target).await {
-                panic!("a local server provides every variant, yet: {skip}");
+            match trident_conformance::cases::$case(&target).await {
+                Ok(()) => {}
+                // The cases below `A2aService` (cases/raw.rs) have nothing to check in process.
+                Err(skip) if skip.is_no_wire() && transport.in_process() => {}
+                Err(skip) => panic!("a local server provides every variant, yet: {skip}"),
             }
         }
     };
@@ -109,6 +112,13 @@ trident_conformance::with_cases!(suite);
 //     configs is optional ("MAY", digest §1.5.6) and the SDK returns everything in one page
 //     (default_request_handler_v2.py:647-665); it also accepts an `ftp://` URL (no
 //     `push_url_validator` configured; URL screening is a SHOULD).
+//   card_is_cacheable: the SDK serves its card without Cache-Control or ETag (a SHOULD).
+//   unsupported_version_is_refused_on_the_wire: the gRPC handler ignores `a2a-version` (as in
+//     unsupported_version_is_rejected above).
+//   non_json_content_type_is_refused: JSON-RPC and HTTP+JSON parse a `text/plain` body as JSON,
+//     and grpcio resets an `application/json` request instead of answering HTTP 415.
+// (interop/conformance/expected.md has the same cells for `trident conformance`;
+// docs/known-differences.md the peer deviations.)
 suite!(
     python_sdk: task_ids_are_generated_by_the_server_and_unique,
     follow_up_to_interrupted_task_continues_it_in_order,
@@ -133,4 +143,10 @@ suite!(
     cancel_interrupted_task,
     other_principals_and_tenants_see_task_not_found,
     tenant_in_request_must_match_transport_tenant,
+    card_is_served_at_the_well_known_path,
+    card_has_the_required_fields,
+    every_declared_interface_answers,
+    unknown_method_or_route_is_refused,
+    malformed_requests_are_refused,
+    a2a_errors_carry_error_info,
 );

@@ -25,8 +25,10 @@ pub mod helpers;
 mod remote;
 #[cfg(test)]
 mod tests;
+pub mod wire;
 
 pub use remote::Remote;
+pub use wire::Wire;
 
 /// The extension URI the `required_extension` variant's card requires.
 pub const REQUIRED_EXT: &str = "https://example.com/ext/required/v1";
@@ -117,6 +119,8 @@ pub struct Fixture {
     pub card: Option<pb::AgentCard>,
     /// `Authorization` values per principal name; `Bearer token-<name>` when absent.
     tokens: Arc<HashMap<String, String>>,
+    /// The interface on the wire, when there is one (not in process).
+    wire: Option<Wire>,
     _guard: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
@@ -135,6 +139,7 @@ impl Fixture {
             svc,
             card: None,
             tokens: Arc::default(),
+            wire: None,
             _guard: None,
         }
     }
@@ -149,6 +154,17 @@ impl Fixture {
     pub fn with_card(mut self, card: pb::AgentCard) -> Self {
         self.card = Some(card);
         self
+    }
+
+    /// The interface this fixture's client calls, on the wire.
+    pub fn with_wire(mut self, wire: Wire) -> Self {
+        self.wire = Some(wire);
+        self
+    }
+
+    /// The interface on the wire, or [`Skip::no_wire`] in process.
+    pub fn needs_wire(&self) -> Result<&Wire, Skip> {
+        self.wire.as_ref().ok_or_else(Skip::no_wire)
     }
 
     /// `Authorization` values per principal name, for [`cx_as`](Self::cx_as).
@@ -185,7 +201,8 @@ impl Fixture {
         }
     }
 
-    fn capabilities(&self) -> Option<&pb::AgentCapabilities> {
+    /// The card's capabilities, when the target knows the card.
+    pub fn capabilities(&self) -> Option<&pb::AgentCapabilities> {
         self.card.as_ref().and_then(|c| c.capabilities.as_ref())
     }
 
@@ -340,6 +357,16 @@ macro_rules! with_cases {
             required_extension_must_be_activated: Protocol Must "extensions (required)",
             unsupported_version_is_rejected: Protocol Must "versioning (A2A-Version)",
             missing_version_is_configurable: Protocol May "versioning (A2A-Version)",
+            // ---- protocol, on the wire: the card as served and raw requests (cases/raw.rs) ----
+            card_is_served_at_the_well_known_path: Protocol Should "7.1 discovery (well-known URI)",
+            card_has_the_required_fields: Protocol Must "7.2 AgentCard (required fields)",
+            card_is_cacheable: Protocol Should "7.1 discovery (Cache-Control, ETag)",
+            every_declared_interface_answers: Protocol Must "7.2 supportedInterfaces, 6.5 tenant",
+            unknown_method_or_route_is_refused: Protocol Must "3.4, 4.4, 5.3 (method not found)",
+            malformed_requests_are_refused: Protocol Must "3.4, 4.4, 5.3 (parse, request, params)",
+            unsupported_version_is_refused_on_the_wire: Protocol Must "6.2 versioning, Appendix A",
+            a2a_errors_carry_error_info: Protocol Must "3.4, 4.4, 5.3 (ErrorInfo)",
+            non_json_content_type_is_refused: Protocol Should "Appendix A (HTTP Content-Type)",
             // ---- scripted: agents following docs/conformance-script.md ----
             follow_up_to_interrupted_task_continues_it_in_order: Scripted Must "3.1.1 SendMessage (multi-turn)",
             follow_up_right_after_blocking_return_is_accepted: Scripted Must "3.1.1 SendMessage (multi-turn)",

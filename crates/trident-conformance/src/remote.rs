@@ -6,7 +6,7 @@ use std::sync::Arc;
 use trident_client::Binding;
 use trident_proto as pb;
 
-use crate::{Fixture, Skip, Target, Variant};
+use crate::{Fixture, Skip, Target, Variant, Wire};
 
 /// An agent at a URL, reached over one binding its card declares.
 ///
@@ -22,14 +22,17 @@ pub struct Remote {
     binding: Binding,
     interface: pb::AgentInterface,
     tokens: Arc<HashMap<String, String>>,
+    card_url: String,
     script: Arc<tokio::sync::OnceCell<Result<(), Skip>>>,
 }
 
 impl Remote {
     /// The agent whose card is `card`, over `binding`; `None` when the card does not declare
-    /// that binding for A2A 1.x. `tokens` maps principal names to `Authorization` values.
+    /// that binding for A2A 1.x. `card_url` is where the card was read; `tokens` maps
+    /// principal names to `Authorization` values.
     pub fn new(
         card: pb::AgentCard,
+        card_url: &str,
         binding: Binding,
         tokens: Arc<HashMap<String, String>>,
     ) -> Option<Self> {
@@ -39,6 +42,7 @@ impl Remote {
             binding,
             interface,
             tokens,
+            card_url: card_url.to_owned(),
             script: Arc::default(),
         })
     }
@@ -79,7 +83,13 @@ impl Target for Remote {
             });
         Ok(Fixture::of(svc)
             .with_card(self.card.clone())
-            .with_tokens(self.tokens.clone()))
+            .with_tokens(self.tokens.clone())
+            .with_wire(Wire {
+                binding: self.binding,
+                interface: self.interface.clone(),
+                card_url: self.card_url.clone(),
+                card: self.card.clone(),
+            }))
     }
 
     async fn scripted(&self) -> Result<(), Skip> {

@@ -4,12 +4,13 @@ use std::collections::BTreeSet;
 
 use crate::{CASES, Tier};
 
-/// The names of the `pub async fn NAME(t: &dyn Target)` items of cases.rs: every case as
-/// written.
+/// The names of the `pub async fn NAME(t: &dyn Target)` items of cases.rs and cases/raw.rs:
+/// every case as written.
 fn written_cases() -> BTreeSet<String> {
-    let source = include_str!("cases.rs");
+    let source = [include_str!("cases.rs"), include_str!("cases/raw.rs")];
     source
-        .lines()
+        .iter()
+        .flat_map(|s| s.lines())
         .filter_map(|l| l.trim_start().strip_prefix("pub async fn "))
         .filter_map(|rest| rest.split_once('(').map(|(name, _)| name.trim().to_owned()))
         .collect()
@@ -26,7 +27,7 @@ fn every_case_is_registered() {
     let unregistered: Vec<_> = written.difference(&registered).collect();
     assert!(
         unregistered.is_empty(),
-        "cases written in cases.rs but missing from with_cases! in lib.rs (so they never run): \
+        "cases written in cases.rs or cases/raw.rs but missing from with_cases! in lib.rs (so they never run): \
          {unregistered:?}"
     );
     assert_eq!(registered.len(), CASES.len(), "a case is registered twice");

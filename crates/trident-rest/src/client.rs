@@ -180,10 +180,19 @@ impl RestClient {
             .map_err(|e| transport_error(op.name(), e))?;
         let status = response.status().as_u16();
         let body = self.body(response).await?;
-        if status != 200 {
+        // Any 2xx is a success: the digest asks servers for 200 everywhere, but a server that
+        // answers a create with `201 Created` (the JS SDK) or a delete with `204 No Content`
+        // has still done what was asked (RFC 9110 §15.3).
+        if !(200..300).contains(&status) {
             return Err(decode_error(status, &body));
         }
-        serde_json::from_slice(&body).map_err(|e| {
+        // `204 No Content` carries the empty message (a delete's `Empty`, `{}` in JSON).
+        let body: &[u8] = if status == 204 && body.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &body
+        };
+        serde_json::from_slice(body).map_err(|e| {
             A2aError::new(
                 ErrorKind::InvalidAgentResponse,
                 format!("{}: {e}", op.name()),
@@ -217,7 +226,7 @@ impl RestClient {
             .await
             .map_err(|e| transport_error(op.name(), e))?;
         let status = response.status().as_u16();
-        if status != 200 {
+        if !(200..300).contains(&status) {
             let body = self.body(response).await?;
             return Err(decode_error(status, &body));
         }

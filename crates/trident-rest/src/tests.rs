@@ -104,3 +104,113 @@ fn matching_prefers_verbs_and_unprefixed_routes() {
     );
     assert_eq!(t.find("GET", "/nowhere/at/all").err(), Some(Miss::Path));
 }
+
+/// A peer's answers the client must read right: `201 Created` and `204 No Content` are
+/// successes (the JS SDK answers 201 to a push-config create), a bare 404 with no A2A error body
+/// is "no such route" (MethodNotFound), and only a 404 that says TASK_NOT_FOUND is TaskNotFound.
+#[tokio::test]
+async fn the_client_reads_2xx_as_success_and_a_bare_404_as_no_such_route() {
+    use axum::http::StatusCode;
+    use axum::routing::{delete, get, post};
+    use trident_core::{A2aService, CallContext, ErrorKind};
+    use trident_proto as pb;
+
+    let config = serde_json::json!({"id": "c", "taskId": "t", "url": "http://127.0.0.1:1/hook"});
+    let app = axum::Router::new()
+        .route(
+            "/a2a/tasks/t/pushNotificationConfigs",
+            post(move || async move { (StatusCode::CREATED, axum::Json(config)) }),
+        )
+        .route(
+            "/a2a/tasks/t/pushNotificationConfigs/c",
+            delete(|| async { StatusCode::NO_CONTENT }),
+        )
+        .route(
+            "/a2a/tasks/gone",
+            get(|| async {
+                (
+                    StatusCode::NOT_FOUND,
+                    axum::Json(crate::error_body(&trident_core::A2aError::new(
+                        ErrorKind::TaskNotFound,
+                        "no task gone",
+                    ))),
+                )
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = crate::RestClient::new(&format!("http://{addr}/a2a")).expect("client");
+    let cx = CallContext::new();
+
+    let created = client
+        .create_task_push_notification_config(
+            &cx,
+            pb::TaskPushNotificationConfig {
+                task_id: "t".into(),
+                url: "http://127.0.0.1:1/hook".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("201 Created is a success");
+    assert_eq!((created.id.as_str(), created.task_id.as_str()), ("c", "t"));
+    client
+        .delete_task_push_notification_config(
+            &cx,
+            pb::DeleteTaskPushNotificationConfigRequest {
+                task_id: "t".into(),
+                id: "c".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("204 No Content is a success");
+
+    let get = |id: &str| {
+        client.get_task(
+            &cx,
+            pb::GetTaskRequest {
+                id: id.into(),
+                ..Default::default()
+            },
+        )
+    };
+    let e = get("gone").await.expect_err("TaskNotFound");
+    assert_eq!(e.kind(), ErrorKind::TaskNotFound, "{e}");
+    // axum's fallback: a 404 with an empty body, as any web server answers an unknown path.
+    let e = get("elsewhere").await.expect_err("no route");
+    assert_eq!(e.kind(), ErrorKind::MethodNotFound, "{e}");
+    assert!(e.message().contains("no such route"), "{e}");
+    server.abort();
+}
+
+/// Error bodies without ErrorInfo: a bare 404 is no route, an AIP-193 `UNIMPLEMENTED` 404 too,
+/// an AIP-193 `NOT_FOUND` stays TaskNotFound (a peer that forgot its ErrorInfo), and other
+/// statuses keep their most likely kind.
+#[test]
+fn error_bodies_without_error_info_are_read_by_status() {
+    use trident_core::ErrorKind;
+
+    use crate::decode_error;
+    let aip = |code: u16, status: &str| {
+        serde_json::json!({"error": {"code": code, "status": status, "message": "m"}}).to_string()
+    };
+    let cases = [
+        (404, "Not Found".to_owned(), ErrorKind::MethodNotFound),
+        (404, String::new(), ErrorKind::MethodNotFound),
+        (404, aip(404, "UNIMPLEMENTED"), ErrorKind::MethodNotFound),
+        (404, aip(404, "NOT_FOUND"), ErrorKind::TaskNotFound),
+        (400, "bad".to_owned(), ErrorKind::InvalidParams),
+        (503, aip(503, "UNAVAILABLE"), ErrorKind::Unavailable),
+    ];
+    for (status, body, kind) in cases {
+        assert_eq!(
+            decode_error(status, body.as_bytes()).kind(),
+            kind,
+            "{status} {body}"
+        );
+    }
+}
