@@ -10,10 +10,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use tokio::sync::mpsc;
 use trident_core::A2aService;
-use trident_core::agents::Demo;
 use trident_engine::{Engine, EngineConfig, RetryPolicy};
+use trident_http::HttpWebhooks;
 use trident_proto as pb;
-use trident_rest::HttpWebhooks;
+use trident_testkit::agents::Demo;
 
 use crate::harness::{cx, follow_up, msg, req_with, task_of};
 

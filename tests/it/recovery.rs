@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trident_core::store::{Lease, LoggedEvent, Scope, Stores, TaskRecord, now_ms};
-use trident_core::{A2aError, A2aService, AgentExecutor, EventSink, RequestContext, agents::Echo};
+use trident_core::{A2aError, A2aService, AgentExecutor, EventSink, RequestContext};
 use trident_engine::{Engine, EngineConfig};
+use trident_http::HttpWebhooks;
 use trident_proto as pb;
-use trident_rest::HttpWebhooks;
+use trident_testkit::agents::Echo;
 
 use crate::durability::{replay, seqs};
 use crate::harness::{cx, state_of, wait_for};

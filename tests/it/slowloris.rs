@@ -12,10 +12,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use trident_core::A2aService;
-use trident_core::agents::Demo;
 use trident_engine::Engine;
 use trident_proto as pb;
 use trident_server::{ConnectionLimits, Interfaces, ServerOptions};
+use trident_testkit::agents::Demo;
 
 use crate::harness::{cx, send_task};
 use crate::process::Trident;

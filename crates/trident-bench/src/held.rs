@@ -82,7 +82,7 @@ fn engine(retention: Retention) -> (trident_engine::Engine, Arc<MemoryStore>) {
         events: store.clone(),
         push: store.clone(),
     };
-    let engine = trident_engine::Engine::builder(Arc::new(trident_core::agents::Echo))
+    let engine = trident_engine::Engine::builder(Arc::new(trident_testkit::agents::Echo))
         .stores(stores)
         .build();
     (engine, store)

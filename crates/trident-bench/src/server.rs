@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 
-use trident_core::agents;
 use trident_core::store::Stores;
 use trident_engine::Engine;
 use trident_server::{Interfaces, ServerOptions};
+use trident_testkit::agents;
 
 /// Which server to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

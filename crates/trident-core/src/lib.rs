@@ -9,37 +9,27 @@
 //! This crate knows no transport, no database and no engine.
 
 pub mod auth;
-mod body;
 mod context;
 pub mod deadline;
 mod error;
 mod executor;
-mod media;
 mod operation;
 mod service;
-mod sse;
 
-pub mod agents;
 pub mod store;
 
 pub use auth::{
     Access, AnyOf, ApiKeys, AuthRejection, Authenticator, Authorizer, BearerTokens, Credentials,
     DenyByDefault, HeaderList, StaticTokens,
 };
-pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use context::{Binding, CallContext, Principal, TraceContext, UnknownBinding};
 pub use error::{
     A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation,
     RETRY_AFTER_SECONDS, Wire, error_chain,
 };
 pub use executor::{AgentExecutor, EventSink, RequestContext, TurnEvents, TurnUpdate};
-pub use media::{is_json_media_type, not_json};
-pub use operation::{
-    A2aReply, A2aRequest, AroundCall, JsonReply, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation,
-    PathVars, dispatch_json, parse_request, to_json,
-};
+pub use operation::{A2aReply, A2aRequest, AroundCall, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation};
 pub use service::{A2aService, EventStream, StreamEvent};
-pub use sse::{SseDecoder, SseEvent, sse_events};
 
 use trident_proto as pb;
 

@@ -6,7 +6,7 @@
 //! - [`PgStore`], cluster mode: several processes share one PostgreSQL database and learn of
 //!   each other's commits through `LISTEN`/`NOTIFY` ([`TaskStore::notices`]).
 //!
-//! Both pass `trident_core::store::contract`, the suite the in-memory store passes. [`open`]
+//! Both pass `trident_testkit::contract`, the suite the in-memory store passes. [`open`]
 //! picks a store from a spec string.
 //!
 //! [`TaskStore`]: trident_core::store::TaskStore

@@ -118,7 +118,7 @@ enum Source {
 
 /// How push notifications are sent.
 enum Push {
-    /// Over HTTP(S) (`trident_rest::HttpWebhooks`), each attempt timing out after this.
+    /// Over HTTP(S) (`trident_http::HttpWebhooks`), each attempt timing out after this.
     Http(Duration),
     /// Through this transport.
     Custom(Arc<dyn WebhookTransport>),
@@ -819,7 +819,7 @@ fn http_webhooks(
     interfaces: &Interfaces,
     card: &mut pb::AgentCard,
 ) -> Result<Arc<dyn WebhookTransport>, BuildError> {
-    let mut webhooks = trident_rest::HttpWebhooks::with_policy(timeout, policy.clone())
+    let mut webhooks = trident_http::HttpWebhooks::with_policy(timeout, policy.clone())
         .map_err(BuildError::WebhookClient)?;
     if let Some(key) = signing {
         let signer = key.clone();

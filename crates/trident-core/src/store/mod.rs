@@ -1,6 +1,6 @@
 //! Persistence traits ([`TaskStore`], [`EventLog`], [`PushConfigStore`]). The in-memory
 //! implementation lives in `trident-engine`, the durable ones in `trident-store`; all must pass
-//! [`contract`].
+//! the contract suite of `trident-testkit`.
 //!
 //! Every access is scoped by a [`Scope`] (tenant, owner): a store never returns a record of
 //! another scope, so a caller cannot see, list, cancel or subscribe to another principal's task.
@@ -8,8 +8,6 @@
 use std::sync::Arc;
 
 use trident_proto as pb;
-
-pub mod contract;
 
 /// Whose data a call may touch: a tenant and an owning principal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

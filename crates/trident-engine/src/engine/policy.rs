@@ -2,7 +2,7 @@
 //! link-local (cloud metadata lives at 169.254.169.254), carrier-grade NAT, multicast or
 //! reserved addresses are refused unless allow-listed — when a configuration is created
 //! (so the client learns at once) and again when the sender connects (a name can resolve
-//! elsewhere by then: DNS rebinding). See `trident_rest::HttpWebhooks` for the second check.
+//! elsewhere by then: DNS rebinding). See `trident_http::HttpWebhooks` for the second check.
 //!
 //! The host is judged exactly as the HTTP client will connect to it: the URL is parsed with
 //! the WHATWG parser the client uses (`url::Url`), so every spelling of an address that the
