@@ -402,6 +402,34 @@ fn bindings_reach_no_engine_store_or_testkit() {
     }
 }
 
+/// The SQL stores read through one path (`read.rs`): the helpers both used to repeat exist
+/// once, and so does each read query.
+#[test]
+fn the_sql_stores_read_through_one_path() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates/trident-store/src"), &mut files);
+    files.retain(|f| f.file_name().is_some_and(|n| n != "tests.rs"));
+    assert!(files.len() > 4, "the store's sources were found: {files:?}");
+    for needle in [
+        "fn bind_all",
+        "fn scoped_id",
+        "fn backend",
+        "FROM events WHERE",
+        "SELECT body FROM push_configs",
+        "FROM deliveries d",
+        "lease_until < $1",
+    ] {
+        let holders: Vec<&PathBuf> = files
+            .iter()
+            .filter(|f| code_of(&read(f)).contains(needle))
+            .collect();
+        assert!(
+            holders.len() == 1 && holders[0].ends_with("read.rs"),
+            "`{needle}` is written in {holders:?}: the SQL stores' reads belong in read.rs"
+        );
+    }
+}
+
 #[test]
 fn only_trident_proto_runs_protobuf_codegen() {
     let mut builds = Vec::new();

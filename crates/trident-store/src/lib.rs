@@ -22,6 +22,7 @@ use trident_engine::store::{MemoryStore, Retention};
 mod codec;
 mod migrate;
 mod postgres;
+mod read;
 mod sqlite;
 
 pub use migrate::{POSTGRES_VERSION, SQLITE_VERSION};
