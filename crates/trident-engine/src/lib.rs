@@ -1,7 +1,7 @@
 //! The A2A task engine and the in-memory store.
 //!
-//! - [`Engine`]: the default [`A2aService`](trident_core::A2aService) — every operation
-//!   implemented once on an [`AgentExecutor`](trident_core::AgentExecutor) and the
+//! - [`Engine`]: the default [`A2aService`] — every operation
+//!   implemented once on an [`AgentExecutor`] and the
 //!   [`store`] traits: task lifecycle, the per-task ordered event log, streams that resume,
 //!   push delivery from an outbox, and the background work of a cluster (recovery, leases).
 //! - [`store`]: the store traits (from `trident-core`) and [`MemoryStore`](store::MemoryStore),
