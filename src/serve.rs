@@ -11,7 +11,7 @@ use trident::{
     A2aService, AgentExecutor, CallerLimits, ConnectionLimits, EngineConfig, ForwardedHeader,
     ProxyOptions, Server, ServerBuilder, WebhookPolicy,
 };
-use trident_core::agents;
+use trident_testkit::agents;
 
 /// Listener settings shared by `serve` and `gateway`.
 #[derive(Args)]

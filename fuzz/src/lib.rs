@@ -4,9 +4,8 @@
 
 use std::fmt::Debug;
 
-use trident_core::{
-    A2aError, A2aService, CallContext, EventStream, JsonReply, Operation, PathVars, dispatch_json,
-};
+use trident_core::{A2aError, A2aService, CallContext, EventStream, Operation};
+use trident_http::{JsonReply, PathVars, dispatch_json};
 use trident_proto as pb;
 
 /// Answers every call with the default response (an empty stream for the streaming ones),

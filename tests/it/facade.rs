@@ -20,7 +20,7 @@ async fn one_webhook_policy_reaches_a_loopback_receiver_and_the_extended_card_ne
         .build();
     let mut extended = card.clone();
     extended.description = "For authenticated callers".into();
-    let server = Server::builder_shared(Arc::new(trident_core::agents::Demo))
+    let server = Server::builder_shared(Arc::new(trident_testkit::agents::Demo))
         .card(card)
         .extended_card(extended)
         .authenticator(Arc::new(BearerTokens::new().with("secret", "alice")))
@@ -96,7 +96,7 @@ async fn one_webhook_policy_reaches_a_loopback_receiver_and_the_extended_card_ne
 /// card says.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_on_its_own_listener_is_where_the_card_says() {
-    let server = Server::builder_shared(Arc::new(trident_core::agents::Echo))
+    let server = Server::builder_shared(Arc::new(trident_testkit::agents::Echo))
         .bind("127.0.0.1:0")
         .grpc_bind("127.0.0.1:0")
         .build()

@@ -9,14 +9,15 @@ use std::time::Duration;
 
 pub use trident_conformance::helpers::*;
 pub use trident_conformance::{REQUIRED_EXT, Variant};
-use trident_core::agents::Demo;
-use trident_core::{A2aService, Engine, EngineConfig};
+use trident_core::A2aService;
+use trident_engine::{Engine, EngineConfig};
 use trident_proto as pb;
+use trident_testkit::agents::Demo;
 
 /// The PostgreSQL server for the tests that need one (`TRIDENT_TEST_POSTGRES`); `None` when
 /// it is unset outside CI, a failed test under `CI` when it is unset or unreachable.
 pub fn postgres_url(test: &str) -> Option<String> {
-    trident_core::store::contract::test_postgres_url(test)
+    trident_testkit::contract::test_postgres_url(test)
 }
 
 /// How the suite reaches the engine.

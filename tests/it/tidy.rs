@@ -194,6 +194,242 @@ fn the_store_and_security_crates_depend_on_no_binding() {
     }
 }
 
+/// Normal dependencies of `name` that are workspace crates (`trident-*`), with whether each
+/// is optional.
+fn trident_dependencies(name: &str) -> Vec<(String, bool)> {
+    package(name)["dependencies"]
+        .as_array()
+        .expect("dependencies")
+        .iter()
+        .filter(|d| d["kind"].is_null())
+        .filter_map(|d| {
+            let n = d["name"].as_str()?;
+            n.starts_with("trident")
+                .then(|| (n.to_owned(), d["optional"] == true))
+        })
+        .collect()
+}
+
+/// The crate map (ARCHITECTURE.md): which workspace crates each library crate may build on.
+/// A crate missing here, or a dependency not listed for it, fails: a new edge is a decision
+/// to write down first.
+const CRATE_MAP: [(&str, &[&str]); 15] = [
+    ("trident-proto", &[]),
+    ("trident-core", &["trident-proto"]),
+    ("trident-engine", &["trident-core", "trident-proto"]),
+    ("trident-testkit", &["trident-core", "trident-proto"]),
+    // `trident-engine` only behind the `webhooks` feature (checked below).
+    (
+        "trident-http",
+        &["trident-core", "trident-proto", "trident-engine"],
+    ),
+    ("trident-grpc", &["trident-core", "trident-proto"]),
+    (
+        "trident-jsonrpc",
+        &["trident-core", "trident-proto", "trident-http"],
+    ),
+    (
+        "trident-rest",
+        &["trident-core", "trident-proto", "trident-http"],
+    ),
+    (
+        "trident-store",
+        &["trident-core", "trident-proto", "trident-engine"],
+    ),
+    ("trident-security", &["trident-core", "trident-proto"]),
+    (
+        "trident-client",
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-http",
+            "trident-grpc",
+            "trident-jsonrpc",
+            "trident-rest",
+        ],
+    ),
+    (
+        "trident-server",
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-http",
+            "trident-grpc",
+            "trident-jsonrpc",
+            "trident-rest",
+            "trident-client",
+        ],
+    ),
+    ("trident-exec", &["trident-core", "trident-proto"]),
+    (
+        "trident-conformance",
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-engine",
+            "trident-testkit",
+            "trident-client",
+        ],
+    ),
+    (
+        "trident",
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-engine",
+            "trident-http",
+            "trident-rest",
+            "trident-server",
+            "trident-store",
+            "trident-client",
+            "trident-security",
+        ],
+    ),
+];
+
+#[test]
+fn library_crates_depend_only_as_the_crate_map_says() {
+    for (name, allowed) in CRATE_MAP {
+        for (dep, _) in trident_dependencies(name) {
+            assert!(
+                allowed.contains(&dep.as_str()),
+                "{name} depends on {dep}, which the crate map (ARCHITECTURE.md and tidy.rs) \
+                 does not allow"
+            );
+        }
+    }
+    // Every library crate of the workspace is on the map (the binary and the benchmark are
+    // programs on top of everything).
+    for entry in std::fs::read_dir(root().join("crates"))
+        .expect("crates")
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "trident-bench" || !entry.path().join("Cargo.toml").exists() {
+            continue;
+        }
+        assert!(
+            CRATE_MAP.iter().any(|(n, _)| *n == name),
+            "crates/{name} is not on the crate map in tidy.rs"
+        );
+    }
+}
+
+/// trident-core is the vocabulary: it builds on no engine, no store, no transport and no
+/// database, and nothing but trident-proto of the workspace.
+#[test]
+fn core_depends_on_no_engine_store_or_http_crate() {
+    let closure = non_optional_closure("trident-core");
+    for banned in [
+        "trident-engine",
+        "trident-store",
+        "trident-http",
+        "trident-testkit",
+        "trident-grpc",
+        "trident-jsonrpc",
+        "trident-rest",
+        "url",
+    ] {
+        assert!(
+            !closure.contains(banned),
+            "trident-core reaches {banned}: {closure:?}"
+        );
+    }
+}
+
+/// The engine knows no transport and no database either, and no binding.
+#[test]
+fn the_engine_builds_on_no_transport_database_or_binding() {
+    let closure = non_optional_closure("trident-engine");
+    assert!(closure.contains("trident-core"), "{closure:?}");
+    for banned in TRANSPORT_OR_DATABASE.iter().copied().chain([
+        "trident-http",
+        "trident-store",
+        "trident-grpc",
+        "trident-jsonrpc",
+        "trident-rest",
+        "trident-testkit",
+    ]) {
+        assert!(
+            !closure.contains(banned),
+            "trident-engine reaches {banned}: {closure:?}"
+        );
+    }
+}
+
+/// The shared HTTP helpers need no server framework, and reach the engine (and reqwest) only
+/// through the `webhooks` feature, which no binding switches on: a binding never reaches the
+/// engine, the stores or the test kit.
+#[test]
+fn bindings_reach_no_engine_store_or_testkit() {
+    let http = non_optional_closure("trident-http");
+    for banned in [
+        "trident-engine",
+        "reqwest",
+        "axum",
+        "tonic",
+        "hyper",
+        "sqlx",
+    ] {
+        assert!(
+            !http.contains(banned),
+            "trident-http reaches {banned}: {http:?}"
+        );
+    }
+    for b in ["trident-grpc", "trident-jsonrpc", "trident-rest"] {
+        let closure = non_optional_closure(b);
+        for banned in [
+            "trident-engine",
+            "trident-store",
+            "trident-testkit",
+            "sqlx",
+            "rusqlite",
+        ] {
+            assert!(
+                !closure.contains(banned),
+                "{b} reaches {banned}: {closure:?}"
+            );
+        }
+        for d in package(b)["dependencies"].as_array().expect("dependencies") {
+            if d["name"] == "trident-http" && d["kind"].is_null() {
+                let features = d["features"].as_array().expect("features");
+                assert!(
+                    !features.iter().any(|f| f == "webhooks"),
+                    "{b} switches on trident-http/webhooks (the engine's transport)"
+                );
+            }
+        }
+    }
+}
+
+/// The SQL stores read through one path (`read.rs`): the helpers both used to repeat exist
+/// once, and so does each read query.
+#[test]
+fn the_sql_stores_read_through_one_path() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates/trident-store/src"), &mut files);
+    files.retain(|f| f.file_name().is_some_and(|n| n != "tests.rs"));
+    assert!(files.len() > 4, "the store's sources were found: {files:?}");
+    for needle in [
+        "fn bind_all",
+        "fn scoped_id",
+        "fn backend",
+        "FROM events WHERE",
+        "SELECT body FROM push_configs",
+        "FROM deliveries d",
+        "lease_until < $1",
+    ] {
+        let holders: Vec<&PathBuf> = files
+            .iter()
+            .filter(|f| code_of(&read(f)).contains(needle))
+            .collect();
+        assert!(
+            holders.len() == 1 && holders[0].ends_with("read.rs"),
+            "`{needle}` is written in {holders:?}: the SQL stores' reads belong in read.rs"
+        );
+    }
+}
+
 #[test]
 fn only_trident_proto_runs_protobuf_codegen() {
     let mut builds = Vec::new();

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use trident_core::{
-    A2aError, A2aService, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind, PROTOCOL_VERSION,
-    deadline::bounded,
+    A2aError, A2aService, CallContext, ErrorKind, PROTOCOL_VERSION, deadline::bounded,
 };
+use trident_http::DEFAULT_MAX_RESPONSE_BYTES;
 use trident_proto as pb;
 
 use crate::cache::{CardCache, Freshness};
@@ -300,7 +300,7 @@ impl Client {
         let body = {
             use futures::TryStreamExt;
             let chunks = response.bytes_stream().map_err(transport);
-            trident_core::read_body(chunks, self.shared.max_response).await
+            trident_http::read_body(chunks, self.shared.max_response).await
         };
         let body = body.map_err(|e| e.into_described(what))?;
         let card = serde_json::from_slice(&body).map_err(|e| {

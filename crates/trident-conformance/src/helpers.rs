@@ -12,11 +12,11 @@ use trident_proto as pb;
 use crate::{Skip, observe};
 
 /// The first word of the conformance script's handshake message (docs/conformance-script.md).
-pub const SCRIPT_HANDSHAKE: &str = trident_core::agents::SCRIPT_HANDSHAKE.0;
+pub const SCRIPT_HANDSHAKE: &str = trident_testkit::agents::SCRIPT_HANDSHAKE.0;
 
 /// What an agent following the conformance script answers the handshake with: a Message
 /// with this text.
-pub const SCRIPT_ANSWER: &str = trident_core::agents::SCRIPT_HANDSHAKE.1;
+pub const SCRIPT_ANSWER: &str = trident_testkit::agents::SCRIPT_HANDSHAKE.1;
 
 /// An anonymous caller speaking A2A 1.0.
 pub fn cx() -> CallContext {
@@ -113,7 +113,7 @@ pub fn observe_task(t: &pb::Task) {
 /// otherwise a skip saying what it answered and how to enable the scripted cases.
 pub async fn probe_script(svc: &dyn A2aService) -> Result<(), Skip> {
     let how = "the scripted cases need an agent that follows docs/conformance-script.md \
-               (a Trident agent: wrap its executor in trident_core::agents::Script)";
+               (a Trident agent: wrap its executor in trident_testkit::agents::Script)";
     let answer = match svc.send_message(&cx(), req(msg(SCRIPT_HANDSHAKE))).await {
         Ok(resp) => match resp.payload {
             Some(pb::send_message_response::Payload::Message(m))

@@ -1,52 +1,35 @@
 //! The binding-agnostic core of Trident.
 //!
-//! - [`A2aService`]: one async method per A2A RPC, implemented by [`Engine`] and by every
-//!   binding's client, used as `Arc<dyn A2aService>`.
+//! - [`A2aService`]: one async method per A2A RPC, implemented by the engine (`trident-engine`)
+//!   and by every binding's client, used as `Arc<dyn A2aService>`.
 //! - [`A2aError`] and [`ErrorKind::wire`], the one table of wire codes.
 //! - [`AgentExecutor`]: what agent authors implement; [`EventSink`] is how they publish.
-//! - [`Engine`]: the task engine (lifecycle, per-task ordered event log, streams that resume,
-//!   push delivery), over the [`store`] traits.
+//! - The [`store`] traits the engine (`trident-engine`) runs on.
 //!
-//! This crate knows no transport and no database.
+//! This crate knows no transport, no database and no engine.
 
 pub mod auth;
-mod body;
 mod context;
 pub mod deadline;
 mod error;
 mod executor;
-mod media;
 mod operation;
 mod service;
-mod sse;
 
-pub mod agents;
-pub mod engine;
 pub mod store;
 
 pub use auth::{
     Access, AnyOf, ApiKeys, AuthRejection, Authenticator, Authorizer, BearerTokens, Credentials,
     DenyByDefault, HeaderList, StaticTokens,
 };
-pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use context::{Binding, CallContext, Principal, TraceContext, UnknownBinding};
-pub use engine::{
-    AllowEntryError, Destination, Engine, EngineBuilder, EngineConfig, EngineStats, Limits,
-    PolicyError, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport,
-    non_public, webhook_destination,
-};
 pub use error::{
     A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation,
     RETRY_AFTER_SECONDS, Wire, error_chain,
 };
-pub use executor::{AgentExecutor, EventSink, RequestContext};
-pub use media::{is_json_media_type, not_json};
-pub use operation::{
-    A2aReply, A2aRequest, AroundCall, JsonReply, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation,
-    PathVars, dispatch_json, parse_request, to_json,
-};
+pub use executor::{AgentExecutor, EventSink, RequestContext, TurnEvents, TurnUpdate};
+pub use operation::{A2aReply, A2aRequest, AroundCall, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation};
 pub use service::{A2aService, EventStream, StreamEvent};
-pub use sse::{SseDecoder, SseEvent, sse_events};
 
 use trident_proto as pb;
 

@@ -6,19 +6,18 @@
 //!   [`A2aRequest::call`], the exhaustive dispatch of a request to its [`A2aService`] method;
 //! - [`AroundCall`], a service written once against every call (tower's `Service::call`
 //!   shape): every `AroundCall` is an [`A2aService`], with the per-RPC methods generated here;
-//! - [`dispatch_json`], the one place that turns a JSON request of any operation into an
-//!   [`A2aService`] call. The JSON-RPC and HTTP+JSON bindings differ only in how they find the
-//!   operation and where its fields come from.
+//! - [`MAX_JSON_VALUES`] and [`MAX_JSON_DEPTH`], the bounds on one request's values and
+//!   nesting every binding applies (`trident-http`'s JSON dispatch, the gRPC pre-scan).
 //!
 //! An RPC added to the proto becomes a new `Operation` at once; the generated `AroundCall`
 //! impl then names an `A2aService` method that does not exist until the trait has it, and
 //! the trait's new method fails to compile in the engine and every client until they handle
-//! it; the exhaustive matches below (path variables, task ids) and the gRPC adapter (tonic's
-//! generated trait) fail likewise.
+//! it; the exhaustive matches below (task ids), `trident-http`'s JSON dispatch (path
+//! variables, request decoding) and the gRPC adapter (tonic's generated trait) fail likewise.
 
 use trident_proto as pb;
 
-use crate::{A2aError, A2aService, CallContext, ErrorKind, EventStream};
+use crate::{A2aError, A2aService, CallContext, EventStream};
 
 /// The Rust type an RPC of `kind` answers with.
 macro_rules! reply_type {
@@ -41,20 +40,6 @@ macro_rules! is_stream {
     ($other:ident) => {
         false
     };
-}
-
-/// An answer of `kind` as JSON.
-macro_rules! reply_json {
-    (unary, $r:expr) => {
-        JsonReply::Unary(to_json(&$r)?)
-    };
-    (stream, $r:expr) => {
-        JsonReply::Stream($r)
-    };
-    (empty, $r:expr) => {{
-        let () = $r;
-        JsonReply::Unary(b"{}".to_vec())
-    }};
 }
 
 /// A reply of `kind` passed through `f` if it is a stream.
@@ -140,13 +125,6 @@ macro_rules! rpcs {
                     $(A2aRequest::$op(r) => svc.$method(cx, r).await.map(A2aReply::$op),)*
                 }
             }
-
-            /// Parses `body` as the ProtoJSON request of `op` ([`parse_request`]).
-            pub fn from_json(op: Operation, body: &[u8]) -> Result<Self, A2aError> {
-                Ok(match op {
-                    $(Operation::$op => A2aRequest::$op(parse_request(body)?),)*
-                })
-            }
         }
 
         impl A2aReply {
@@ -163,13 +141,6 @@ macro_rules! rpcs {
                 match self {
                     $(A2aReply::$op(r) => A2aReply::$op(map_stream!($kind, r, f)),)*
                 }
-            }
-
-            /// The answer as ProtoJSON (`{}` for `google.protobuf.Empty`), or its events.
-            pub fn into_json(self) -> Result<JsonReply, A2aError> {
-                Ok(match self {
-                    $(A2aReply::$op(r) => reply_json!($kind, r),)*
-                })
             }
         }
 
@@ -233,30 +204,6 @@ impl A2aRequest {
             A2aRequest::ListTasks(_) | A2aRequest::GetExtendedAgentCard(_) => "",
         }
     }
-
-    /// Binds HTTP+JSON path variables into the request's fields (they override the body's).
-    pub fn bind(&mut self, vars: PathVars) {
-        let PathVars { id, task_id } = vars;
-        match self {
-            A2aRequest::GetTask(r) => bind(&mut r.id, id),
-            A2aRequest::CancelTask(r) => bind(&mut r.id, id),
-            A2aRequest::SubscribeToTask(r) => bind(&mut r.id, id),
-            A2aRequest::CreateTaskPushNotificationConfig(r) => bind(&mut r.task_id, task_id),
-            A2aRequest::GetTaskPushNotificationConfig(r) => {
-                bind(&mut r.task_id, task_id);
-                bind(&mut r.id, id);
-            }
-            A2aRequest::ListTaskPushNotificationConfigs(r) => bind(&mut r.task_id, task_id),
-            A2aRequest::DeleteTaskPushNotificationConfig(r) => {
-                bind(&mut r.task_id, task_id);
-                bind(&mut r.id, id);
-            }
-            A2aRequest::SendMessage(_)
-            | A2aRequest::SendStreamingMessage(_)
-            | A2aRequest::ListTasks(_)
-            | A2aRequest::GetExtendedAgentCard(_) => {}
-        }
-    }
 }
 
 /// An [`A2aService`] written once against every call, as tower's middleware is written once
@@ -299,36 +246,6 @@ fn mismatched(asked: Operation, answered: Operation) -> A2aError {
     ))
 }
 
-/// Request fields bound outside the JSON body (HTTP+JSON path variables). They override the
-/// body's values.
-#[derive(Debug, Clone, Default)]
-pub struct PathVars {
-    /// `{id}`: a task id, or a push configuration id in `…/pushNotificationConfigs/{id}`.
-    pub id: Option<String>,
-    /// `{task_id}`.
-    pub task_id: Option<String>,
-}
-
-/// What an operation answers.
-pub enum JsonReply {
-    /// The ProtoJSON of the response message.
-    Unary(Vec<u8>),
-    /// The events of a streaming operation.
-    Stream(EventStream),
-}
-
-impl std::fmt::Debug for JsonReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            JsonReply::Unary(b) => f
-                .debug_tuple("Unary")
-                .field(&String::from_utf8_lossy(b))
-                .finish(),
-            JsonReply::Stream(_) => f.write_str("Stream"),
-        }
-    }
-}
-
 /// JSON values (objects, arrays and their elements) one request body may hold. Decoding
 /// allocates per value — a `Part` costs some 280 bytes decoded for 13 bytes of JSON — so a
 /// 4 MiB body of tiny parts would take ~80 MiB before any limit on parts could apply; with
@@ -337,96 +254,3 @@ pub const MAX_JSON_VALUES: usize = 65_536;
 
 /// Nesting depth of a request body's JSON.
 pub const MAX_JSON_DEPTH: usize = 64;
-
-/// Counts what decoding `json` would allocate — objects, arrays and their elements outside
-/// strings — without allocating, and refuses a body over [`MAX_JSON_VALUES`] or nested
-/// deeper than [`MAX_JSON_DEPTH`] before it is decoded. Malformed JSON passes: the parser
-/// reports it properly.
-fn check_json_shape(json: &[u8]) -> Result<(), A2aError> {
-    let (mut values, mut depth, mut max_depth) = (0usize, 0usize, 0usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in json {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                values += 1;
-                depth += 1;
-                max_depth = max_depth.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => values += 1,
-            _ => {}
-        }
-    }
-    if values > MAX_JSON_VALUES {
-        return Err(A2aError::new(
-            ErrorKind::InvalidParams,
-            format!("the request holds more than {MAX_JSON_VALUES} JSON values"),
-        )
-        .with_meta("maxValues", MAX_JSON_VALUES.to_string()));
-    }
-    if max_depth > MAX_JSON_DEPTH {
-        return Err(A2aError::new(
-            ErrorKind::InvalidParams,
-            format!("the request nests JSON deeper than {MAX_JSON_DEPTH} levels"),
-        )
-        .with_meta("maxDepth", MAX_JSON_DEPTH.to_string()));
-    }
-    Ok(())
-}
-
-/// Parses the ProtoJSON of a request; an empty body or `null` is the empty request. Malformed
-/// JSON is `ParseError`, well-formed JSON of the wrong shape `InvalidParams`, and so is a body
-/// whose decoding would allocate out of proportion to its size ([`MAX_JSON_VALUES`],
-/// [`MAX_JSON_DEPTH`]).
-pub fn parse_request<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, A2aError> {
-    let trimmed = body.trim_ascii();
-    if trimmed.is_empty() || trimmed == b"null" {
-        return Ok(T::default());
-    }
-    check_json_shape(trimmed)?;
-    serde_json::from_slice(trimmed).map_err(|e| match e.classify() {
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-            A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}"))
-        }
-        _ => A2aError::new(ErrorKind::InvalidParams, format!("invalid parameters: {e}")),
-    })
-}
-
-/// Serializes a response as ProtoJSON.
-pub fn to_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, A2aError> {
-    serde_json::to_vec(value)
-        .map_err(|e| A2aError::internal(format!("cannot encode the response: {e}")))
-}
-
-fn bind(field: &mut String, value: Option<String>) {
-    if let Some(v) = value {
-        *field = v;
-    }
-}
-
-/// Decodes `body` as the request of `op`, binds `vars`, calls `svc`, encodes the answer.
-pub async fn dispatch_json(
-    svc: &dyn A2aService,
-    cx: &CallContext,
-    op: Operation,
-    body: &[u8],
-    vars: PathVars,
-) -> Result<JsonReply, A2aError> {
-    let mut req = A2aRequest::from_json(op, body)?;
-    req.bind(vars);
-    req.call(svc, cx).await?.into_json()
-}
-
-#[cfg(test)]
-mod tests;

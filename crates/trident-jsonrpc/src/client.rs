@@ -8,9 +8,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{
-    A2aError, A2aService, CallContext, DEFAULT_MAX_RESPONSE_BYTES, ErrorKind, EventStream,
-    Operation, SseEvent, StreamEvent, read_body,
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
 };
+use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, SseEvent, read_body};
 use trident_proto as pb;
 
 /// A JSON-RPC client of one agent interface.
@@ -266,7 +266,7 @@ where
     B: AsRef<[u8]>,
     E: Into<A2aError>,
 {
-    trident_core::sse_events(body, max_event).map(|item| {
+    trident_http::sse_events(body, max_event).map(|item| {
         sse_event(item.map_err(|e| e.into_described(format_args!("JSON-RPC SSE event")))?)
     })
 }

@@ -14,10 +14,8 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use jsonrpsee_types::ErrorObjectOwned;
 use serde_json::value::RawValue;
-use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonReply, Operation, PathVars,
-    dispatch_json,
-};
+use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation};
+use trident_http::{JsonReply, PathVars, dispatch_json};
 
 /// Settings of the JSON-RPC endpoint.
 #[derive(Debug, Clone)]
@@ -186,8 +184,8 @@ async fn handle(
     // Checked before the body is read: a request that is not JSON is refused whatever it
     // holds (a `text/plain` POST is what any web page can send cross-origin).
     let content_type = headers.get(header::CONTENT_TYPE);
-    if !trident_core::is_json_media_type(content_type.and_then(|v| v.to_str().ok())) {
-        let e = trident_core::not_json(content_type.map(|v| v.as_bytes()));
+    if !trident_http::is_json_media_type(content_type.and_then(|v| v.to_str().ok())) {
+        let e = trident_http::not_json(content_type.map(|v| v.as_bytes()));
         return json(error_json(NULL_ID, &e));
     }
     let body = match axum::body::to_bytes(body, st.options.max_body).await {

@@ -13,10 +13,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use prost_reflect::{DescriptorPool, Kind};
-use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonReply, Operation, PathVars,
-    dispatch_json,
-};
+use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation};
+use trident_http::{JsonReply, PathVars, dispatch_json};
 
 use crate::error::{error_body, error_body_with_code};
 use crate::routes::{Bound, Miss, Route, RouteError, Routes};
@@ -300,7 +298,7 @@ pub(crate) fn match_request<'r>(
     let untyped = content_type.is_none();
     if route.body
         && !untyped
-        && !trident_core::is_json_media_type(content_type.and_then(|v| v.to_str().ok()))
+        && !trident_http::is_json_media_type(content_type.and_then(|v| v.to_str().ok()))
     {
         return Err(not_json(content_type));
     }
@@ -317,7 +315,7 @@ pub(crate) fn match_request<'r>(
 fn not_json(content_type: Option<&header::HeaderValue>) -> Refusal {
     Refusal {
         status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        error: trident_core::not_json(content_type.map(|v| v.as_bytes())),
+        error: trident_http::not_json(content_type.map(|v| v.as_bytes())),
         allow: None,
     }
 }

@@ -196,11 +196,6 @@ pub(crate) fn limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
-/// A backend failure.
-pub(crate) fn backend(e: sqlx::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
-}
-
 /// The counter changes a commit makes: (state, delta) for `task_counts` and
 /// (context, state, delta) for `context_counts`, in a fixed order (so concurrent PostgreSQL
 /// transactions lock counter rows in the same order and cannot deadlock on them).
@@ -253,22 +248,17 @@ pub(crate) struct ListSql {
     pub(crate) total_args: Vec<Val>,
 }
 
-/// Assembles the ListTasks SQL from fixed fragments (values are always bound). `pg` picks
-/// `$n` placeholders, otherwise `?`.
-pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery, pg: bool) -> ListSql {
+/// Assembles the ListTasks SQL from fixed fragments (values are always bound, as `$n`, which
+/// both backends take).
+pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery) -> ListSql {
     struct B {
         sql: String,
         args: Vec<Val>,
-        pg: bool,
     }
     impl B {
         fn arg(&mut self, v: Val) -> String {
             self.args.push(v);
-            if self.pg {
-                format!("${}", self.args.len())
-            } else {
-                "?".to_owned()
-            }
+            format!("${}", self.args.len())
         }
         fn push(&mut self, s: &str) {
             self.sql.push_str(s);
@@ -300,7 +290,6 @@ pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery, pg: bo
               ON s.tenant = t.tenant AND s.owner = t.owner AND s.id = t.id"
             .to_owned(),
         args: Vec::new(),
-        pg,
     };
     filters(&mut page, "t.", true);
     if let Some(c) = &q.after {
@@ -323,7 +312,6 @@ pub(crate) fn list_sql(scope: &Scope, q: &trident_core::store::TaskQuery, pg: bo
     let mut total = B {
         sql: String::new(),
         args: Vec::new(),
-        pg,
     };
     if q.updated_since.is_some() {
         total.push("SELECT CAST(COUNT(*) AS BIGINT) FROM tasks");

@@ -6,7 +6,7 @@
 //! - [`PgStore`], cluster mode: several processes share one PostgreSQL database and learn of
 //!   each other's commits through `LISTEN`/`NOTIFY` ([`TaskStore::notices`]).
 //!
-//! Both pass `trident_core::store::contract`, the suite the in-memory store passes. [`open`]
+//! Both pass `trident_testkit::contract`, the suite the in-memory store passes. [`open`]
 //! picks a store from a spec string.
 //!
 //! [`TaskStore`]: trident_core::store::TaskStore
@@ -16,11 +16,13 @@
 
 use std::sync::Arc;
 
-use trident_core::store::{MemoryStore, Retention, Stores};
+use trident_core::store::Stores;
+use trident_engine::store::{MemoryStore, Retention};
 
 mod codec;
 mod migrate;
 mod postgres;
+mod read;
 mod sqlite;
 
 pub use migrate::{POSTGRES_VERSION, SQLITE_VERSION};
@@ -98,7 +100,7 @@ pub enum OpenError {
 /// The three stores of the result are one object.
 pub async fn open(spec: &str) -> Result<Stores, OpenError> {
     if spec == "memory" {
-        return Ok(Stores::memory());
+        return Ok(trident_engine::store::in_memory());
     }
     if let Some(params) = spec.strip_prefix("memory?") {
         let retention = memory_retention(params)?;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use prost::Message as _;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions, PgRow};
-use sqlx::{AssertSqlSafe, Row as _};
+use sqlx::Row as _;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 use trident_core::store::{
     EventLog, LoggedEvent, Notice, NoticeFeed, PushConfigStore, Scope, StoreError, TaskPage,
@@ -17,11 +17,8 @@ use trident_core::store::{
 use trident_proto as pb;
 
 use crate::OpenError;
-use crate::codec::{
-    CounterDeltas, ListedRow, TaskRow, Val, decode_event, decode_push, decode_record,
-    encode_events, events_after_snapshot, limit, limit_plus_one, list_sql, page, rebuild_page,
-    to_i64, to_u64,
-};
+use crate::codec::{CounterDeltas, TaskRow, encode_events, to_i64, to_u64};
+use crate::read::Reads;
 
 /// The NOTIFY channel commits are announced on, per schema: channels are per database, and
 /// stores in different schemas of one database must not hear each other's commits.
@@ -60,6 +57,8 @@ const MAX_PAYLOAD: usize = 7_900;
 /// taken.
 pub struct PgStore {
     pool: PgPool,
+    /// The read path shared with SQLite, over the same pool.
+    reads: Reads<sqlx::Postgres>,
     /// The NOTIFY channel of this store's schema ([`channel_for`]).
     channel: String,
     /// This instance's id, carried in its notifications so it can skip its own.
@@ -133,6 +132,7 @@ impl PgStore {
             stopped,
         ));
         Ok(Self {
+            reads: Reads::new(pool.clone()),
             pool,
             channel,
             node,
@@ -241,28 +241,9 @@ fn map_err(e: sqlx::Error, unique: StoreError) -> StoreError {
     StoreError::Backend(e.to_string())
 }
 
-fn backend(e: sqlx::Error) -> StoreError {
+/// A failed write: serialization failures and deadlocks are `Conflict` ([`map_err`]).
+fn write_failed(e: sqlx::Error) -> StoreError {
     map_err(e, StoreError::Conflict)
-}
-
-fn bind_all<'q>(
-    mut q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    args: Vec<Val>,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    for v in args {
-        q = match v {
-            Val::Str(s) => q.bind(s),
-            Val::I64(i) => q.bind(i),
-            Val::I32(i) => q.bind(i),
-        };
-    }
-    q
-}
-
-fn scoped_id(r: &PgRow) -> Result<(Scope, String), StoreError> {
-    let tenant: String = r.try_get(0).map_err(backend)?;
-    let owner: String = r.try_get(1).map_err(backend)?;
-    Ok((Scope::new(tenant, owner), r.try_get(2).map_err(backend)?))
 }
 
 impl PgStore {
@@ -281,7 +262,7 @@ impl PgStore {
         let row = TaskRow::encode(scope, record, snapshot)?;
         let continues = events_continue(expected_seq.unwrap_or(0), record.last_seq, events);
         let encoded = encode_events(events)?;
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut tx = self.pool.begin().await.map_err(write_failed)?;
         let deltas = match expected_seq {
             Some(expected) => {
                 let old = sqlx::query(
@@ -293,14 +274,14 @@ impl PgStore {
                 .bind(&row.id)
                 .fetch_optional(&mut *tx)
                 .await
-                .map_err(backend)?
+                .map_err(write_failed)?
                 .ok_or(StoreError::NotFound)?;
-                let stored: i64 = old.try_get(0).map_err(backend)?;
+                let stored: i64 = old.try_get(0).map_err(write_failed)?;
                 if stored != to_i64(expected)? || !continues {
                     return Err(StoreError::Conflict);
                 }
-                let old_state: i32 = old.try_get(1).map_err(backend)?;
-                let old_context: String = old.try_get(2).map_err(backend)?;
+                let old_state: i32 = old.try_get(1).map_err(write_failed)?;
+                let old_context: String = old.try_get(2).map_err(write_failed)?;
                 sqlx::query(
                     "UPDATE tasks SET context_id = $4, state = $5, status_ts = $6, \
                      last_seq = $7, turn = $8, lease_node = $9, lease_until = $10 \
@@ -318,7 +299,7 @@ impl PgStore {
                 .bind(row.lease_until)
                 .execute(&mut *tx)
                 .await
-                .map_err(backend)?;
+                .map_err(write_failed)?;
                 CounterDeltas::updated(&old_context, old_state, &row)
             }
             None => {
@@ -365,7 +346,7 @@ impl PgStore {
             .bind(body)
             .execute(&mut *tx)
             .await
-            .map_err(backend)?;
+            .map_err(write_failed)?;
         }
         if !encoded.is_empty() {
             let (seqs, bodies): (Vec<i64>, Vec<Vec<u8>>) = encoded.into_iter().unzip();
@@ -393,7 +374,7 @@ impl PgStore {
             .bind(delta)
             .execute(&mut *tx)
             .await
-            .map_err(backend)?;
+            .map_err(write_failed)?;
         }
         for (context, state, delta) in &deltas.contexts {
             sqlx::query(
@@ -408,7 +389,7 @@ impl PgStore {
             .bind(delta)
             .execute(&mut *tx)
             .await
-            .map_err(backend)?;
+            .map_err(write_failed)?;
         }
         let mut payload = serde_json::json!({
             "n": self.node, "t": row.tenant, "o": row.owner, "i": row.id, "s": record.last_seq,
@@ -423,8 +404,8 @@ impl PgStore {
             .bind(payload)
             .execute(&mut *tx)
             .await
-            .map_err(backend)?;
-        tx.commit().await.map_err(backend)
+            .map_err(write_failed)?;
+        tx.commit().await.map_err(write_failed)
     }
 }
 
@@ -456,66 +437,14 @@ impl TaskStore for PgStore {
     /// The task row with its snapshot (one statement, so they agree), then the events logged
     /// after the snapshot, applied.
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let row = sqlx::query(
-            "SELECT s.body, s.seq, t.last_seq, t.turn, t.lease_node, t.lease_until \
-             FROM tasks t JOIN snapshots s \
-             ON s.tenant = t.tenant AND s.owner = t.owner AND s.id = t.id \
-             WHERE t.tenant = $1 AND t.owner = $2 AND t.id = $3",
-        )
-        .bind(&*scope.tenant)
-        .bind(&*scope.owner)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?;
-        let Some(r) = row else {
-            return Ok(None);
-        };
-        let snapshot_seq: i64 = r.try_get(1).map_err(backend)?;
-        let last_seq: i64 = r.try_get(2).map_err(backend)?;
-        let events =
-            events_after_snapshot(self, scope, id, to_u64(snapshot_seq), to_u64(last_seq)).await?;
-        decode_record(
-            r.try_get::<&[u8], _>(0).map_err(backend)?,
-            &events,
-            last_seq,
-            r.try_get(3).map_err(backend)?,
-            r.try_get(4).map_err(backend)?,
-            r.try_get(5).map_err(backend)?,
-        )
-        .map(Some)
+        self.reads.task(self, scope, id).await
     }
 
     /// A keyset page through the index matching the filters: O(page size). The total comes
     /// from the per-state counters, except with `updated_since`, where it is a count of the
     /// matching rows (O(matching rows)).
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        let sql = list_sql(scope, query, true);
-        let rows = bind_all(sqlx::query(AssertSqlSafe(sql.page)), sql.page_args)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
-        let total: i64 = bind_all(sqlx::query(AssertSqlSafe(sql.total)), sql.total_args)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(backend)?
-            .try_get(0)
-            .map_err(backend)?;
-        let more = rows.len() > query.limit;
-        let rows = rows
-            .iter()
-            .take(query.limit)
-            .map(|r| {
-                Ok(ListedRow {
-                    id: r.try_get(0).map_err(backend)?,
-                    last_seq: to_u64(r.try_get(1).map_err(backend)?),
-                    snapshot_seq: to_u64(r.try_get(2).map_err(backend)?),
-                    snapshot: r.try_get(3).map_err(backend)?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        let tasks = rebuild_page(self, scope, rows).await?;
-        Ok(page(tasks, more, total))
+        self.reads.tasks(self, scope, query).await
     }
 
     async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
@@ -524,7 +453,7 @@ impl TaskStore for PgStore {
             .bind(node)
             .execute(&self.pool)
             .await
-            .map_err(backend)?;
+            .map_err(write_failed)?;
         Ok(r.rows_affected())
     }
 
@@ -533,16 +462,7 @@ impl TaskStore for PgStore {
         before_ms: i64,
         limit_n: usize,
     ) -> Result<Vec<(Scope, String)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT tenant, owner, id FROM tasks \
-             WHERE lease_node IS NOT NULL AND lease_until < $1 LIMIT $2",
-        )
-        .bind(before_ms)
-        .bind(limit(limit_n))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        rows.iter().map(scoped_id).collect()
+        self.reads.lapsed_leases(before_ms, limit_n).await
     }
 
     fn shared(&self) -> bool {
@@ -571,26 +491,7 @@ impl EventLog for PgStore {
         after: u64,
         limit_n: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, body FROM events WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
-             AND seq > $4 ORDER BY seq LIMIT $5",
-        )
-        .bind(&*scope.tenant)
-        .bind(&*scope.owner)
-        .bind(task_id)
-        .bind(i64::try_from(after).unwrap_or(i64::MAX))
-        .bind(limit(limit_n))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        rows.iter()
-            .map(|r| {
-                decode_event(
-                    r.try_get(0).map_err(backend)?,
-                    r.try_get::<&[u8], _>(1).map_err(backend)?,
-                )
-            })
-            .collect()
+        self.reads.events(scope, task_id, after, limit_n).await
     }
 }
 
@@ -613,7 +514,7 @@ impl PushConfigStore for PgStore {
         .bind(config.encode_to_vec())
         .execute(&self.pool)
         .await
-        .map_err(backend)?;
+        .map_err(write_failed)?;
         Ok(())
     }
 
@@ -623,18 +524,7 @@ impl PushConfigStore for PgStore {
         task_id: &str,
         id: &str,
     ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
-        let body: Option<Vec<u8>> = sqlx::query_scalar(
-            "SELECT body FROM push_configs \
-             WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
-        )
-        .bind(&*scope.tenant)
-        .bind(&*scope.owner)
-        .bind(task_id)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(backend)?;
-        body.as_deref().map(decode_push).transpose()
+        self.reads.push_config(scope, task_id, id).await
     }
 
     async fn list(
@@ -644,26 +534,9 @@ impl PushConfigStore for PgStore {
         after: Option<&str>,
         limit_n: usize,
     ) -> Result<(Vec<pb::TaskPushNotificationConfig>, bool), StoreError> {
-        let bodies: Vec<Vec<u8>> = sqlx::query_scalar(
-            "SELECT body FROM push_configs WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
-             AND id > $4 ORDER BY id LIMIT $5",
-        )
-        .bind(&*scope.tenant)
-        .bind(&*scope.owner)
-        .bind(task_id)
-        // Every id sorts after "" except "" itself, which `put` never stores (ids are set).
-        .bind(after.unwrap_or(""))
-        .bind(limit_plus_one(limit_n))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        let mut configs = bodies
-            .iter()
-            .map(|b| decode_push(b))
-            .collect::<Result<Vec<_>, _>>()?;
-        let more = configs.len() > limit_n;
-        configs.truncate(limit_n);
-        Ok((configs, more))
+        self.reads
+            .push_configs(scope, task_id, after, limit_n)
+            .await
     }
 
     async fn delete(&self, scope: &Scope, task_id: &str, id: &str) -> Result<bool, StoreError> {
@@ -677,7 +550,7 @@ impl PushConfigStore for PgStore {
         .bind(id)
         .execute(&self.pool)
         .await
-        .map_err(backend)?;
+        .map_err(write_failed)?;
         Ok(r.rows_affected() > 0)
     }
 
@@ -709,7 +582,7 @@ impl PushConfigStore for PgStore {
         .bind(trident_core::store::now_ms())
         .fetch_optional(&self.pool)
         .await
-        .map_err(backend)?;
+        .map_err(write_failed)?;
         Ok(delivered.map(to_u64))
     }
 
@@ -733,7 +606,7 @@ impl PushConfigStore for PgStore {
         .bind(node)
         .execute(&self.pool)
         .await
-        .map_err(backend)?;
+        .map_err(write_failed)?;
         Ok(r.rows_affected() > 0)
     }
 
@@ -753,7 +626,7 @@ impl PushConfigStore for PgStore {
         .bind(node)
         .execute(&self.pool)
         .await
-        .map_err(backend)?;
+        .map_err(write_failed)?;
         Ok(())
     }
 
@@ -762,16 +635,6 @@ impl PushConfigStore for PgStore {
         now_ms: i64,
         limit_n: usize,
     ) -> Result<Vec<(Scope, String)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT d.tenant, d.owner, d.task_id FROM deliveries d \
-             JOIN tasks t ON t.tenant = d.tenant AND t.owner = d.owner AND t.id = d.task_id \
-             WHERE (d.node IS NULL OR d.until_ms < $1) AND t.last_seq > d.delivered LIMIT $2",
-        )
-        .bind(now_ms)
-        .bind(limit(limit_n))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        rows.iter().map(scoped_id).collect()
+        self.reads.pending_deliveries(now_ms, limit_n).await
     }
 }

@@ -6,10 +6,9 @@ use std::str::FromStr as _;
 use std::sync::Arc;
 
 use sqlx::{ConnectOptions as _, Connection as _};
-use trident_core::store::{
-    LoggedEvent, Scope, StoreError, Stores, TaskQuery, TaskRecord, contract,
-};
+use trident_core::store::{LoggedEvent, Scope, StoreError, Stores, TaskQuery, TaskRecord};
 use trident_proto as pb;
+use trident_testkit::contract;
 
 use crate::{OpenError, PgStore, SqliteStore, open, stores};
 
@@ -506,7 +505,7 @@ async fn sqlite_migrations_apply_once_and_refuse_newer_databases() {
 #[tokio::test]
 async fn memory_specs_set_the_retention() {
     use std::time::Duration;
-    use trident_core::store::Retention;
+    use trident_engine::store::Retention;
     let parse = crate::memory_retention;
     assert_eq!(parse("").expect("empty"), Retention::default());
     assert_eq!(
@@ -597,7 +596,7 @@ async fn open_names_the_accepted_forms() {
 /// The server URL, or `None` (and a note) when the PostgreSQL tests are off; under `CI` a
 /// missing server fails the test.
 fn postgres_url(test: &str) -> Option<String> {
-    trident_core::store::contract::test_postgres_url(test)
+    trident_testkit::contract::test_postgres_url(test)
 }
 
 /// Runs `body` with a fresh schema name, then drops the schema, even if `body` panicked.

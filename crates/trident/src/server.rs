@@ -7,10 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trident_core::store::Stores;
-use trident_core::{
-    A2aService, AgentExecutor, Authenticator, Authorizer, Engine, EngineConfig, WebhookPolicy,
-    WebhookRequest, WebhookTransport,
-};
+use trident_core::{A2aService, AgentExecutor, Authenticator, Authorizer};
+use trident_engine::{Engine, EngineConfig, WebhookPolicy, WebhookRequest, WebhookTransport};
 use trident_proto as pb;
 use trident_security::SigningKey;
 use trident_server::{
@@ -120,7 +118,7 @@ enum Source {
 
 /// How push notifications are sent.
 enum Push {
-    /// Over HTTP(S) (`trident_rest::HttpWebhooks`), each attempt timing out after this.
+    /// Over HTTP(S) (`trident_http::HttpWebhooks`), each attempt timing out after this.
     Http(Duration),
     /// Through this transport.
     Custom(Arc<dyn WebhookTransport>),
@@ -732,7 +730,7 @@ impl ServerBuilder {
                 let stores = match store {
                     Some(StoreChoice::Stores(s)) => s,
                     Some(StoreChoice::Spec(spec)) => trident_store::open(&spec).await?,
-                    None => Stores::memory(),
+                    None => trident_engine::store::in_memory(),
                 };
                 let stores = trident_server::observed_stores(stores, metrics.clone());
                 if let Some(key) = &signing {
@@ -821,7 +819,7 @@ fn http_webhooks(
     interfaces: &Interfaces,
     card: &mut pb::AgentCard,
 ) -> Result<Arc<dyn WebhookTransport>, BuildError> {
-    let mut webhooks = trident_rest::HttpWebhooks::with_policy(timeout, policy.clone())
+    let mut webhooks = trident_http::HttpWebhooks::with_policy(timeout, policy.clone())
         .map_err(BuildError::WebhookClient)?;
     if let Some(key) = signing {
         let signer = key.clone();

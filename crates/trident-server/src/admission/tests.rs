@@ -2,7 +2,8 @@ use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use trident_core::{A2aService, CallContext, Engine, ErrorKind, Principal};
+use trident_core::{A2aService, CallContext, ErrorKind, Principal};
+use trident_engine::Engine;
 use trident_proto as pb;
 
 use super::{CREDIT, spend_credit};
@@ -45,7 +46,7 @@ async fn served(limited: &Limited, cx: &CallContext, n: usize) -> Vec<bool> {
 /// the same request, or a call by another caller, is.
 #[tokio::test]
 async fn a_charged_request_is_charged_once() {
-    let engine = Engine::builder(Arc::new(trident_core::agents::Echo)).build();
+    let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
     let limits = CallerLimits {
         rate: 0.001,
         burst: 4,

@@ -1,7 +1,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use trident_core::{CallContext, Engine, ErrorKind, Principal};
+use trident_core::{CallContext, ErrorKind, Principal};
+use trident_engine::Engine;
 
 use super::{CallerLimits, Limited, OVERFLOW, SHARD_CAPACITY, shard_of};
 
@@ -41,7 +42,7 @@ async fn the_caller_table_stays_bounded_whatever_the_addresses() {
         burst: 1,
         max_streams: 0,
     };
-    let engine = Engine::builder(Arc::new(trident_core::agents::Echo)).build();
+    let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
     let limited = Limited::new(Arc::new(engine), limits);
     let target = shard_of(&Limited::key(&from("10.0.0.0")));
     let mut addresses = (0u32..).map(|n| std::net::Ipv4Addr::from(0x0a00_0000 + n).to_string());

@@ -38,26 +38,26 @@ impl<E: fmt::Display> BodyError<E> {
     /// The error a client reports for `what` (say "HTTP+JSON response"): a body that failed
     /// to arrive is a transport error; one over the bound is the agent's
     /// (`InvalidAgentResponse`).
-    pub fn into_error(self, what: impl fmt::Display) -> crate::A2aError {
+    pub fn into_error(self, what: impl fmt::Display) -> trident_core::A2aError {
         match self {
-            BodyError::Body(e) => crate::A2aError::transport(format!("{what}: {e}")),
-            e @ BodyError::TooLarge { .. } => crate::A2aError::new(
-                crate::ErrorKind::InvalidAgentResponse,
+            BodyError::Body(e) => trident_core::A2aError::transport(format!("{what}: {e}")),
+            e @ BodyError::TooLarge { .. } => trident_core::A2aError::new(
+                trident_core::ErrorKind::InvalidAgentResponse,
                 format!("{what}: {e}"),
             ),
         }
     }
 }
 
-impl<E: Into<crate::A2aError>> BodyError<E> {
+impl<E: Into<trident_core::A2aError>> BodyError<E> {
     /// The error a client reports for `what` when the body's own failures are already
-    /// [`A2aError`](crate::A2aError)s described with their cause: those pass through
+    /// [`A2aError`](trident_core::A2aError)s described with their cause: those pass through
     /// unchanged; a body over the bound is the agent's (`InvalidAgentResponse`).
-    pub fn into_described(self, what: impl fmt::Display) -> crate::A2aError {
+    pub fn into_described(self, what: impl fmt::Display) -> trident_core::A2aError {
         match self {
             BodyError::Body(e) => e.into(),
             BodyError::TooLarge { limit } => {
-                BodyError::<crate::A2aError>::TooLarge { limit }.into_error(what)
+                BodyError::<trident_core::A2aError>::TooLarge { limit }.into_error(what)
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Request media types: what the JSON bindings accept as a JSON body, and the error both
 //! answer when a body is not one.
 
-use crate::{A2aError, ErrorKind};
+use trident_core::{A2aError, ErrorKind};
 
 /// Whether a request's `Content-Type` names JSON: `application/json`, `application/a2a+json`
 /// or another `application/…+json` type, with any parameters (`; charset=utf-8`). A missing
@@ -10,7 +10,7 @@ use crate::{A2aError, ErrorKind};
 /// agent.
 ///
 /// ```
-/// use trident_core::is_json_media_type;
+/// use trident_http::is_json_media_type;
 ///
 /// assert!(is_json_media_type(Some("application/json; charset=utf-8")));
 /// assert!(is_json_media_type(Some("Application/A2A+JSON")));

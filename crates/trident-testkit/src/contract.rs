@@ -1,5 +1,5 @@
 //! The contract every store implementation must pass, written once and run against the
-//! in-memory store here and against SQLite and PostgreSQL in `trident-store`.
+//! in-memory store in `trident-engine` and against SQLite and PostgreSQL in `trident-store`.
 //!
 //! Each check panics with a message naming the broken rule. Call [`run`] with fresh, empty
 //! stores.
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
-use super::{
+use trident_core::store::{
     Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery, TaskRecord, apply,
 };
 
@@ -937,7 +937,7 @@ pub async fn push_configs_crud(stores: &Stores) {
 /// whose log is ahead of their cursor are pending.
 pub async fn delivery_cursor_is_claimed_once(stores: &Stores) {
     let scope = Scope::new("", "outbox");
-    let far = super::now_ms() + 60_000;
+    let far = trident_core::store::now_ms() + 60_000;
     let rec = TaskRecord::new(task("o", "c", pb::TaskState::Working, 1), 3);
     stores
         .tasks
@@ -982,7 +982,7 @@ pub async fn delivery_cursor_is_claimed_once(stores: &Stores) {
         !pending(
             stores
                 .push
-                .pending_deliveries(super::now_ms(), 100)
+                .pending_deliveries(trident_core::store::now_ms(), 100)
                 .await
                 .expect("pending")
         ),
@@ -997,7 +997,7 @@ pub async fn delivery_cursor_is_claimed_once(stores: &Stores) {
         pending(
             stores
                 .push
-                .pending_deliveries(super::now_ms(), 100)
+                .pending_deliveries(trident_core::store::now_ms(), 100)
                 .await
                 .expect("pending")
         ),
@@ -1006,7 +1006,7 @@ pub async fn delivery_cursor_is_claimed_once(stores: &Stores) {
     assert_eq!(
         stores
             .push
-            .claim_delivery(&scope, "o", "node-b", super::now_ms() - 1, 0)
+            .claim_delivery(&scope, "o", "node-b", trident_core::store::now_ms() - 1, 0)
             .await
             .expect("claim"),
         Some(2),
@@ -1016,7 +1016,7 @@ pub async fn delivery_cursor_is_claimed_once(stores: &Stores) {
         pending(
             stores
                 .push
-                .pending_deliveries(super::now_ms(), 100)
+                .pending_deliveries(trident_core::store::now_ms(), 100)
                 .await
                 .expect("pending")
         ),
@@ -1047,7 +1047,7 @@ pub async fn delivery_cursor_is_claimed_once(stores: &Stores) {
         !pending(
             stores
                 .push
-                .pending_deliveries(super::now_ms(), 100)
+                .pending_deliveries(trident_core::store::now_ms(), 100)
                 .await
                 .expect("pending")
         ),

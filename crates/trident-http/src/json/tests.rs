@@ -1,4 +1,5 @@
 use super::*;
+use trident_core::ErrorKind;
 
 fn send(parts: usize) -> String {
     let parts = vec![r#"{"text":""}"#; parts].join(",");

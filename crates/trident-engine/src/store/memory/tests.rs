@@ -399,5 +399,5 @@ async fn a_bounded_store_passes_the_contract() {
         events: store.clone(),
         push: store,
     };
-    crate::store::contract::run(&stores).await;
+    trident_testkit::contract::run(&stores).await;
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use trident_proto::{Artifact, Part};
 
-use crate::{A2aError, AgentExecutor, EventSink, RequestContext};
+use trident_core::{A2aError, AgentExecutor, EventSink, RequestContext};
 
 /// Completes each task with one artifact echoing the user's text.
 #[derive(Debug, Clone, Copy, Default)]
@@ -120,12 +120,13 @@ impl AgentExecutor for Slow {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use trident_core::agents::{Echo, Script};
-/// use trident_core::Engine;
+/// use trident_core::AgentExecutor;
+/// use trident_testkit::agents::{Echo, Script};
 ///
-/// // `Echo` stands for your own executor; wrap it only in the build you test.
-/// let engine = Engine::builder(Arc::new(Script::new(Echo))).build();
-/// # let _ = engine;
+/// // `Echo` stands for your own executor; wrap it only in the build you test, and give the
+/// // engine `agent` (`Engine::builder(agent)`).
+/// let agent: Arc<dyn AgentExecutor> = Arc::new(Script::new(Echo));
+/// # let _ = agent;
 /// ```
 ///
 /// The words: `conformance-script` (the handshake: a direct message `conformance-script 1`),
@@ -183,7 +184,7 @@ impl<E: AgentExecutor> AgentExecutor for Script<E> {
                 Err(A2aError::internal("the demo agent was asked to fail"))
             }
             "refuse" => Err(A2aError::new(
-                crate::ErrorKind::ContentTypeNotSupported,
+                trident_core::ErrorKind::ContentTypeNotSupported,
                 "the demo agent refuses this content",
             )),
             "reject" => sink.reject("I do not do that").await,

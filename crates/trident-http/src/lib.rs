@@ -1,0 +1,27 @@
+//! What Trident's HTTP bindings share, beside the vocabulary of `trident-core`:
+//!
+//! - [`dispatch_json`] (module [`json`]): the ProtoJSON request of any operation → one
+//!   [`A2aService`](trident_core::A2aService) call → ProtoJSON or events. The JSON-RPC and
+//!   HTTP+JSON adapters both answer through it.
+//! - [`is_json_media_type`] and [`not_json`]: which request bodies the JSON bindings accept.
+//! - [`sse_events`] / [`SseDecoder`] and [`read_body`]: how the HTTP clients read a response,
+//!   each bounded ([`DEFAULT_MAX_RESPONSE_BYTES`]). They take any stream of byte chunks.
+//! - `HttpWebhooks` (feature `webhooks`): push-notification delivery over reqwest, the
+//!   engine's `WebhookTransport`. Behind a feature so the bindings, which use the rest of this
+//!   crate, depend on no engine; the server and the facade switch it on.
+//!
+//! No server framework: the adapters (axum) and clients (reqwest) stay in the binding crates.
+
+mod body;
+pub mod json;
+mod media;
+mod sse;
+#[cfg(feature = "webhooks")]
+mod webhooks;
+
+pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
+pub use json::{JsonReply, PathVars, dispatch_json, parse_request, to_json};
+pub use media::{is_json_media_type, not_json};
+pub use sse::{SseDecoder, SseEvent, sse_events};
+#[cfg(feature = "webhooks")]
+pub use webhooks::{HttpWebhooks, Signer};
