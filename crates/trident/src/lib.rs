@@ -109,7 +109,7 @@ mod server;
 
 pub use server::{
     BuildError, DEFAULT_DRAIN, DEFAULT_WEBHOOK_TIMEOUT, Error, NOTIFICATION_SIGNATURE_HEADER,
-    SIGNED_NOTIFICATIONS_EXTENSION, ServeError, Server, ServerBuilder, shutdown_signal,
+    Running, SIGNED_NOTIFICATIONS_EXTENSION, ServeError, Server, ServerBuilder, shutdown_signal,
 };
 
 /// `#[trident::async_trait]` for implementing [`AgentExecutor`] (and the other async traits)
