@@ -14,7 +14,8 @@ const OWN_WKT: [(&str, &str); 3] = [
 
 fn main() -> io::Result<()> {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(io::Error::other)?);
-    let root = manifest.join("../../proto");
+    // `proto` is a link to the repository's `proto/` (so `cargo package` ships the files).
+    let root = manifest.join("proto");
     let file = root.join("lf/a2a/v1/a2a.proto");
     for entry in walk(&root)? {
         println!("cargo:rerun-if-changed={}", entry.display());

@@ -7,6 +7,7 @@ use std::time::Duration;
 use trident_proto as pb;
 
 use crate::process::Trident;
+use crate::wait::until;
 
 const BINDINGS: [&str; 3] = ["grpc", "jsonrpc", "rest"];
 
@@ -295,35 +296,28 @@ async fn serve_exec_runs_the_python_example_end_to_end() {
         &trident(&["send", url, "sleep", "--return-immediately", "--json"]).await,
     ));
     // The agent says its pid in its WORKING status; wait for it, then cancel.
-    let mut pid = None;
-    for _ in 0..50 {
-        let task: pb::Task = json(&trident(&["get", url, &sleeping.id, "--json"]).await);
+    let id = sleeping.id.as_str();
+    let pid = until("the agent reports its pid", || async move {
+        let task: pb::Task = json(&trident(&["get", url, id, "--json"]).await);
         let text = task
             .status
             .as_ref()
             .and_then(|s| s.message.as_ref())
             .map(|m| m.text())
             .unwrap_or_default();
-        if let Some(p) = text.strip_prefix("pid ") {
-            pid = p.trim().parse::<u32>().ok();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let pid = pid.expect("the agent reported its pid");
+        text.strip_prefix("pid ")
+            .and_then(|p| p.trim().parse::<u32>().ok())
+    })
+    .await;
     let proc_dir = format!("/proc/{pid}");
-    assert!(std::path::Path::new(&proc_dir).exists(), "the agent runs");
-    let canceled = ok(&trident(&["cancel", url, &sleeping.id]).await);
+    let proc_dir = std::path::Path::new(&proc_dir);
+    assert!(proc_dir.exists(), "the agent runs");
+    let canceled = ok(&trident(&["cancel", url, id]).await);
     assert!(canceled.contains("CANCELED"), "{canceled}");
-    let mut gone = false;
-    for _ in 0..50 {
-        if !std::path::Path::new(&proc_dir).exists() {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(gone, "the canceled agent process was killed");
+    until("the canceled agent process is killed", || async move {
+        (!proc_dir.exists()).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -413,19 +407,20 @@ async fn sigterm_ends_streams_with_a_last_event_and_answers_blocking_calls() {
         })
     };
     // The blocking call's task exists (four slow tasks in all).
-    for _ in 0..200 {
-        let listed = svc
-            .list_tasks(
-                &trident_core::CallContext::new(),
-                pb::ListTasksRequest::default(),
-            )
-            .await
-            .expect("list");
-        if listed.tasks.len() == 4 {
-            break;
+    until("the blocking call's task exists", || {
+        let svc = svc.clone();
+        async move {
+            let listed = svc
+                .list_tasks(
+                    &trident_core::CallContext::new(),
+                    pb::ListTasksRequest::default(),
+                )
+                .await
+                .expect("list");
+            (listed.tasks.len() == 4).then_some(())
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    })
+    .await;
     let status = tokio::task::spawn_blocking(move || {
         let status = server.terminate(Duration::from_secs(10));
         (server, status)

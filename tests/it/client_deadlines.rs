@@ -18,6 +18,8 @@ use trident_client::{Binding, ClientBuilder, Texts, Upstream};
 use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, StreamEvent};
 use trident_proto as pb;
 
+use crate::wait::{holds_for, until};
+
 /// How long any call here may take before the test fails: far beyond every deadline used.
 const RETURNS: Duration = Duration::from_secs(20);
 
@@ -348,11 +350,13 @@ async fn cancelling_the_caller_closes_its_http_request() {
         let token = CancellationToken::new();
         let cx = CallContext::new().with_cancellation(token.clone());
         let call = tokio::spawn(async move { agent.get_task(&cx, get("t")).await });
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(
-            !call.is_finished(),
-            "{binding}: the call waits for its answer"
-        );
+        let waiting = &call;
+        holds_for(
+            &format!("{binding}: the call waits for its answer"),
+            Duration::from_millis(200),
+            || async move { !waiting.is_finished() },
+        )
+        .await;
         token.cancel();
         let r = returns("the cancelled call", call).await.expect("join");
         let e = r.expect_err("cancelled");
@@ -370,7 +374,13 @@ async fn cancelling_the_caller_closes_its_http_request() {
             .await
             .expect("the head arrives");
         let next = tokio::spawn(async move { events.next().await.map(|e| e.map(|_| ())) });
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let waiting = &next;
+        holds_for(
+            &format!("{binding}: the stream waits for its next event"),
+            Duration::from_millis(200),
+            || async move { !waiting.is_finished() },
+        )
+        .await;
         token.cancel();
         let item = returns("the cancelled stream", next).await.expect("join");
         assert!(item.is_none(), "{binding}: the stream just ends: {item:?}");
@@ -392,20 +402,17 @@ async fn cancelling_the_caller_ends_its_call_on_the_server() {
         let token = CancellationToken::new();
         let cx = CallContext::new().with_cancellation(token.clone());
         let call = tokio::spawn(async move { agent.get_task(&cx, get("t")).await });
-        returns("the call reaching the server", async {
-            while probe.seen().len() == calls {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+        let seen = &probe;
+        until("the call reaching the server", || async move {
+            (seen.seen().len() != calls).then_some(())
         })
         .await;
         token.cancel();
         let r = returns("the cancelled call", call).await.expect("join");
         assert!(r.is_err(), "{binding}");
         if binding == Binding::Grpc {
-            returns("the server dropping the call", async {
-                while probe.dropped.load(Ordering::SeqCst) == before {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+            until("the server dropping the call", || async move {
+                (seen.dropped.load(Ordering::SeqCst) != before).then_some(())
             })
             .await;
         }

@@ -8,6 +8,7 @@ use trident_core::{CallContext, ErrorKind};
 use trident_proto as pb;
 
 use crate::harness::{Fixture, Transport, Variant, cx, msg, req, send_task, task_of};
+use crate::wait::until;
 
 const BINDINGS: [Transport; 3] = [Transport::Grpc, Transport::JsonRpc, Transport::Rest];
 
@@ -570,30 +571,28 @@ async fn failed_commit(honour_cancel: bool) {
         tokio::spawn(async move { engine.send_message(&cx(), req(msg("block"))).await })
     };
     // Both turns are under way.
-    let mut under_way = false;
-    for _ in 0..400 {
-        let listed = engine
-            .list_tasks(
-                &cx(),
-                pb::ListTasksRequest {
-                    include_artifacts: Some(true),
-                    ..Default::default()
-                },
-            )
-            .await
-            .expect("list");
-        if listed.tasks.len() == 2
-            && listed
-                .tasks
-                .iter()
-                .all(|t| t.state() == pb::TaskState::Working && !t.artifacts.is_empty())
-        {
-            under_way = true;
-            break;
+    until("both tasks are working and streaming chunks", || {
+        let engine = engine.clone();
+        async move {
+            let listed = engine
+                .list_tasks(
+                    &cx(),
+                    pb::ListTasksRequest {
+                        include_artifacts: Some(true),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .expect("list");
+            let under_way = listed.tasks.len() == 2
+                && listed
+                    .tasks
+                    .iter()
+                    .all(|t| t.state() == pb::TaskState::Working && !t.artifacts.is_empty());
+            under_way.then_some(())
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(under_way, "both tasks are working and streaming chunks");
+    })
+    .await;
 
     tasks.failing.store(true, Ordering::SeqCst);
 

@@ -1,6 +1,7 @@
 //! The one integration test binary.
 #![allow(unreachable_pub, missing_docs)]
 
+mod agent_crate;
 mod card;
 mod cli;
 mod client_deadlines;
@@ -9,6 +10,7 @@ mod concurrency;
 mod conformance;
 mod durability;
 mod example;
+mod examples;
 mod facade;
 mod flood;
 mod grpc_hygiene;

@@ -183,7 +183,7 @@ fn the_store_and_security_crates_depend_on_no_binding() {
         "trident-jsonrpc",
         "trident-rest",
         "trident-server",
-        "trident-client",
+        "trident-a2a-client",
         "tonic",
         "axum",
     ] {
@@ -584,6 +584,62 @@ fn the_binary_serves_only_through_the_facade_builder() {
         assert!(
             !serve.contains(bypass),
             "src/serve.rs uses {bypass}: serve through trident::Server::builder"
+        );
+    }
+}
+
+/// Every package in the workspace, by name, with its manifest path.
+fn workspace_packages() -> Vec<(&'static str, &'static str)> {
+    metadata()["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter(|p| p["source"].is_null())
+        .filter_map(|p| Some((p["name"].as_str()?, p["manifest_path"].as_str()?)))
+        .collect()
+}
+
+#[test]
+fn the_agent_crate_depends_on_the_facade_alone() {
+    // The example agent crate is what a user writes: `trident` (package `trident-a2a`) is the
+    // one Trident crate it may name, in any kind of dependency.
+    let all: Vec<String> = package("scribe-agent")["dependencies"]
+        .as_array()
+        .expect("dependencies")
+        .iter()
+        .filter_map(|d| d["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(all.iter().any(|d| d == "trident-a2a"), "{all:?}");
+    let trident: Vec<&String> = all.iter().filter(|d| d.starts_with("trident")).collect();
+    assert_eq!(trident, ["trident-a2a"], "scribe-agent names {trident:?}");
+}
+
+#[test]
+fn published_packages_carry_their_metadata_and_unpublished_ones_say_so() {
+    // `cargo package` (run by .ci/run) needs these to publish; what is not meant for
+    // crates.io must say `publish = false`.
+    let unpublished = ["trident-bench", "scribe-agent"];
+    for (name, _) in workspace_packages() {
+        let p = package(name);
+        let publishable = p["publish"].as_array().is_none_or(|r| !r.is_empty());
+        assert_eq!(
+            publishable,
+            !unpublished.contains(&name),
+            "{name}: publish = {}",
+            p["publish"]
+        );
+        if !publishable {
+            continue;
+        }
+        for field in ["description", "license", "repository", "readme"] {
+            assert!(
+                p[field].as_str().is_some_and(|v| !v.is_empty()),
+                "{name} has no {field}"
+            );
+        }
+        assert!(
+            p["keywords"].as_array().is_some_and(|k| !k.is_empty()),
+            "{name} has no keywords"
         );
     }
 }

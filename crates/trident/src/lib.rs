@@ -1,6 +1,7 @@
 //! Trident: write an [A2A](https://a2a-protocol.org) v1.0 agent in Rust and serve it over all
 //! three bindings — gRPC, JSON-RPC 2.0 and HTTP+JSON — from one engine. This is the one crate
-//! to depend on (`cargo add trident`); it re-exports what an agent author and a client need.
+//! to depend on (`cargo add trident-a2a`; its library is `trident`); it re-exports what an
+//! agent author and a client need.
 //!
 //! # 1. The agent
 //!
@@ -76,6 +77,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! To serve and do something else in the same program — call the agent, run tests — spawn
+//! it: [`Server::spawn`] serves in the background and returns a [`Running`] handle with the
+//! origin to connect to and a graceful [`Running::shutdown`].
+//!
 //! # 4. The client
 //!
 //! [`client`] (the `trident-client` crate) reads an agent's card, picks a binding and returns
@@ -97,6 +102,49 @@
 //! # let _ = reply; Ok(()) }
 //! ```
 //!
+//! The whole round trip, serving and calling in one program:
+//!
+//! ```
+//! # use trident::{A2aError, AgentExecutor, EventSink, RequestContext};
+//! # use trident::proto::{Artifact, Part};
+//! # struct Echo;
+//! # #[trident::async_trait]
+//! # impl AgentExecutor for Echo {
+//! #     async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+//! #         sink.artifact(Artifact::new("echo", vec![Part::text(ctx.text())])).await?;
+//! #         sink.complete().await
+//! #     }
+//! # }
+//! use trident::client::{Binding, ClientBuilder, Texts};
+//! use trident::proto::{Message, SendMessageRequest};
+//! use trident::{CallContext, Server};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let server = Server::builder(Echo).bind("127.0.0.1:0").build().await?.spawn();
+//! for binding in Binding::ALL {
+//!     let agent = ClientBuilder::new().prefer(&[binding]).build()?.connect(server.origin()).await?;
+//!     let request = SendMessageRequest {
+//!         message: Some(Message::user("m-1", vec![Part::text("hello")])),
+//!         ..Default::default()
+//!     };
+//!     let reply = agent.service.send_message(&CallContext::new(), request).await?;
+//!     assert_eq!(reply.text(), "hello");
+//! }
+//! server.shutdown().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # 5. Examples
+//!
+//! The repository's `examples/` are whole programs written against this crate alone, each
+//! serving its agent and calling it over every binding (`cargo run --example NAME`): `echo`;
+//! `streaming` (an answer in artifact chunks); `multi_turn` (`INPUT_REQUIRED` and the
+//! follow-up); `cancel` (a long task that stops when cancelled); `auth` (bearer tokens, the
+//! caller in the agent, an extended card); `call_agent` (an agent that calls another with the
+//! client). `examples/agent-crate` is an agent in a crate of its own with streaming, push
+//! notifications and an extended card behind authentication.
+//!
 //! # Crates underneath
 //!
 //! `trident-proto` (the generated types: [`proto`]), `trident-core` (the service trait, errors,
@@ -109,7 +157,7 @@ mod server;
 
 pub use server::{
     BuildError, DEFAULT_DRAIN, DEFAULT_WEBHOOK_TIMEOUT, Error, NOTIFICATION_SIGNATURE_HEADER,
-    SIGNED_NOTIFICATIONS_EXTENSION, ServeError, Server, ServerBuilder, shutdown_signal,
+    Running, SIGNED_NOTIFICATIONS_EXTENSION, ServeError, Server, ServerBuilder, shutdown_signal,
 };
 
 /// `#[trident::async_trait]` for implementing [`AgentExecutor`] (and the other async traits)

@@ -96,6 +96,9 @@ pub enum ServeError {
     /// The accept loop failed.
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
+    /// The task serving a [`Running`] server panicked.
+    #[error("the serving task ended abnormally: {0}")]
+    Task(#[source] tokio::task::JoinError),
 }
 
 /// Either error of a server's life, so that `main` can use `?` on both.
@@ -108,6 +111,44 @@ pub enum Error {
     /// Serving failed.
     #[error(transparent)]
     Serve(#[from] ServeError),
+}
+
+/// A server serving in the background ([`Server::spawn`]).
+#[derive(Debug)]
+pub struct Running {
+    origin: String,
+    interfaces: Interfaces,
+    card: pb::AgentCard,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), Error>>,
+}
+
+impl Running {
+    /// `http://ADDR` of the main listener: what a client connects to (the card is at
+    /// `ORIGIN/.well-known/agent-card.json`).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The URLs the card lists.
+    pub fn interfaces(&self) -> &Interfaces {
+        &self.interfaces
+    }
+
+    /// The public card, as served.
+    pub fn card(&self) -> &pb::AgentCard {
+        &self.card
+    }
+
+    /// Shuts the server down gracefully ([`Server::with_graceful_shutdown`]) and waits until
+    /// it has.
+    pub async fn shutdown(self) -> Result<(), Error> {
+        let _ = self.stop.send(());
+        match self.task.await {
+            Ok(served) => served,
+            Err(e) => Err(ServeError::Task(e).into()),
+        }
+    }
 }
 
 /// What is served.
@@ -250,6 +291,27 @@ impl Server {
     /// Serves until Ctrl-C or SIGTERM ([`shutdown_signal`]), then shuts down gracefully.
     pub async fn serve(self) -> Result<(), Error> {
         self.with_graceful_shutdown(shutdown_signal()).await
+    }
+
+    /// Serves in a background task and returns at once: the handle says where the server
+    /// listens and [`Running::shutdown`] stops it gracefully. For programs that serve and do
+    /// something else — tests, examples that call the agent they serve, an agent that is also
+    /// a client. Dropping the handle shuts the server down too (without waiting for it).
+    pub fn spawn(self) -> Running {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let origin = format!("http://{}", self.addr);
+        let interfaces = self.interfaces.clone();
+        let card = self.card.clone();
+        let task = tokio::spawn(self.with_graceful_shutdown(async {
+            let _ = stopped.await;
+        }));
+        Running {
+            origin,
+            interfaces,
+            card,
+            stop,
+            task,
+        }
     }
 
     /// Serves until `signal` completes; then stops accepting connections, tells open streams
