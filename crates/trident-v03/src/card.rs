@@ -331,3 +331,27 @@ pub fn combined_json(card: &pb::AgentCard, v1_json: Value) -> Result<Value, A2aE
     }
     Ok(v)
 }
+
+/// `card` with a 0.3 twin (`protocolVersion: "0.3"`) after its interfaces, for each 1.0
+/// interface, unless it already lists a 0.3 one: v0.3 is served at the same URLs (JSON-RPC
+/// by method name, HTTP+JSON under `/v1/`, gRPC as `a2a.v1.A2AService`).
+pub fn with_v03_interfaces(mut card: pb::AgentCard) -> pb::AgentCard {
+    if card
+        .supported_interfaces
+        .iter()
+        .any(|i| is_v03_version(&i.protocol_version))
+    {
+        return card;
+    }
+    let twins: Vec<pb::AgentInterface> = card
+        .supported_interfaces
+        .iter()
+        .filter(|i| i.tenant.is_empty())
+        .map(|i| pb::AgentInterface {
+            protocol_version: "0.3".to_owned(),
+            ..i.clone()
+        })
+        .collect();
+    card.supported_interfaces.extend(twins);
+    card
+}

@@ -46,6 +46,7 @@ pub mod convert;
 pub mod error;
 pub mod json;
 pub mod jsonrpc;
+pub mod rest;
 pub mod version;
 
 pub use convert::{ToV1, ToV03, TryToV1};

@@ -13,7 +13,7 @@ use trident_core::{A2aError, CallContext, ErrorKind, PROTOCOL_VERSION};
 /// The protocol generations a server answers (`--protocols 1.0,0.3`; both by default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Protocols {
-    /// A2A 1.0.
+    /// A2A 1.0 (always on: a list without it is refused).
     pub v1: bool,
     /// A2A 0.3 (the compatibility layer).
     pub v03: bool,
@@ -38,7 +38,7 @@ impl Protocols {
     };
 }
 
-/// A `--protocols` list that names an unknown version or none at all.
+/// A `--protocols` list that names an unknown version or leaves out 1.0.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ProtocolsError(String);
@@ -61,8 +61,10 @@ impl FromStr for Protocols {
                 }
             }
         }
-        if !out.v1 && !out.v03 {
-            return Err(ProtocolsError("no protocol version given".to_owned()));
+        if !out.v1 {
+            return Err(ProtocolsError(
+                "1.0 is always served: the list must include 1.0 (e.g. 1.0 or 1.0,0.3)".to_owned(),
+            ));
         }
         Ok(out)
     }
