@@ -2,6 +2,8 @@
 # Interop checks of `trident serve` against the official A2A SDKs:
 #   Python  a2a-sdk (PyPI)      JSONRPC, HTTP+JSON, GRPC   interop/python/interop_client.py
 #   JS      @a2a-js/sdk (npm)   JSONRPC, HTTP+JSON, GRPC   interop/js/interop.mjs
+#   Python  a2a-sdk==0.3.26     JSONRPC, HTTP+JSON, GRPC   interop/python03/interop_v03.py (A2A v0.3)
+#   JS      @a2a-js/sdk@0.3.14  JSONRPC, HTTP+JSON         interop/js03/interop_v03.mjs (A2A v0.3)
 #
 # Installs what it needs (interop/.venv from python/requirements.txt, `npm ci` in js/), builds
 # target/debug/trident (incrementally; or uses $TRIDENT_BIN as is), starts it on a free
@@ -12,7 +14,7 @@
 # signing both ways, and `trident conformance` against the Python and JS SDK echo agents (each
 # plain and with the conformance script) compared with interop/conformance/expected.md.
 #
-# Environment: TRIDENT_BIN (server binary), INTEROP_ONLY=python|js (run one client),
+# Environment: TRIDENT_BIN (server binary), INTEROP_ONLY=python|js|python03|js03 (run one client),
 # INTEROP_VERBOSE=1 (tracebacks for unexpected exceptions).
 set -euo pipefail
 
@@ -34,11 +36,29 @@ if [[ ! -x "$venv/bin/python" ]] || ! cmp -s "$req" "$venv/.interop-requirements
   cp "$req" "$venv/.interop-requirements"
 fi
 
+# The v0.3 Python SDK (a2a-sdk 0.3.26) in a venv of its own, for the v0.3 compatibility checks.
+venv03="$here/.venv03"
+req03="$here/python03/requirements.txt"
+if [[ ! -x "$venv03/bin/python" ]] || ! cmp -s "$req03" "$venv03/.interop-requirements"; then
+  log "installing the v0.3 Python SDK into $venv03"
+  rm -rf "$venv03"
+  python3 -m venv "$venv03"
+  "$venv03/bin/pip" install --quiet --disable-pip-version-check --no-input -r "$req03"
+  cp "$req03" "$venv03/.interop-requirements"
+fi
+
 lock="$here/js/package-lock.json"
 if [[ ! -d "$here/js/node_modules" ]] || ! cmp -s "$lock" "$here/js/node_modules/.interop-lock"; then
   log "installing the JS SDK (npm ci)"
   (cd "$here/js" && npm ci --no-audit --no-fund --loglevel=error) >&2
   cp "$lock" "$here/js/node_modules/.interop-lock"
+fi
+
+lock03="$here/js03/package-lock.json"
+if [[ ! -d "$here/js03/node_modules" ]] || ! cmp -s "$lock03" "$here/js03/node_modules/.interop-lock"; then
+  log "installing the v0.3 JS SDK (npm ci in js03)"
+  (cd "$here/js03" && npm ci --no-audit --no-fund --loglevel=error) >&2
+  cp "$lock03" "$here/js03/node_modules/.interop-lock"
 fi
 
 # --- the server ---
@@ -137,6 +157,9 @@ run_client() { # name, command...
 
 run_client python "$venv/bin/python" "$here/python/interop_client.py"
 run_client js node "$here/js/interop.mjs"
+# A2A v0.3 clients against the same server (its v0.3 compatibility layer, on by default).
+run_client python03 "$venv03/bin/python" "$here/python03/interop_v03.py"
+run_client js03 node "$here/js03/interop_v03.mjs"
 
 if ! kill -0 "$server_pid" 2>/dev/null; then
   echo "FAIL interop server-alive: the server exited during the run"

@@ -25,6 +25,11 @@ pub(crate) struct Listen {
     /// Serve gRPC on its own listener at this address (default: on the main listener).
     #[arg(long, env = "TRIDENT_GRPC_LISTEN")]
     grpc_listen: Option<SocketAddr>,
+    /// Protocol generations to serve, comma-separated: `1.0,0.3` answers A2A v0.3 clients
+    /// beside 1.0 ones on every binding (v0.3 JSON-RPC methods, `/v1/...` routes, gRPC
+    /// `a2a.v1.A2AService`, v0.3 card members); `1.0` turns the compatibility layer off.
+    #[arg(long, env = "TRIDENT_PROTOCOLS", default_value = "1.0,0.3")]
+    protocols: trident::Protocols,
     /// Largest request body, in bytes, on every binding.
     #[arg(long, env = "TRIDENT_MAX_BODY", default_value_t = 4 << 20)]
     max_body: usize,
@@ -178,6 +183,7 @@ impl Listen {
         let mut builder = builder
             .bind(self.listen)
             .max_body(self.max_body)
+            .protocols(self.protocols)
             .drain(seconds(self.drain, "--drain")?)
             .connection_limits(self.connection_limits()?)
             .proxies(self.proxies()?)

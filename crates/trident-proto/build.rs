@@ -58,12 +58,51 @@ fn main() -> io::Result<()> {
     json.extern_path(".google.protobuf", "::pbjson_types")
         .build(&[".lf.a2a.v1"])?;
 
+    compile_v03(&root, &out)?;
+
     let serde_rs = out.join("lf.a2a.v1.serde.rs");
     let code = fs::read_to_string(&serde_rs)?;
     fs::write(
         &serde_rs,
         emit_required(&data_null_is_set(&accept_null(&code)?)?, &required)?,
     )?;
+    Ok(())
+}
+
+/// The A2A v0.3 schema (`proto/a2a/v1/a2a.proto`, package `a2a.v1`): prost messages, tonic
+/// stubs (behind `grpc`) and pbjson serde, which is exactly v0.3's HTTP+JSON body format (the
+/// v0.3 SDKs' REST transport is ProtoJSON of this schema). Compiled on its own so the 1.0
+/// descriptor set, `for_each_rpc!` and the 1.0 serde patches stay about 1.0 only.
+fn compile_v03(root: &std::path::Path, out: &std::path::Path) -> io::Result<()> {
+    let mut compiler =
+        protox::Compiler::new([root]).map_err(|e| io::Error::other(e.to_string()))?;
+    compiler.include_imports(true);
+    compiler
+        .open_file(root.join("a2a/v1/a2a.proto"))
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let fds = compiler.file_descriptor_set();
+    let bytes = compiler.encode_file_descriptor_set();
+    fs::write(out.join("a2a_v03_descriptor.bin"), &bytes)?;
+    let mut tonic = tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_well_known_types(true)
+        .server_mod_attribute("a2a.v1", "#[cfg(feature = \"grpc\")]")
+        .client_mod_attribute("a2a.v1", "#[cfg(feature = \"grpc\")]")
+        .codec_path("crate::codec::A2aCodec");
+    for (proto, rust) in OWN_WKT {
+        tonic = tonic.extern_path(proto, rust);
+    }
+    tonic
+        .extern_path(".google.protobuf", "::pbjson_types")
+        .compile_fds(fds)?;
+    let mut json = pbjson_build::Builder::new();
+    json.register_descriptors(&bytes)?.ignore_unknown_fields();
+    for (proto, rust) in OWN_WKT {
+        json.extern_path(proto, rust);
+    }
+    json.extern_path(".google.protobuf", "::pbjson_types")
+        .build(&[".a2a.v1"])?;
     Ok(())
 }
 

@@ -42,6 +42,10 @@ async fn card_lists_three_interfaces_and_supports_conditional_get() {
             ("JSONRPC", interfaces.jsonrpc.as_str(), "1.0"),
             ("HTTP+JSON", interfaces.rest.as_str(), "1.0"),
             ("GRPC", interfaces.grpc.as_str(), "1.0"),
+            // The v0.3 twins (`--protocols 1.0,0.3`, the default): same URLs.
+            ("JSONRPC", interfaces.jsonrpc.as_str(), "0.3"),
+            ("HTTP+JSON", interfaces.rest.as_str(), "0.3"),
+            ("GRPC", interfaces.grpc.as_str(), "0.3"),
         ]
     );
     assert!(

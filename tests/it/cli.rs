@@ -79,7 +79,8 @@ async fn client_commands_over_every_binding() {
         assert!(card.contains("Trident demo agent"), "{card}");
         assert!(card.contains("GRPC") && card.contains("JSONRPC"), "{card}");
         let card: pb::AgentCard = json(&trident(&["card", url, "--json"]).await);
-        assert_eq!(card.supported_interfaces.len(), 3);
+        // Three 1.0 interfaces and their v0.3 twins.
+        assert_eq!(card.supported_interfaces.len(), 6);
 
         // Blocking send, human and JSON.
         let text = ok(&trident(&["send", url, "hello there", "--binding", b]).await);

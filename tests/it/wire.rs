@@ -25,6 +25,7 @@ mod encoders;
 mod grpc;
 mod jsonrpc;
 mod rest;
+mod v03;
 
 // ---- normalization ----
 

@@ -20,6 +20,7 @@ mod hygiene;
 mod options;
 mod server;
 mod status;
+pub mod v03;
 
 pub use client::GrpcClient;
 pub use hygiene::{Checked, Hygiene, MAX_JSON_DEPTH, MAX_JSON_VALUES};

@@ -15,6 +15,9 @@ pub struct GrpcOptions {
     pub max_response_size: usize,
     /// Serve gRPC server reflection (v1 and v1alpha). Default `true`.
     pub reflection: bool,
+    /// Server only: also serve the A2A v0.3 service `a2a.v1.A2AService` (see
+    /// [`crate::v03`]). Default `true`.
+    pub v03: bool,
     /// Client only: how long to wait for the TCP/HTTP/2 connection (default 10 s).
     pub connect_timeout: Duration,
 }
@@ -25,6 +28,7 @@ impl Default for GrpcOptions {
             max_request_size: 4 * 1024 * 1024,
             max_response_size: 16 * 1024 * 1024,
             reflection: true,
+            v03: true,
             connect_timeout: Duration::from_secs(10),
         }
     }

@@ -74,10 +74,23 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
 
     let mut router = axum::Router::new();
     let max = opts.max_request_size;
+    let svc_v03 = svc.clone();
     router = mount(
         router,
         Hygiene::a2a(GrpcServer::new(svc).into_service(opts), max),
     );
+    if opts.v03 {
+        router = mount(
+            router,
+            Hygiene::unary(crate::v03::V03Server::new(svc_v03).into_service(opts), max),
+        );
+        let set = tokio::task::unconstrained(
+            reporter.set_service_status(pb::v03::SERVICE_NAME, ServingStatus::Serving),
+        );
+        if set.now_or_never().is_none() {
+            tracing::warn!("could not mark {} as SERVING", pb::v03::SERVICE_NAME);
+        }
+    }
     router = mount(router, Hygiene::unary(health, max));
     if opts.reflection {
         let builder = || {

@@ -6,9 +6,12 @@
 //!   Dispatch goes through [`trident_core::Operation`] and [`trident_http::dispatch_json`]
 //!   (jsonrpsee-types only parses envelopes and shapes error objects).
 //! - [`JsonRpcClient`]: `A2aService` over JSON-RPC.
+//! - [`v03`]: the A2A v0.3 methods on the same endpoint (`message/send`, `tasks/get`, …),
+//!   decided by the method name and translated by `trident-v03` into the same service calls.
 
 mod client;
 mod server;
+pub mod v03;
 
 pub use client::JsonRpcClient;
 pub use server::{JsonRpcOptions, error_object, error_reply, router};

@@ -24,6 +24,9 @@ pub struct JsonRpcOptions {
     pub max_body: usize,
     /// Interval of SSE keep-alive comments on idle streams.
     pub keep_alive: Duration,
+    /// Also answer the A2A v0.3 methods (`message/send`, `tasks/get`, ...) on the same
+    /// endpoint, through `trident-v03` (see [`crate::v03`]).
+    pub v03: bool,
 }
 
 impl Default for JsonRpcOptions {
@@ -31,6 +34,7 @@ impl Default for JsonRpcOptions {
         Self {
             max_body: 4 << 20,
             keep_alive: Duration::from_secs(15),
+            v03: true,
         }
     }
 }
@@ -73,7 +77,7 @@ pub fn error_reply(body: &[u8], e: &A2aError) -> Response {
     json(error_json(id, e))
 }
 
-fn json(body: String) -> Response {
+pub(crate) fn json(body: String) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
@@ -114,8 +118,28 @@ fn invalid_request(message: impl Into<String>) -> A2aError {
 
 /// Reads a request body as the endpoint does, before any service call: the id as written (a
 /// JSON string, number or `null`), the operation named by `method`, and the raw `params`
-/// (`{}` when absent). An `Err` carries the id to echo and the error to answer with.
+/// (`{}` when absent). An `Err` carries the id to echo and the error to answer with. A v0.3
+/// method name is "method not found" here; [`parse_call`] knows them.
+#[cfg_attr(not(feature = "fuzzing"), allow(dead_code))]
 pub(crate) fn parse_envelope(body: &[u8]) -> Result<(&str, Operation, &[u8]), (&str, A2aError)> {
+    match parse_call(body, false)? {
+        (id, Method::V1(op), params) => Ok((id, op, params)),
+        (id, Method::V03(_), _) => Err((id, A2aError::of(ErrorKind::MethodNotFound))),
+    }
+}
+
+/// The method of a request: a 1.0 RPC or a v0.3 method.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Method {
+    V1(Operation),
+    V03(trident_v03::jsonrpc::Method),
+}
+
+/// [`parse_envelope`], also knowing the v0.3 method names when `v03` is set.
+pub(crate) fn parse_call(
+    body: &[u8],
+    v03: bool,
+) -> Result<(&str, Method, &[u8]), (&str, A2aError)> {
     let trimmed = body.trim_ascii();
     if trimmed.first() == Some(&b'[') {
         return Err((NULL_ID, invalid_request("batch requests are not supported")));
@@ -163,15 +187,21 @@ pub(crate) fn parse_envelope(body: &[u8]) -> Result<(&str, Operation, &[u8]), (&
     let Some(method) = envelope.method else {
         return Err((id, invalid_request("\"method\" must be a string")));
     };
-    let Some(op) = Operation::from_name(&method) else {
-        let e = A2aError::new(
-            ErrorKind::MethodNotFound,
-            format!("method {:?} does not exist", method.as_ref()),
-        );
-        return Err((id, e));
+    let method = match Operation::from_name(&method) {
+        Some(op) => Method::V1(op),
+        None => match trident_v03::jsonrpc::Method::from_name(&method).filter(|_| v03) {
+            Some(m) => Method::V03(m),
+            None => {
+                let e = A2aError::new(
+                    ErrorKind::MethodNotFound,
+                    format!("method {:?} does not exist", method.as_ref()),
+                );
+                return Err((id, e));
+            }
+        },
     };
     let params = envelope.params.map_or(&b"{}"[..], |p| p.get().as_bytes());
-    Ok((id, op, params))
+    Ok((id, method, params))
 }
 
 async fn handle(
@@ -197,8 +227,18 @@ async fn handle(
             ));
         }
     };
-    let (id, op, params) = match parse_envelope(&body) {
-        Ok(parsed) => parsed,
+    let (id, op, params) = match parse_call(&body, st.options.v03) {
+        Ok((id, Method::V1(op), params)) => (id, op, params),
+        Ok((id, Method::V03(method), params)) => {
+            let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));
+            cx.binding = Some(trident_core::Binding::JsonRpc);
+            if let Some(axum::Extension(p)) = principal {
+                cx.principal = p;
+            }
+            cx.peer = peer.map(|axum::Extension(c)| c.0);
+            return crate::v03::handle(&*st.svc, cx, id, method, params, st.options.keep_alive)
+                .await;
+        }
         Err((id, e)) => return json(error_json(id, &e)),
     };
     let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));

@@ -32,6 +32,26 @@ pub mod lf {
     }
 }
 
+/// The A2A **v0.3** types (`proto/a2a/v1/a2a.proto`, protobuf package `a2a.v1`): prost
+/// messages, ProtoJSON serde (v0.3's HTTP+JSON bodies) and, behind `grpc`, the tonic stubs of
+/// `a2a.v1.A2AService`. Only the v0.3 compatibility layer (`trident-v03`) uses them; they
+/// are not wire-compatible with the 1.0 types above.
+pub mod v03 {
+    #[allow(missing_docs, clippy::all, unreachable_pub)]
+    mod generated {
+        include!(concat!(env!("OUT_DIR"), "/a2a.v1.rs"));
+        include!(concat!(env!("OUT_DIR"), "/a2a.v1.serde.rs"));
+    }
+    pub use generated::*;
+
+    /// Fully-qualified name of the v0.3 gRPC service.
+    pub const SERVICE_NAME: &str = "a2a.v1.A2AService";
+
+    /// The encoded `google.protobuf.FileDescriptorSet` of the v0.3 `a2a.proto` and its imports.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/a2a_v03_descriptor.bin"));
+}
+
 pub use builders::AgentCardBuilder;
 pub use lf::a2a::v1::*;
 

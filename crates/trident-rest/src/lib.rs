@@ -3,6 +3,7 @@
 //! - [`router`]: the server adapter, with routes derived from the `google.api.http` rules of
 //!   our proto ([`Routes`]), AIP-193 errors and SSE streams.
 //! - [`RestClient`]: `A2aService` over HTTP+JSON.
+//! - [`v03`]: the A2A v0.3 routes (`/v1/...`) on the same router, translated by `trident-v03`.
 //! - [`openapi::document`]: the OpenAPI 3.1 document of the binding, generated from the same
 //!   descriptor set.
 
@@ -11,6 +12,7 @@ mod error;
 pub mod openapi;
 pub mod routes;
 mod server;
+pub mod v03;
 
 pub use client::RestClient;
 pub use error::{decode_error, error_body};

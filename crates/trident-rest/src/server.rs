@@ -26,6 +26,8 @@ pub struct RestOptions {
     pub max_body: usize,
     /// Interval of SSE keep-alive comments on idle streams.
     pub keep_alive: Duration,
+    /// Also serve the A2A v0.3 routes (`/v1/message:send`, …; see [`crate::v03`]).
+    pub v03: bool,
 }
 
 impl Default for RestOptions {
@@ -33,6 +35,7 @@ impl Default for RestOptions {
         Self {
             max_body: 4 << 20,
             keep_alive: Duration::from_secs(15),
+            v03: true,
         }
     }
 }
@@ -195,6 +198,27 @@ impl Refusal {
 }
 
 async fn handle(State(st): State<AppState>, request: Request) -> Response {
+    if st.options.v03
+        && let Some(route) = crate::v03::route_of(&request)
+    {
+        let mut cx = call_context(request.headers(), &[]);
+        if let Some(p) = request.extensions().get::<trident_core::Principal>() {
+            cx.principal = p.clone();
+        }
+        cx.peer = request
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0);
+        return crate::v03::serve(
+            &*st.svc,
+            cx,
+            route,
+            request,
+            st.options.max_body,
+            st.options.keep_alive,
+        )
+        .await;
+    }
     match serve(&st, request).await {
         Ok(r) => r,
         Err(refusal) => refusal.into_response(),
@@ -392,7 +416,7 @@ pub(crate) fn request_of(
 }
 
 /// Decodes `a=b&c=d` pairs (`+` is a space, percent-escapes decoded).
-fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
+pub(crate) fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
     let decode = |s: &str| {
         let s = s.replace('+', " ");
         percent_encoding::percent_decode_str(&s)

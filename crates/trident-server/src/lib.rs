@@ -40,6 +40,7 @@ pub use proxy::{ForwardedHeader, IpNet, ProxyOptions};
 pub use trident_grpc::GrpcOptions;
 pub use trident_jsonrpc::JsonRpcOptions;
 pub use trident_rest::RestOptions;
+pub use trident_v03::version::Protocols;
 
 /// Where the JSON-RPC endpoint is mounted.
 pub const JSONRPC_PATH: &str = "/";
@@ -92,6 +93,10 @@ pub struct ServerOptions {
     /// charged: the agent card, the JWKS and the gRPC health service. Over its rate a caller gets `ResourceExhausted`
     /// in the binding's format (429 with `Retry-After`, -31429, `RESOURCE_EXHAUSTED`).
     pub caller_limits: Option<Arc<Limited>>,
+    /// The protocol generations served (`--protocols`): with 0.3 on (the default), the v0.3
+    /// methods, routes and gRPC service answer beside 1.0 on every binding, and the card
+    /// carries what v0.3 clients read (see [`trident_v03::card`]).
+    pub protocols: Protocols,
 }
 
 /// The bindings a listener serves.
@@ -139,6 +144,7 @@ impl Default for ServerOptions {
             metrics: None,
             jwks: None,
             caller_limits: None,
+            protocols: Protocols::ALL,
         }
     }
 }
@@ -153,6 +159,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("grpc", &self.grpc)
             .field("card_max_age", &self.card_max_age)
             .field("bindings", &self.bindings)
+            .field("protocols", &self.protocols)
             .finish()
     }
 }
@@ -283,6 +290,24 @@ pub fn card_with_interfaces(mut card: pb::AgentCard, interfaces: &Interfaces) ->
     card
 }
 
+/// The JSON of the served card: with 0.3 on, the one card both generations read (the 0.3
+/// twins of the interfaces and v0.3's top-level members, [`trident_v03::card::combined_json`]),
+/// except for a signed card, which is served as signed (its signatures cover its members) and
+/// so reaches v0.3 clients without the members they need.
+fn card_json(card: &pb::AgentCard, protocols: Protocols) -> Result<String, ServerError> {
+    if !protocols.v03 || !card.signatures.is_empty() {
+        if protocols.v03 {
+            tracing::warn!("the card is signed: served without the v0.3 members");
+        }
+        return serde_json::to_string(card).map_err(ServerError::Card);
+    }
+    let card = trident_v03::card::with_v03_interfaces(card.clone());
+    let v1 = serde_json::to_value(&card).map_err(ServerError::Card)?;
+    let both = trident_v03::card::combined_json(&card, v1)
+        .map_err(|e| ServerError::Card(<serde_json::Error as serde::ser::Error>::custom(e)))?;
+    serde_json::to_string(&both).map_err(ServerError::Card)
+}
+
 #[derive(Clone)]
 struct CardState {
     json: Arc<str>,
@@ -293,8 +318,8 @@ struct CardState {
 }
 
 impl CardState {
-    fn new(card: &pb::AgentCard, max_age: u32) -> Result<Self, ServerError> {
-        let json = serde_json::to_string(card).map_err(ServerError::Card)?;
+    fn new(card: &pb::AgentCard, max_age: u32, protocols: Protocols) -> Result<Self, ServerError> {
+        let json = card_json(card, protocols)?;
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         json.hash(&mut hasher);
         let etag = HeaderValue::try_from(format!("\"{:016x}\"", hasher.finish()))?;
@@ -407,7 +432,7 @@ pub fn app(
     let mut router = axum::Router::new();
     let bindings = options.bindings;
     if bindings.rest {
-        let card_state = CardState::new(card, options.card_max_age)?;
+        let card_state = CardState::new(card, options.card_max_age, options.protocols)?;
         router = router.route(
             CARD_PATH,
             axum::routing::get(serve_card).with_state(card_state),
@@ -443,18 +468,21 @@ pub fn app(
             axum::routing::get(serve_metrics).with_state(metrics.clone()),
         );
     }
+    let v03 = options.protocols.v03;
     if bindings.jsonrpc {
-        router = router.merge(trident_jsonrpc::router(
-            svc.clone(),
-            JSONRPC_PATH,
-            options.jsonrpc.clone(),
-        ));
+        let mut jsonrpc = options.jsonrpc.clone();
+        jsonrpc.v03 = v03;
+        router = router.merge(trident_jsonrpc::router(svc.clone(), JSONRPC_PATH, jsonrpc));
     }
     if bindings.grpc {
-        router = router.merge(trident_grpc::routes_with(svc.clone(), &options.grpc).0);
+        let mut grpc = options.grpc.clone();
+        grpc.v03 = v03;
+        router = router.merge(trident_grpc::routes_with(svc.clone(), &grpc).0);
     }
     if bindings.rest {
-        router = router.merge(trident_rest::router(svc, options.rest.clone())?);
+        let mut rest = options.rest.clone();
+        rest.v03 = v03;
+        router = router.merge(trident_rest::router(svc, rest)?);
     }
     let declared: Arc<[String]> = card
         .capabilities

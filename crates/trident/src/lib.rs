@@ -178,7 +178,7 @@ pub use trident_engine::{
 // Listener settings.
 pub use trident_server::{
     CallerLimits, ConnectionLimits, ForwardedHeader, GrpcOptions, Interfaces, IpNet,
-    JsonRpcOptions, Metrics, ProxyOptions, RestOptions, ServerOptions,
+    JsonRpcOptions, Metrics, Protocols, ProxyOptions, RestOptions, ServerOptions,
 };
 
 /// The A2A types, generated from the proto (`lf.a2a.v1`), with their ProtoJSON mapping and

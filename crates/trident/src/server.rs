@@ -574,6 +574,15 @@ impl ServerBuilder {
         self
     }
 
+    /// The protocol generations served (default: 1.0 and 0.3). With 0.3 on, v0.3 clients are
+    /// answered on every binding beside 1.0 clients, translated into the same calls, and the
+    /// card carries what they read. Set after [`server_options`](Self::server_options), which
+    /// replaces it.
+    pub fn protocols(mut self, protocols: trident_server::Protocols) -> Self {
+        self.options.protocols = protocols;
+        self
+    }
+
     /// The largest request body on every binding, in bytes.
     pub fn max_body(mut self, bytes: usize) -> Self {
         self.max_body = Some(bytes);

@@ -804,13 +804,13 @@ async fn grpc_unknown_method_and_malformed_message() {
     let response = grpc_post("/a2a.v1.A2AService/SendMessage", empty_frame.clone())
         .await
         .expect("h2 call");
-    // Another service's path (here v0.3's `a2a.v1`) is not gRPC to this listener: it falls
-    // through to the HTTP+JSON routes, whose 404 a gRPC client reads as UNIMPLEMENTED.
+    // v0.3's `a2a.v1.A2AService` is served too (the compatibility layer, on by default): an
+    // empty SendMessageRequest is refused like the 1.0 one, INVALID_ARGUMENT.
     check.eq(
         "v0.3 service name",
         &head(&response),
-        &json!({"http": 404, "contentType": "application/json", "grpcStatus": null,
-                "grpcMessage": null}),
+        &json!({"http": 200, "contentType": "application/grpc", "grpcStatus": "3",
+                "grpcMessage": "message:%20is%20required"}),
     );
     // A well-formed frame holding bytes that are not a GetTaskRequest: INVALID_ARGUMENT, the
     // parse-error row of Appendix A (the message is tonic's, so only the code is checked).

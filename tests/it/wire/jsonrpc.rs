@@ -613,11 +613,12 @@ async fn jsonrpc_error_envelopes() {
             error(Value::Null, -32600, "batch requests are not supported", info("INVALID_REQUEST", json!({}))),
         ),
         (
-            "method not found: v0.3 name",
+            // Neither 1.0 nor v0.3 (whose names are served too, wire::v03) has `tasks/list`.
+            "method not found: tasks/list",
             vec![],
-            json!({"jsonrpc": "2.0", "id": 9, "method": "message/send",
-                   "params": {"message": user("m-9", "hi")}}).to_string(),
-            error(json!(9), -32601, "method \"message/send\" does not exist", info("METHOD_NOT_FOUND", json!({}))),
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/list",
+                   "params": {}}).to_string(),
+            error(json!(9), -32601, "method \"tasks/list\" does not exist", info("METHOD_NOT_FOUND", json!({}))),
         ),
         (
             "invalid params: empty messageId",

@@ -737,8 +737,9 @@ async fn rest_error_bodies() {
             ),
         ),
         (
-            // A v0.3 path: `v1` reads as a tenant, which has no such task.
-            get("/v1/tasks/<task>"),
+            // A path prefix reads as a tenant, which has no such task. (`/v1/...` is v0.3's,
+            // served by the compatibility layer unless the request says A2A-Version 1.x.)
+            get("/v2/tasks/<task>"),
             404,
             aip193(
                 404,

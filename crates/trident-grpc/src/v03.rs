@@ -1,0 +1,214 @@
+//! The A2A v0.3 gRPC service, `a2a.v1.A2AService`, beside `lf.a2a.v1.A2AService` on the same
+//! port. Each RPC: the v0.3 message → `trident-v03`'s translation → the one [`A2aService`]
+//! call → translated back. `A2A-Version` (metadata) must be absent or 0.3. Errors are the 1.0
+//! table's gRPC statuses (v0.3 used the same codes).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use tonic::{Request, Response, Status};
+use trident_core::{A2aError, A2aService, CallContext};
+use trident_proto::v03;
+use trident_proto::v03::a2a_service_server::{A2aService as GrpcService, A2aServiceServer};
+use trident_v03::{ToV03, TryToV1};
+
+use crate::{GrpcOptions, status};
+
+/// `a2a.v1.A2AService` over an [`A2aService`].
+#[derive(Clone)]
+pub struct V03Server {
+    svc: Arc<dyn A2aService>,
+}
+
+impl std::fmt::Debug for V03Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("V03Server").finish_non_exhaustive()
+    }
+}
+
+impl V03Server {
+    /// An adapter over `svc`.
+    pub fn new(svc: Arc<dyn A2aService>) -> Self {
+        Self { svc }
+    }
+
+    /// The tonic service, with the message-size limits of `opts`.
+    pub fn into_service(self, opts: &GrpcOptions) -> A2aServiceServer<Self> {
+        A2aServiceServer::new(self)
+            .max_decoding_message_size(opts.max_request_size)
+            .max_encoding_message_size(opts.max_response_size)
+    }
+}
+
+/// The call context of a v0.3 request, admitted as v0.3 (see
+/// [`trident_v03::version::admit_v03`]), and its message.
+fn split<T>(req: Request<T>, what: &str) -> Result<(CallContext, T), Status> {
+    let md = req.metadata();
+    let mut cx = CallContext::from_service_params(|name| md.get(name).map(|v| v.as_bytes()));
+    cx.binding = Some(trident_core::Binding::Grpc);
+    if let Some(p) = req.extensions().get::<trident_core::Principal>() {
+        cx.principal = p.clone();
+    }
+    cx.peer = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0);
+    trident_v03::version::admit_v03(&mut cx, what).map_err(|e| status(&e))?;
+    Ok((cx, req.into_inner()))
+}
+
+fn unary<T: ToV03>(r: Result<T, A2aError>) -> Result<Response<T::Out>, Status> {
+    r.map(|v| Response::new(v.to_v03())).map_err(|e| status(&e))
+}
+
+type V03Stream = BoxStream<'static, Result<v03::StreamResponse, Status>>;
+
+async fn streaming(
+    r: Result<trident_core::EventStream, A2aError>,
+) -> Result<Response<V03Stream>, Status> {
+    let mut events = r.map_err(|e| status(&e))?;
+    // The first event is awaited so an error known by then is the RPC's status.
+    let first = match events.next().await {
+        Some(Ok(ev)) => Some(ev),
+        Some(Err(e)) => return Err(status(&e)),
+        None => None,
+    };
+    let messages = futures::stream::iter(first.map(Ok))
+        .chain(events)
+        .map(|item| {
+            item.map(|ev| Arc::unwrap_or_clone(ev.response).to_v03())
+                .map_err(|e| status(&e))
+        })
+        .boxed();
+    Ok(Response::new(messages))
+}
+
+fn bad(e: A2aError) -> Status {
+    status(&e)
+}
+
+#[async_trait::async_trait]
+impl GrpcService for V03Server {
+    async fn send_message(
+        &self,
+        req: Request<v03::SendMessageRequest>,
+    ) -> Result<Response<v03::SendMessageResponse>, Status> {
+        let (cx, req) = split(req, "SendMessage")?;
+        unary(
+            self.svc
+                .send_message(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+    }
+
+    type SendStreamingMessageStream = V03Stream;
+
+    async fn send_streaming_message(
+        &self,
+        req: Request<v03::SendMessageRequest>,
+    ) -> Result<Response<V03Stream>, Status> {
+        let (cx, req) = split(req, "SendStreamingMessage")?;
+        streaming(
+            self.svc
+                .send_streaming_message(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+        .await
+    }
+
+    async fn get_task(
+        &self,
+        req: Request<v03::GetTaskRequest>,
+    ) -> Result<Response<v03::Task>, Status> {
+        let (cx, req) = split(req, "GetTask")?;
+        unary(self.svc.get_task(&cx, req.try_to_v1().map_err(bad)?).await)
+    }
+
+    async fn cancel_task(
+        &self,
+        req: Request<v03::CancelTaskRequest>,
+    ) -> Result<Response<v03::Task>, Status> {
+        let (cx, req) = split(req, "CancelTask")?;
+        unary(
+            self.svc
+                .cancel_task(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+    }
+
+    type TaskSubscriptionStream = V03Stream;
+
+    async fn task_subscription(
+        &self,
+        req: Request<v03::TaskSubscriptionRequest>,
+    ) -> Result<Response<V03Stream>, Status> {
+        let (cx, req) = split(req, "TaskSubscription")?;
+        streaming(
+            self.svc
+                .subscribe_to_task(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+        .await
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        req: Request<v03::CreateTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<v03::TaskPushNotificationConfig>, Status> {
+        let (cx, req) = split(req, "CreateTaskPushNotificationConfig")?;
+        unary(
+            self.svc
+                .create_task_push_notification_config(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        req: Request<v03::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<v03::TaskPushNotificationConfig>, Status> {
+        let (cx, req) = split(req, "GetTaskPushNotificationConfig")?;
+        unary(
+            self.svc
+                .get_task_push_notification_config(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+    }
+
+    async fn list_task_push_notification_config(
+        &self,
+        req: Request<v03::ListTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<v03::ListTaskPushNotificationConfigResponse>, Status> {
+        let (cx, req) = split(req, "ListTaskPushNotificationConfig")?;
+        unary(
+            self.svc
+                .list_task_push_notification_configs(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+    }
+
+    async fn get_agent_card(
+        &self,
+        req: Request<v03::GetAgentCardRequest>,
+    ) -> Result<Response<v03::AgentCard>, Status> {
+        let (cx, req) = split(req, "GetAgentCard")?;
+        unary(
+            self.svc
+                .get_extended_agent_card(&cx, req.try_to_v1().map_err(bad)?)
+                .await,
+        )
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        req: Request<v03::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<pbjson_types::Empty>, Status> {
+        let (cx, req) = split(req, "DeleteTaskPushNotificationConfig")?;
+        self.svc
+            .delete_task_push_notification_config(&cx, req.try_to_v1().map_err(bad)?)
+            .await
+            .map(|()| Response::new(pbjson_types::Empty {}))
+            .map_err(|e| status(&e))
+    }
+}

@@ -1,0 +1,112 @@
+//! Which protocol version a request speaks, and which versions a server serves.
+//!
+//! A request's version is decided by what it is (JSON-RPC method name, HTTP route, gRPC
+//! service) and checked against its `A2A-Version` header: a v0.3-shaped request may omit the
+//! header (v0.3 had none) or say `0.3`; saying anything else (e.g. `1.0`) is an error that says
+//! the request is v0.3-shaped.
+
+use std::fmt;
+use std::str::FromStr;
+
+use trident_core::{A2aError, CallContext, ErrorKind, PROTOCOL_VERSION};
+
+/// The protocol generations a server answers (`--protocols 1.0,0.3`; both by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protocols {
+    /// A2A 1.0 (always on: a list without it is refused).
+    pub v1: bool,
+    /// A2A 0.3 (the compatibility layer).
+    pub v03: bool,
+}
+
+impl Default for Protocols {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl Protocols {
+    /// 1.0 and 0.3.
+    pub const ALL: Protocols = Protocols {
+        v1: true,
+        v03: true,
+    };
+    /// 1.0 only.
+    pub const V1_ONLY: Protocols = Protocols {
+        v1: true,
+        v03: false,
+    };
+}
+
+/// A `--protocols` list that names an unknown version or leaves out 1.0.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProtocolsError(String);
+
+impl FromStr for Protocols {
+    type Err = ProtocolsError;
+    fn from_str(s: &str) -> Result<Self, ProtocolsError> {
+        let mut out = Protocols {
+            v1: false,
+            v03: false,
+        };
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item {
+                "1.0" | "1" => out.v1 = true,
+                "0.3" | "0.3.0" => out.v03 = true,
+                other => {
+                    return Err(ProtocolsError(format!(
+                        "unknown protocol version {other:?} (known: 1.0, 0.3)"
+                    )));
+                }
+            }
+        }
+        if !out.v1 {
+            return Err(ProtocolsError(
+                "1.0 is always served: the list must include 1.0 (e.g. 1.0 or 1.0,0.3)".to_owned(),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Protocols {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list: Vec<&str> = [(self.v1, "1.0"), (self.v03, "0.3")]
+            .into_iter()
+            .filter_map(|(on, v)| on.then_some(v))
+            .collect();
+        f.write_str(&list.join(","))
+    }
+}
+
+/// Whether an `A2A-Version` value names 0.3 (`0.3`, `0.3.x`).
+pub fn is_v03(v: &str) -> bool {
+    crate::card::is_v03_version(v.trim())
+}
+
+/// Admits a v0.3-shaped call: its `A2A-Version` (in `cx.version`) must be absent or 0.3. The
+/// call is then a 1.0 call to the service, so `cx.version` becomes 1.0.
+pub fn admit_v03(cx: &mut CallContext, what: &str) -> Result<(), A2aError> {
+    match cx
+        .version
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+    {
+        None => {}
+        Some(v) if is_v03(v) => {}
+        Some(v) => {
+            return Err(A2aError::new(
+                ErrorKind::VersionNotSupported,
+                format!(
+                    "{what} is an A2A v0.3 request but A2A-Version says {v}; send it without \
+                     A2A-Version (or with 0.3), or use the 1.0 form"
+                ),
+            )
+            .with_meta("requestedVersion", v));
+        }
+    }
+    cx.version = Some(PROTOCOL_VERSION.to_owned());
+    Ok(())
+}
