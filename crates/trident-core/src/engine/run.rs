@@ -116,14 +116,12 @@ impl Run {
     }
 
     /// The turn, which ran inline on its caller's task until now, continues in the background
-    /// (it waits on something): from now on the commit that settles the task stores it, since
-    /// the caller waits for that. Stores at once what is held if it settled already.
+    /// (it waits on something): it stops holding commits, and what it holds is stored at once,
+    /// so a turn that takes time is visible (ListTasks, GetTask) while it runs, as any other.
     pub(crate) async fn leave_caller(&self) {
         let mut creation = self.creation.lock().await;
         if let Some(c) = creation.as_mut() {
-            if c.hold == Hold::Turn {
-                c.hold = Hold::Progress;
-            }
+            c.hold = Hold::Off;
             return;
         }
         drop(creation);
@@ -132,13 +130,7 @@ impl Run {
         };
         let live = &guard.live;
         let mut w = live.writer.lock().await;
-        if w.hold != Hold::Turn {
-            return;
-        }
-        w.hold = Hold::Progress;
-        if !w.record.task.state().is_in_progress()
-            && let Err(e) = live.end_hold(&self.inner, &mut w).await
-        {
+        if let Err(e) = live.end_hold(&self.inner, &mut w).await {
             let error = store_error(e);
             self.cancel.cancel();
             live.fault(&self.inner, &mut w, error);
@@ -444,7 +436,9 @@ impl Run {
             .await
             .map_err(store_error)?;
         drop(w);
-        let _ = self.live.set(LiveGuard::new(self.inner.clone(), live.clone()));
+        let _ = self
+            .live
+            .set(LiveGuard::new(self.inner.clone(), live.clone()));
         self.send_first(First::Task(live));
         Ok(None)
     }
