@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 
+use trident_core::agents;
 use trident_core::store::Stores;
-use trident_core::{Engine, agents};
+use trident_engine::Engine;
 use trident_server::{Interfaces, ServerOptions};
 
 /// Which server to run.
@@ -34,8 +35,8 @@ impl Mode {
 /// The store behind Trident's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Store {
-    /// The in-memory store (`Stores::memory()`, the engine's default): every task and event is
-    /// kept, so memory grows with every request.
+    /// The in-memory store (`trident_engine::store::in_memory()`, the engine's default): every
+    /// task and event is kept, so memory grows with every request.
     #[default]
     Memory,
     /// Keeps nothing ([`crate::discard`]): a diagnostic, to see the engine's cost without the
@@ -60,7 +61,7 @@ impl Store {
     /// Opens the store (`sqlite` is the file at `sqlite_path`, which it requires).
     pub async fn open(self, sqlite_path: Option<&Path>) -> Result<Stores, String> {
         match self {
-            Store::Memory => Ok(Stores::memory()),
+            Store::Memory => Ok(trident_engine::store::in_memory()),
             Store::Discard => Ok(crate::discard::stores()),
             Store::Sqlite => {
                 let path = sqlite_path.ok_or("--store sqlite needs --sqlite-path")?;
@@ -111,7 +112,7 @@ pub async fn serve(
     sqlite_path: Option<&Path>,
 ) -> Result<(), String> {
     let stores = match mode {
-        Mode::Raw => Stores::memory(),
+        Mode::Raw => trident_engine::store::in_memory(),
         Mode::Trident => store.open(sqlite_path).await?,
     };
     let listener = tokio::net::TcpListener::bind(listen)

@@ -33,17 +33,7 @@ pub(crate) struct Creation {
 }
 
 /// An event an agent publishes.
-pub(crate) enum Update {
-    Status {
-        state: pb::TaskState,
-        message: Option<pb::Message>,
-    },
-    Artifact {
-        artifact: pb::Artifact,
-        append: bool,
-        last_chunk: bool,
-    },
-}
+pub(crate) use crate::TurnUpdate as Update;
 
 /// A `ROLE_AGENT` text message of task `task_id` in context `context_id`, with a fresh id.
 pub(crate) fn agent_text(task_id: &str, context_id: &str, text: String) -> pb::Message {
@@ -157,7 +147,7 @@ impl Run {
         executor: Arc<dyn AgentExecutor>,
         ctx: RequestContext,
     ) {
-        let sink = EventSink { run: self.clone() };
+        let sink = EventSink::new(self.clone());
         let result = match AssertUnwindSafe(executor.execute(ctx, sink))
             .catch_unwind()
             .await
@@ -441,5 +431,25 @@ impl Run {
             .set(LiveGuard::new(self.inner.clone(), live.clone()));
         self.send_first(First::Task(live));
         Ok(None)
+    }
+}
+
+/// What the agent's [`EventSink`] delivers to: this turn.
+#[async_trait::async_trait]
+impl crate::TurnEvents for Run {
+    fn task_id(&self) -> &str {
+        Run::task_id(self)
+    }
+
+    fn agent_message(&self, text: String) -> pb::Message {
+        Run::agent_message(self, text)
+    }
+
+    async fn reply(&self, message: pb::Message) -> Result<(), A2aError> {
+        Run::reply(self, message).await
+    }
+
+    async fn update(&self, update: Update) -> Result<(), A2aError> {
+        Run::update(self, update).await
     }
 }

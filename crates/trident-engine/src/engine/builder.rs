@@ -77,7 +77,7 @@ impl EngineBuilder {
                 executor: self.executor,
                 card: self.card,
                 extended_card: self.extended_card,
-                stores: self.stores.unwrap_or_else(Stores::memory),
+                stores: self.stores.unwrap_or_else(crate::store::in_memory),
                 webhooks: self.webhooks,
                 authorizer: self.authorizer,
                 config: self.config,
