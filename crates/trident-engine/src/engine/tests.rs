@@ -21,6 +21,7 @@ struct Counting {
     snapshot_bytes: AtomicUsize,
     event_bytes: AtomicUsize,
     snapshots: AtomicUsize,
+    appends: AtomicUsize,
 }
 
 impl Counting {
@@ -54,6 +55,7 @@ impl TaskStore for Counting {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         self.count_events(events);
+        self.appends.fetch_add(1, Ordering::Relaxed);
         self.inner.append(scope, record, expected_seq, events).await
     }
 
@@ -378,4 +380,45 @@ async fn a_store_failure_stops_the_executor_of_a_follow_up_turn() {
         .expect("the executor of the follow-up turn was never stopped");
     assert_eq!(said, Some("cancelled"));
     store.failing.store(false, Ordering::SeqCst);
+}
+
+/// Issue 15: a blocking SendMessage whose agent never waits (the echo agent: an artifact, then
+/// COMPLETED) is one store write, holding the whole turn: the task as submitted, the artifact
+/// and the final status.
+#[tokio::test]
+async fn a_turn_that_never_waits_is_one_store_write() {
+    let store = Arc::new(Counting::default());
+    let stores = Stores {
+        tasks: store.clone(),
+        events: store.clone(),
+        push: Arc::new(crate::store::MemoryStore::new()),
+    };
+    let engine = Engine::builder(Arc::new(crate::agents::Echo))
+        .stores(stores)
+        .build();
+    let answer = engine
+        .send_message(
+            &CallContext::new(),
+            pb::SendMessageRequest {
+                message: Some(pb::Message::user("m1", vec![pb::Part::text("hi")])),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("send");
+    let Some(pb::send_message_response::Payload::Task(task)) = answer.payload else {
+        panic!("expected a task, got {answer:?}");
+    };
+    assert_eq!(task.state(), pb::TaskState::Completed);
+    assert_eq!(store.snapshots.load(Ordering::Relaxed), 1, "one commit");
+    assert_eq!(store.appends.load(Ordering::Relaxed), 0, "no other write");
+    let events = store
+        .read(&Scope::new("", ""), &task.id, 0, 10)
+        .await
+        .expect("read the log");
+    assert_eq!(
+        events.len(),
+        3,
+        "submitted, artifact, completed: {events:?}"
+    );
 }
