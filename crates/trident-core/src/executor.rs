@@ -134,13 +134,16 @@ pub trait TurnEvents: Send + Sync + 'static {
     /// Answers with a direct message instead of a task (only as the first event of a new turn).
     async fn reply(&self, message: pb::Message) -> Result<(), A2aError>;
 
-    /// Publishes one task event; returns once it is durable.
+    /// Publishes one task event; returns once it is committed (see [`EventSink`]).
     async fn update(&self, update: TurnUpdate) -> Result<(), A2aError>;
 }
 
-/// Where an agent publishes what it does. Every call returns once the event is durable in the
-/// task's log (and so visible to every subscriber and webhook), or with an error when the event
-/// is not allowed (task already terminal, run ended).
+/// Where an agent publishes what it does. Every call returns once the event is committed to
+/// the task, or with an error when the event is not allowed (task already terminal, run ended).
+/// A committed event is durable in the task's log before anyone can see it: at once, except in
+/// a blocking SendMessage's new task (its id known to nobody else yet) while the turn has not
+/// waited on anything, whose events are stored together in one commit when it returns or
+/// starts waiting.
 #[derive(Clone)]
 pub struct EventSink {
     run: Arc<dyn TurnEvents>,
