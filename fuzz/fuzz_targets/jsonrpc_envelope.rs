@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trident_core::{JsonReply, PathVars};
+use trident_http::{JsonReply, PathVars};
 use trident_fuzz::{assert_json, dispatch};
 use trident_jsonrpc::fuzzing::{error_envelope, parse_envelope, success_envelope};
 

@@ -1,4 +1,4 @@
-//! The SSE reader of our clients (`trident_core::SseDecoder`), checked two ways.
+//! The SSE reader of our clients (`trident_http::SseDecoder`), checked two ways.
 //!
 //! 1. Against a reference: the SSE spec's interpretation written the plain way (decode the
 //!    whole body, then split lines), which must give the same events as the incremental
@@ -15,7 +15,8 @@ use std::convert::Infallible;
 
 use futures::StreamExt;
 use libfuzzer_sys::fuzz_target;
-use trident_core::{A2aError, SseDecoder, SseEvent, StreamEvent};
+use trident_core::{A2aError, StreamEvent};
+use trident_http::{SseDecoder, SseEvent};
 use trident_fuzz::assert_same;
 
 type Events = Vec<Result<StreamEvent, A2aError>>;

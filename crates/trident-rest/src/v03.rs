@@ -78,9 +78,9 @@ async fn call(
     let body = if route.has_body() {
         let content_type = parts.headers.get(header::CONTENT_TYPE);
         if content_type.is_some()
-            && !trident_core::is_json_media_type(content_type.and_then(|v| v.to_str().ok()))
+            && !trident_http::is_json_media_type(content_type.and_then(|v| v.to_str().ok()))
         {
-            return Err(trident_core::not_json(content_type.map(|v| v.as_bytes())));
+            return Err(trident_http::not_json(content_type.map(|v| v.as_bytes())));
         }
         axum::body::to_bytes(body, max_body).await.map_err(|_| {
             A2aError::new(

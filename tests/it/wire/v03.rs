@@ -463,7 +463,7 @@ async fn rest_v03_routes_and_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn v03_off_is_method_not_found() {
     let engine =
-        trident_core::Engine::builder(std::sync::Arc::new(trident_core::agents::Demo)).build();
+        trident_engine::Engine::builder(std::sync::Arc::new(trident_testkit::agents::Demo)).build();
     let card = engine.card().clone();
     let options = trident_server::ServerOptions {
         protocols: trident_server::Protocols::V1_ONLY,

@@ -393,7 +393,7 @@ async fn a_turn_that_never_waits_is_one_store_write() {
         events: store.clone(),
         push: Arc::new(crate::store::MemoryStore::new()),
     };
-    let engine = Engine::builder(Arc::new(crate::agents::Echo))
+    let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo))
         .stores(stores)
         .build();
     let answer = engine
