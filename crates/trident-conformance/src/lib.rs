@@ -450,6 +450,24 @@ pub fn observe(line: impl Into<String>) {
     });
 }
 
+/// How many observations the running case has recorded (0 outside a case); with
+/// [`rewind_observations`], a case that repeats a step as often as time allows keeps only what
+/// does not depend on how many rounds it managed.
+pub fn observation_mark() -> usize {
+    OBSERVED
+        .try_with(|o| o.lock().map(|o| o.len()).unwrap_or(0))
+        .unwrap_or(0)
+}
+
+/// Drops the observations recorded after `mark` (see [`observation_mark`]).
+pub fn rewind_observations(mark: usize) {
+    let _ = OBSERVED.try_with(|o| {
+        if let Ok(mut o) = o.lock() {
+            o.truncate(mark);
+        }
+    });
+}
+
 /// Installs (once) a panic hook that, inside [`run_case`], records where the case panicked
 /// instead of printing; elsewhere it defers to the previous hook.
 fn capture_panics() {
