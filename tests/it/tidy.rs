@@ -213,24 +213,26 @@ fn trident_dependencies(name: &str) -> Vec<(String, bool)> {
 /// The crate map (ARCHITECTURE.md): which workspace crates each library crate may build on.
 /// A crate missing here, or a dependency not listed for it, fails: a new edge is a decision
 /// to write down first.
-const CRATE_MAP: [(&str, &[&str]); 15] = [
+const CRATE_MAP: [(&str, &[&str]); 16] = [
     ("trident-proto", &[]),
     ("trident-core", &["trident-proto"]),
     ("trident-engine", &["trident-core", "trident-proto"]),
     ("trident-testkit", &["trident-core", "trident-proto"]),
+    // The v0.3 translation: the two models and the vocabulary, nothing else.
+    ("trident-v03", &["trident-core", "trident-proto"]),
     // `trident-engine` only behind the `webhooks` feature (checked below).
     (
         "trident-http",
         &["trident-core", "trident-proto", "trident-engine"],
     ),
-    ("trident-grpc", &["trident-core", "trident-proto"]),
+    ("trident-grpc", &["trident-core", "trident-proto", "trident-v03"]),
     (
         "trident-jsonrpc",
-        &["trident-core", "trident-proto", "trident-http"],
+        &["trident-core", "trident-proto", "trident-http", "trident-v03"],
     ),
     (
         "trident-rest",
-        &["trident-core", "trident-proto", "trident-http"],
+        &["trident-core", "trident-proto", "trident-http", "trident-v03"],
     ),
     (
         "trident-store",
@@ -238,7 +240,7 @@ const CRATE_MAP: [(&str, &[&str]); 15] = [
     ),
     ("trident-security", &["trident-core", "trident-proto"]),
     (
-        "trident-client",
+        "trident-a2a-client",
         &[
             "trident-core",
             "trident-proto",
@@ -254,10 +256,11 @@ const CRATE_MAP: [(&str, &[&str]); 15] = [
             "trident-core",
             "trident-proto",
             "trident-http",
+            "trident-v03",
             "trident-grpc",
             "trident-jsonrpc",
             "trident-rest",
-            "trident-client",
+            "trident-a2a-client",
         ],
     ),
     ("trident-exec", &["trident-core", "trident-proto"]),
@@ -268,11 +271,11 @@ const CRATE_MAP: [(&str, &[&str]); 15] = [
             "trident-proto",
             "trident-engine",
             "trident-testkit",
-            "trident-client",
+            "trident-a2a-client",
         ],
     ),
     (
-        "trident",
+        "trident-a2a",
         &[
             "trident-core",
             "trident-proto",
@@ -281,7 +284,7 @@ const CRATE_MAP: [(&str, &[&str]); 15] = [
             "trident-rest",
             "trident-server",
             "trident-store",
-            "trident-client",
+            "trident-a2a-client",
             "trident-security",
         ],
     ),
@@ -304,13 +307,22 @@ fn library_crates_depend_only_as_the_crate_map_says() {
         .expect("crates")
         .flatten()
     {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name == "trident-bench" || !entry.path().join("Cargo.toml").exists() {
+        let dir = entry.file_name().to_string_lossy().into_owned();
+        let manifest = entry.path().join("Cargo.toml");
+        if dir == "trident-bench" || !manifest.exists() {
             continue;
         }
+        // The package's name, which is not always the directory's (`crates/trident` is
+        // published as `trident-a2a`).
+        let manifest = read(&manifest);
+        let name = manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|l| l.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("crates/{dir}/Cargo.toml names no package"));
         assert!(
             CRATE_MAP.iter().any(|(n, _)| *n == name),
-            "crates/{name} is not on the crate map in tidy.rs"
+            "crates/{dir} ({name}) is not on the crate map in tidy.rs"
         );
     }
 }

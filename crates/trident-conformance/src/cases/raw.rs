@@ -163,7 +163,7 @@ pub async fn unknown_method_or_route_is_refused(t: &dyn Target) -> Result<(), Sk
             let a = wire
                 .jsonrpc("NoSuchMethod", serde_json::json!({}), "1.0")
                 .await;
-            assert_eq!(a.jsonrpc_code(), -32601, "method not found: {}", a.text);
+            assert_eq!(a.jsonrpc_code(), i64::from(ErrorKind::MethodNotFound.wire().jsonrpc), "method not found: {}", a.text);
         }
         Binding::Rest => {
             let a = wire
@@ -209,12 +209,12 @@ pub async fn malformed_requests_are_refused(t: &dyn Target) -> Result<(), Skip> 
                 (
                     "a body that is not JSON",
                     "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ",
-                    -32700,
+                    i64::from(ErrorKind::ParseError.wire().jsonrpc),
                 ),
                 (
                     "a request without a method",
                     "{\"jsonrpc\": \"2.0\", \"id\": 1}",
-                    -32600,
+                    i64::from(ErrorKind::InvalidRequest.wire().jsonrpc),
                 ),
             ] {
                 let a = post(body).await;
@@ -229,7 +229,7 @@ pub async fn malformed_requests_are_refused(t: &dyn Target) -> Result<(), Skip> 
                 .await;
             assert_eq!(
                 a.jsonrpc_code(),
-                -32602,
+                i64::from(ErrorKind::InvalidParams.wire().jsonrpc),
                 "params of the wrong type: {}",
                 a.text
             );
@@ -252,7 +252,7 @@ pub async fn malformed_requests_are_refused(t: &dyn Target) -> Result<(), Skip> 
                     )
                     .await;
                 assert_eq!(a.status, 400, "{what}: {}", a.text);
-                a.aip193("INVALID_ARGUMENT");
+                a.aip193(ErrorKind::InvalidParams.wire().status);
             }
         }
         Binding::Grpc => {
@@ -283,7 +283,7 @@ pub async fn malformed_requests_are_refused(t: &dyn Target) -> Result<(), Skip> 
 /// with an ErrorInfo `VERSION_NOT_SUPPORTED` of the A2A domain.
 pub async fn unsupported_version_is_refused_on_the_wire(t: &dyn Target) -> Result<(), Skip> {
     let (_f, wire) = wire_of(t).await?;
-    let reason = "VERSION_NOT_SUPPORTED";
+    let reason = ErrorKind::VersionNotSupported.wire().reason;
     check_error(&wire, "99.0", ErrorKind::VersionNotSupported, reason).await
 }
 
@@ -292,7 +292,8 @@ pub async fn unsupported_version_is_refused_on_the_wire(t: &dyn Target) -> Resul
 /// ErrorInfo `TASK_NOT_FOUND` of the A2A domain.
 pub async fn a2a_errors_carry_error_info(t: &dyn Target) -> Result<(), Skip> {
     let (_f, wire) = wire_of(t).await?;
-    check_error(&wire, "1.0", ErrorKind::TaskNotFound, "TASK_NOT_FOUND").await
+    let reason = ErrorKind::TaskNotFound.wire().reason;
+    check_error(&wire, "1.0", ErrorKind::TaskNotFound, reason).await
 }
 
 /// GetTask of [`NO_SUCH_TASK`] with `A2A-Version: version` fails with `kind` as the wire table
@@ -355,7 +356,7 @@ async fn check_error(
 /// `application/grpc` is answered HTTP 415 (gRPC over HTTP/2).
 pub async fn non_json_content_type_is_refused(t: &dyn Target) -> Result<(), Skip> {
     let (_f, wire) = wire_of(t).await?;
-    let reason = "CONTENT_TYPE_NOT_SUPPORTED";
+    let reason = ErrorKind::ContentTypeNotSupported.wire().reason;
     match wire.binding {
         Binding::JsonRpc => {
             let body = serde_json::json!({
@@ -363,7 +364,7 @@ pub async fn non_json_content_type_is_refused(t: &dyn Target) -> Result<(), Skip
             })
             .to_string();
             let a = wire.http(Method::POST, "", "1.0", "text/plain", body).await;
-            assert_eq!(a.jsonrpc_code(), -32005, "text/plain: {}", a.text);
+            assert_eq!(a.jsonrpc_code(), i64::from(ErrorKind::ContentTypeNotSupported.wire().jsonrpc), "text/plain: {}", a.text);
             assert_error_info(a.jsonrpc_error().get("data"), reason);
         }
         Binding::Rest => {
