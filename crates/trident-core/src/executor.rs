@@ -97,9 +97,12 @@ impl RequestContext {
     }
 }
 
-/// Where an agent publishes what it does. Every call returns once the event is durable in the
-/// task's log (and so visible to every subscriber and webhook), or with an error when the event
-/// is not allowed (task already terminal, run ended).
+/// Where an agent publishes what it does. Every call returns once the event is committed to
+/// the task, or with an error when the event is not allowed (task already terminal, run ended).
+/// A committed event is durable in the task's log before anyone can see it: at once when a
+/// subscriber, a webhook or another process could; and when nobody can yet (a blocking
+/// SendMessage creating a task: its id is known to nobody else), the turn's events are stored
+/// together, in one commit, when the task settles or the caller stops waiting.
 #[derive(Clone)]
 pub struct EventSink {
     pub(crate) run: Arc<Run>,

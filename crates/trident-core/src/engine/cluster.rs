@@ -22,7 +22,7 @@ use trident_proto as pb;
 
 use super::live::{Live, LiveGuard};
 use super::run::Run;
-use super::{Inner, push, set_status};
+use super::{Inner, push};
 use crate::store::{Notice, NoticeFeed, Scope, StoreError, now_ms};
 use crate::{Principal, RequestContext};
 
@@ -192,14 +192,7 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
     match retry_from {
         Some(message) => {
             tracing::info!(task = %id, node = %lease.node, "re-running a task whose process stopped");
-            let cancel = CancellationToken::new();
-            w.record.turn += 1;
-            let event = set_status(
-                &mut w.record.task,
-                pb::TaskStatus::now(pb::TaskState::Working, None),
-                None,
-            );
-            match live.commit(inner, &mut w, vec![event]).await {
+            match live.begin_turn(inner, &mut w, None).await {
                 Ok(_) => {}
                 Err(StoreError::Conflict) => return,
                 Err(e) => {
@@ -207,10 +200,6 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
                     return;
                 }
             }
-            w.running = true;
-            w.turn = w.record.turn;
-            w.cancel = cancel.clone();
-            push::kick(inner, live, &mut w).await;
             let ctx = RequestContext {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
@@ -224,16 +213,9 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
                 },
                 tenant: scope.tenant.to_string(),
                 extensions: Vec::new(),
-                cancel,
+                cancel: CancellationToken::new(),
             };
-            let run = Run::existing(
-                inner.clone(),
-                live.clone(),
-                task.context_id.as_str().into(),
-                w.turn,
-            );
-            drop(w);
-            tokio::spawn(run.drive(inner.executor.clone(), ctx));
+            Run::spawn_existing(inner, live, &mut w, ctx);
         }
         None => {
             tracing::info!(task = %id, node = %lease.node, "failing a task whose process stopped");

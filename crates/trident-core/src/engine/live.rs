@@ -57,11 +57,54 @@ pub(crate) struct Writer {
     pub(crate) unsnapshotted: usize,
     /// Encoded size of the task when its last snapshot was stored (or loaded).
     pub(crate) snapshot_len: usize,
+    /// Events committed but not stored yet (see [`Hold`]): applied to `record` and numbered,
+    /// seen by nobody.
+    pub(crate) held: Vec<LoggedEvent>,
+    /// Encoded bytes of `held`.
+    held_bytes: usize,
+    /// The held events do not describe every change (a snapshot must be stored with them).
+    held_snapshot: bool,
+    /// The task has never been stored: nobody but its turn knows it, and it is not in the
+    /// registry (see [`Live::new_unstored`]).
+    pub(crate) unstored: bool,
+    /// Which commits may be held back.
+    pub(crate) hold: Hold,
 }
 
+/// Which commits a task may keep in memory instead of storing at once. A held event is in
+/// nobody's sight: it is not published (no reader, waiting caller or webhook worker sees it)
+/// and the task is not registered, so no request finds it. Everything held is stored in one
+/// commit as soon as someone could observe it, before they do: the durability promise (an
+/// event anyone has seen is in the store) holds, and a turn nobody watches costs one commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Every commit is stored at once.
+    Off,
+    /// Commits that leave the task `SUBMITTED`/`WORKING` are held; the commit that settles it
+    /// (terminal or interrupted: what the waiting caller answers with) stores them all.
+    Progress,
+    /// Every commit is held: the turn runs inline on the waiting caller's task, which stores
+    /// what is held when the turn returns ([`Live::end_hold`]).
+    Turn,
+}
+
+/// Held events beyond this many bytes are stored at once (memory per held task stays bounded).
+const HOLD_MAX_BYTES: usize = 64 * 1024;
+
 impl Writer {
+    /// Marks the task's current turn (`record.turn`) as running, stopped by `cancel`: the
+    /// turn's one token, the executor's [`crate::RequestContext::cancelled`].
+    pub(crate) fn start_turn(&mut self, cancel: CancellationToken) {
+        self.running = true;
+        self.turn = self.record.turn;
+        self.cancel = cancel;
+    }
+
     /// Takes `record` as the stored state, its task as the last snapshot.
     fn reset(&mut self, record: TaskRecord) {
+        self.held.clear();
+        self.held_bytes = 0;
+        self.held_snapshot = false;
         self.snapshot_len = record.task.encoded_len();
         self.unsnapshotted = 0;
         self.record = record;
@@ -125,6 +168,11 @@ impl Live {
                 stale: false,
                 unsnapshotted: 0,
                 snapshot_len,
+                held: Vec::new(),
+                held_bytes: 0,
+                held_snapshot: false,
+                unstored: false,
+                hold: Hold::Off,
             }),
             turn_ended: tokio::sync::Notify::new(),
             tail: Mutex::new(Tail {
@@ -135,6 +183,26 @@ impl Live {
             capacity: capacity.max(1),
             fault: Mutex::new(None),
         }
+    }
+
+    /// A task about to be created from `record` (`last_seq` 0, its creating events not
+    /// committed yet), not stored and not registered: its first stored commit stores the
+    /// snapshot and registers it (see [`Hold`]).
+    pub(crate) fn new_unstored(
+        scope: Scope,
+        record: TaskRecord,
+        capacity: usize,
+        hold: Hold,
+    ) -> Self {
+        let mut live = Self::new(scope, record, capacity, Vec::new());
+        {
+            let w = live.writer.get_mut();
+            w.unstored = true;
+            w.hold = hold;
+        }
+        live.progress
+            .send_modify(|p| p.state = pb::TaskState::Submitted);
+        live
     }
 
     /// The error readers and waiting callers get while a fault lasts.
@@ -166,7 +234,11 @@ impl Live {
             first
         };
         self.progress.send_modify(|p| p.fault = true);
-        if first {
+        if first && w.unstored {
+            // Nothing of the task was stored, so nobody has seen any of it: its waiting caller
+            // gets the error and nothing is left to recover.
+            tracing::error!(task = %self.task_id, error = %error, "the first commit of a task failed; stopping the turn");
+        } else if first {
             tracing::error!(task = %self.task_id, error = %error, "a commit failed; stopping the turn and failing the task");
             let guard = LiveGuard::new(inner.clone(), self.clone());
             tokio::spawn(recover_fault(guard, error));
@@ -189,8 +261,32 @@ impl Live {
             None,
         );
         self.commit(inner, w, vec![event]).await?;
-        super::push::kick(inner, self, w).await;
         Ok(())
+    }
+
+    /// Begins the next turn of this existing task: `WORKING`, with `message` (a follow-up)
+    /// joining the history, committed at once (the turn is visible before its executor
+    /// runs). The one place a turn on an existing task begins; [`super::run::Run::spawn_existing`]
+    /// then runs it. Returns the sequence number of the `WORKING` event.
+    pub(crate) async fn begin_turn(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        message: Option<pb::Message>,
+    ) -> Result<u64, StoreError> {
+        w.record.turn += 1;
+        let event = super::set_status(
+            &mut w.record.task,
+            pb::TaskStatus::now(pb::TaskState::Working, None),
+            None,
+        );
+        // A message joining the history is a change the status event does not describe: the
+        // commit stores the snapshot.
+        let snapshot = message.is_some();
+        if let Some(m) = message {
+            w.record.task.history.push(m);
+        }
+        self.commit_as(inner, w, vec![event], snapshot).await
     }
 
     fn clear_fault(&self) {
@@ -207,65 +303,86 @@ impl Live {
         self.progress.subscribe()
     }
 
-    /// Persists `events`, which the caller already applied to the task in `w` with
-    /// [`crate::store::apply`], then publishes them: nobody sees an event before it is
-    /// durable. The store gets the events alone ([`TaskStore::append`], O(events)) unless a
-    /// snapshot is due: when the events since the last one outweigh it, or when the task
-    /// leaves `SUBMITTED`/`WORKING` (a finished or interrupted task is then read and listed
-    /// from its snapshot alone). The lease follows the state: held while the task is in
-    /// progress, dropped once it is interrupted or terminal. A `Conflict` means another
-    /// process wrote the task: the writer is marked stale and the next [`Live::sync`] catches
-    /// up.
+    /// Commits `events`, which the caller already applied to the task in `w` with
+    /// [`crate::store::apply`]: numbers them, then persists and publishes them (nobody sees an
+    /// event before it is durable) and starts push delivery when the task has webhooks. The
+    /// writer's [`Hold`] may keep them back instead, unseen, until a later commit or
+    /// [`Live::end_hold`] stores them all at once. The store gets the events alone
+    /// ([`TaskStore::append`], O(events)) unless a snapshot is due: when the events since the
+    /// last one outweigh it, or when the task leaves `SUBMITTED`/`WORKING` (a finished or
+    /// interrupted task is then read and listed from its snapshot alone). The lease follows
+    /// the state: held while the task is in progress, dropped once it is interrupted or
+    /// terminal. A `Conflict` means another process wrote the task: the writer is marked
+    /// stale and the next [`Live::sync`] catches up.
     ///
     /// [`TaskStore::append`]: crate::store::TaskStore::append
     pub(crate) async fn commit(
-        &self,
-        inner: &Inner,
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
         w: &mut Writer,
         events: Vec<pb::StreamResponse>,
     ) -> Result<u64, StoreError> {
         self.commit_as(inner, w, events, false).await
     }
 
-    /// [`Live::commit`] for a change its events do not describe (a follow-up message joins
-    /// the history): stores the snapshot.
-    pub(crate) async fn commit_snapshot(
-        &self,
-        inner: &Inner,
-        w: &mut Writer,
-        events: Vec<pb::StreamResponse>,
-    ) -> Result<u64, StoreError> {
-        self.commit_as(inner, w, events, true).await
-    }
-
     async fn commit_as(
-        &self,
-        inner: &Inner,
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
         w: &mut Writer,
         events: Vec<pb::StreamResponse>,
         snapshot: bool,
     ) -> Result<u64, StoreError> {
         let prev = w.record.last_seq;
-        let bytes: usize = events.iter().map(Message::encoded_len).sum();
-        let logged: Vec<LoggedEvent> = events
-            .into_iter()
-            .zip(prev + 1..)
-            .map(|(event, seq)| LoggedEvent {
-                seq,
-                event: Arc::new(event),
-            })
-            .collect();
-        let last = prev + logged.len() as u64;
+        w.held_bytes += events.iter().map(Message::encoded_len).sum::<usize>();
+        w.held.extend(events.into_iter().zip(prev + 1..).map(|(event, seq)| LoggedEvent {
+            seq,
+            event: Arc::new(event),
+        }));
+        w.held_snapshot |= snapshot;
+        let last = w.held.last().map_or(prev, |e| e.seq);
+        w.record.last_seq = last;
+        let hold = match w.hold {
+            Hold::Off => false,
+            Hold::Progress => w.record.task.state().is_in_progress(),
+            Hold::Turn => true,
+        };
+        if !hold || w.held_bytes > HOLD_MAX_BYTES {
+            self.store(inner, w).await?;
+        }
+        Ok(last)
+    }
+
+    /// Stops holding commits (someone may observe the task from now on: its waiting caller
+    /// answers) and stores what is held.
+    pub(crate) async fn end_hold(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+    ) -> Result<(), StoreError> {
+        w.hold = Hold::Off;
+        self.store(inner, w).await
+    }
+
+    /// Stores, publishes and delivers the held events (see [`Live::commit`]). A task stored
+    /// for the first time is registered, and holds no more commits: requests can find it now.
+    async fn store(self: &Arc<Self>, inner: &Arc<Inner>, w: &mut Writer) -> Result<(), StoreError> {
+        let Some(first) = w.held.first().map(|e| e.seq) else {
+            return Ok(());
+        };
+        let logged = std::mem::take(&mut w.held);
+        let bytes = std::mem::take(&mut w.held_bytes);
+        let prev = first - 1;
         let state = w.record.task.state();
         let settles = state != self.progress.borrow().state && !state.is_in_progress();
-        let snapshot = snapshot || settles || w.compaction_due(bytes);
-        w.record.last_seq = last;
+        let snapshot = std::mem::take(&mut w.held_snapshot)
+            || w.unstored
+            || settles
+            || w.compaction_due(bytes);
         w.record.lease = inner.lease_for(state);
         let tasks = &inner.stores.tasks;
         let stored = if snapshot {
-            tasks
-                .commit(&self.scope, &w.record, Some(prev), &logged)
-                .await
+            let expected = (!w.unstored).then_some(prev);
+            tasks.commit(&self.scope, &w.record, expected, &logged).await
         } else {
             tasks.append(&self.scope, &w.record, prev, &logged).await
         };
@@ -279,12 +396,18 @@ impl Live {
         } else {
             w.unsnapshotted += bytes;
         }
+        if w.unstored {
+            w.unstored = false;
+            w.hold = Hold::Off;
+            inner.register(self);
+        }
         self.publish(logged, state);
         if state.is_terminal() && lock_std(&self.fault).is_some() {
             // The task was stored as ended after all (the store came back): nothing waits.
             self.clear_fault();
         }
-        Ok(last)
+        super::push::kick_from(inner, self, w, prev).await;
+        Ok(())
     }
 
     /// Catches up with writes made elsewhere (another process, or a write whose outcome is

@@ -28,7 +28,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-use live::{Live, LiveGuard, StreamEnd, follow};
+use live::{Hold, Live, LiveGuard, StreamEnd, follow};
 use run::{Creation, First, Run};
 
 use crate::auth::{Access, Authorizer};
@@ -494,6 +494,9 @@ impl Inner {
             self.require_push()?;
             self.check_webhook(&p.url).await?;
         }
+        let return_immediately = configuration
+            .as_ref()
+            .is_some_and(|c| c.return_immediately);
         let cancel = CancellationToken::new();
         let mut ctx = RequestContext {
             task_id: String::new(),
@@ -523,7 +526,18 @@ impl Inner {
             ctx.task_id = task_id.clone();
             ctx.context_id = message.context_id.clone();
             ctx.message = message.clone();
-            let creation = Creation { message, push };
+            // A blocking call creating a task is the only one who could see the turn's events
+            // before it ends (the task's id is known to nobody else, no webhook is
+            // configured): they are held and stored in one commit when the task settles or
+            // the caller stops waiting. And the turn runs inline, on the caller's task, for as
+            // long as it does not wait on anything.
+            let inline = !streaming && push.is_none() && !return_immediately;
+            let hold = if inline { Hold::Turn } else { Hold::Off };
+            let creation = Creation {
+                message,
+                push,
+                hold,
+            };
             let (run, first) = Run::new_task(
                 self.clone(),
                 scope,
@@ -532,17 +546,41 @@ impl Inner {
                 creation,
                 cancel,
             );
-            tokio::spawn(run.drive(self.executor.clone(), ctx));
+            let drive = run.clone().drive(self.executor.clone(), ctx);
+            if inline {
+                let mut drive = Box::pin(drive);
+                if futures::poll!(drive.as_mut()).is_pending() {
+                    // The agent waits on something: its turn continues in the background.
+                    tokio::spawn(drive);
+                    run.leave_caller().await;
+                }
+            } else {
+                tokio::spawn(drive);
+            }
+            drop(run);
             return match first.await {
                 Ok(First::Message(m)) => Ok(Started::Message(m)),
-                Ok(First::Task(live)) => Ok(Started::Task {
-                    guard: LiveGuard {
-                        inner: self.clone(),
-                        live,
-                    },
-                    after: 0,
-                    snapshot: None,
-                }),
+                Ok(First::Task(live)) => {
+                    if inline {
+                        // Whatever the turn committed so far (all of it when it ran to its
+                        // end inline) is stored before the caller can answer with it.
+                        let mut w = live.writer.lock().await;
+                        if w.hold == Hold::Turn {
+                            w.hold = Hold::Progress;
+                            if !w.record.task.state().is_in_progress() {
+                                live.end_hold(self, &mut w).await.map_err(store_error)?;
+                            }
+                        }
+                    }
+                    Ok(Started::Task {
+                        guard: LiveGuard {
+                            inner: self.clone(),
+                            live,
+                        },
+                        after: 0,
+                        snapshot: None,
+                    })
+                }
                 Ok(First::Failed(e)) => Err(e),
                 Err(_) => Err(A2aError::internal(
                     "the agent's turn ended without an outcome",
@@ -608,12 +646,6 @@ impl Inner {
             ctx.task = Some(task.clone());
             ctx.message = message.clone();
 
-            let event = set_status(
-                &mut w.record.task,
-                pb::TaskStatus::now(pb::TaskState::Working, None),
-                None,
-            );
-            w.record.task.history.push(message.clone());
             if let Some(p) = &push {
                 self.stores
                     .push
@@ -622,28 +654,15 @@ impl Inner {
                     .map_err(store_error)?;
                 w.has_push = Some(true);
             }
-            w.record.turn += 1;
-            // The message joins the history, which the status event does not say: the
-            // commit stores the snapshot.
-            match live.commit_snapshot(self, &mut w, vec![event]).await {
+            match live.begin_turn(self, &mut w, Some(message.clone())).await {
                 Ok(after) => break (w, after),
                 Err(StoreError::Conflict) if attempts < 3 => attempts += 1,
                 Err(e) => return Err(store_error(e)),
             }
         };
-        w.running = true;
-        w.turn = w.record.turn;
-        w.cancel = cancel;
         let snapshot = w.record.task.clone();
-        push::kick(self, &live, &mut w).await;
-        let run = Run::existing(
-            self.clone(),
-            live.clone(),
-            ctx.context_id.as_str().into(),
-            w.turn,
-        );
+        Run::spawn_existing(self, &live, &mut w, ctx);
         drop(w);
-        tokio::spawn(run.drive(self.executor.clone(), ctx));
         Ok(Started::Task {
             guard,
             after,
@@ -655,8 +674,8 @@ impl Inner {
     /// its deadline passes; returns the task as it is then. When the turn's progress can no
     /// longer be stored ([`Live::fault`]), returns that error at once.
     async fn settle(
-        &self,
-        live: &Live,
+        self: &Arc<Self>,
+        live: &Arc<Live>,
         after: u64,
         cx: &CallContext,
     ) -> Result<pb::Task, A2aError> {
@@ -685,7 +704,14 @@ impl Inner {
                 () = sleep => break,
             }
         }
-        Ok(live.writer.lock().await.record.task.clone())
+        // The caller answers with the task: what its turn still holds is stored first.
+        let mut w = live.writer.lock().await;
+        if let Err(e) = live.end_hold(self, &mut w).await {
+            let error = store_error(e);
+            live.fault(self, &mut w, error.clone());
+            return Err(error);
+        }
+        Ok(w.record.task.clone())
     }
 }
 
@@ -1018,10 +1044,7 @@ impl A2aService for Engine {
                 req.metadata.clone(),
             );
             match live.commit(&self.inner, &mut w, vec![event]).await {
-                Ok(_) => {
-                    push::kick(&self.inner, live, &mut w).await;
-                    return Ok(w.record.task.clone());
-                }
+                Ok(_) => return Ok(w.record.task.clone()),
                 Err(StoreError::Conflict) if attempts < 5 => attempts += 1,
                 Err(e) => return Err(store_error(e)),
             }

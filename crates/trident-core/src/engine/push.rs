@@ -104,13 +104,6 @@ pub fn webhook_request(
     }
 }
 
-/// Starts a worker after a commit if the task has webhooks and none is running. The worker
-/// starts before the event just committed.
-pub(crate) async fn kick(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writer) {
-    let from = w.record.last_seq.saturating_sub(1);
-    kick_from(inner, live, w, from).await;
-}
-
 /// Starts a worker delivering events after `from`, if the task has webhooks and none runs.
 pub(crate) async fn kick_from(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writer, from: u64) {
     if w.pushing || inner.webhooks.is_none() {

@@ -9,9 +9,9 @@ use tokio::sync::oneshot;
 use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
-use super::live::{Live, LiveGuard, Writer};
+use super::live::{Hold, Live, LiveGuard, Writer};
 use super::{Inner, store_error};
-use crate::store::{LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
+use crate::store::{Scope, StoreError, TaskRecord, lock_std};
 use crate::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
 
 /// What the caller of SendMessage waits for.
@@ -28,6 +28,8 @@ pub(crate) enum First {
 pub(crate) struct Creation {
     pub(crate) message: pb::Message,
     pub(crate) push: Option<pb::TaskPushNotificationConfig>,
+    /// Which of the new task's commits may be held back (see [`Hold`]).
+    pub(crate) hold: Hold,
 }
 
 /// An event an agent publishes.
@@ -88,29 +90,59 @@ impl Run {
         (Arc::new(run), rx)
     }
 
-    /// A turn on an existing task (a follow-up message).
-    pub(crate) fn existing(
-        inner: Arc<Inner>,
-        live: Arc<Live>,
-        context_id: Arc<str>,
-        turn: u64,
-    ) -> Arc<Self> {
-        let guard = LiveGuard {
+    /// Runs the turn of an existing task that [`Live::begin_turn`] just began (a follow-up
+    /// message, or a re-run after its process stopped) in the background: marks it running,
+    /// with `ctx`'s token as the turn's one cancel token (CancelTask, a superseding write and
+    /// a failed commit all fire it, and the executor hears it).
+    pub(crate) fn spawn_existing(
+        inner: &Arc<Inner>,
+        live: &Arc<Live>,
+        w: &mut Writer,
+        ctx: RequestContext,
+    ) {
+        w.start_turn(ctx.cancel.clone());
+        let run = Arc::new(Self {
             inner: inner.clone(),
-            live: live.clone(),
-        };
-        let run = Self {
-            inner,
             scope: live.scope.clone(),
             task_id: live.task_id.clone(),
-            context_id,
-            turn,
-            cancel: tokio_util::sync::CancellationToken::new(),
+            context_id: ctx.context_id.as_str().into(),
+            turn: w.turn,
+            cancel: ctx.cancel.clone(),
             creation: tokio::sync::Mutex::new(None),
-            live: OnceLock::from(guard),
+            live: OnceLock::from(LiveGuard::new(inner.clone(), live.clone())),
             first: Mutex::new(None),
+        });
+        tokio::spawn(run.drive(inner.executor.clone(), ctx));
+    }
+
+    /// The turn, which ran inline on its caller's task until now, continues in the background
+    /// (it waits on something): from now on the commit that settles the task stores it, since
+    /// the caller waits for that. Stores at once what is held if it settled already.
+    pub(crate) async fn leave_caller(&self) {
+        let mut creation = self.creation.lock().await;
+        if let Some(c) = creation.as_mut() {
+            if c.hold == Hold::Turn {
+                c.hold = Hold::Progress;
+            }
+            return;
+        }
+        drop(creation);
+        let Some(guard) = self.live.get() else {
+            return;
         };
-        Arc::new(run)
+        let live = &guard.live;
+        let mut w = live.writer.lock().await;
+        if w.hold != Hold::Turn {
+            return;
+        }
+        w.hold = Hold::Progress;
+        if !w.record.task.state().is_in_progress()
+            && let Err(e) = live.end_hold(&self.inner, &mut w).await
+        {
+            let error = store_error(e);
+            self.cancel.cancel();
+            live.fault(&self.inner, &mut w, error);
+        }
     }
 
     pub(crate) fn task_id(&self) -> &str {
@@ -282,7 +314,6 @@ impl Run {
                 return Err(error);
             }
         }
-        super::push::kick(&self.inner, live, w).await;
         Ok(())
     }
 
@@ -355,85 +386,65 @@ impl Run {
         if self.live.get().is_some() {
             return Ok(Some(update));
         }
-        let Some(Creation { message, push }) = creation.take() else {
+        let Some(Creation {
+            message,
+            push,
+            hold,
+        }) = creation.take()
+        else {
             return Err(A2aError::new(
                 ErrorKind::InvalidAgentResponse,
                 "this turn already replied with a message",
             ));
         };
-        let mut task = pb::Task {
+        let submitted = pb::Task {
             id: self.task_id.to_string(),
             context_id: self.context_id.to_string(),
             status: Some(pb::TaskStatus::now(pb::TaskState::Submitted, None)),
             history: vec![message],
             ..Default::default()
         };
-        let submitted = LoggedEvent {
-            seq: 1,
-            event: Arc::new(pb::StreamResponse::new(pb::stream_response::Payload::Task(
-                task.clone(),
-            ))),
-        };
+        let mut task = submitted.clone();
         let first = match self.event(&mut task, update) {
-            Ok(event) => LoggedEvent {
-                seq: 2,
-                event: Arc::new(event),
-            },
+            Ok(event) => event,
             Err(e) => {
                 // Nothing was created: the turn may still reply or send a valid event.
                 *creation = Some(Creation {
                     message: task.history.swap_remove(0),
                     push,
+                    hold,
                 });
                 return Err(e);
             }
         };
-        let state = task.state();
-        let mut record = TaskRecord::new(task, 2);
-        record.turn = self.turn;
-        record.lease = self.inner.lease_for(state);
-        let stores = &self.inner.stores;
         let has_push = push.is_some();
         if let Some(config) = push {
-            stores
+            self.inner
+                .stores
                 .push
                 .put(&self.scope, &config)
                 .await
                 .map_err(store_error)?;
         }
-        let events = [submitted, first];
-        stores
-            .tasks
-            .commit(&self.scope, &record, None, &events)
-            .await
-            .map_err(store_error)?;
-
-        let live = Arc::new(Live::new(
+        let mut record = TaskRecord::new(task, 0);
+        record.turn = self.turn;
+        let live = Arc::new(Live::new_unstored(
             self.scope.clone(),
             record,
             self.inner.config.tail_capacity,
-            events.into(),
+            hold,
         ));
-        {
-            let mut w = live
-                .writer
-                .try_lock()
-                .map_err(|_| A2aError::internal("new task locked"))?;
-            w.running = true;
-            w.turn = self.turn;
-            w.cancel = self.cancel.clone();
-            w.has_push = Some(has_push);
-        }
-        self.inner.register(&live);
-        let guard = LiveGuard {
-            inner: self.inner.clone(),
-            live: live.clone(),
-        };
-        let _ = self.live.set(guard);
-        {
-            let mut w = live.writer.lock().await;
-            super::push::kick_from(&self.inner, &live, &mut w, 0).await;
-        }
+        let mut w = live.writer.lock().await;
+        w.start_turn(self.cancel.clone());
+        w.has_push = Some(has_push);
+        // The task as submitted, then `update`: one commit stores the snapshot and both
+        // events (and registers the task), now or when the hold ends.
+        let submitted = pb::StreamResponse::new(pb::stream_response::Payload::Task(submitted));
+        live.commit(&self.inner, &mut w, vec![submitted, first])
+            .await
+            .map_err(store_error)?;
+        drop(w);
+        let _ = self.live.set(LiveGuard::new(self.inner.clone(), live.clone()));
         self.send_first(First::Task(live));
         Ok(None)
     }

@@ -181,3 +181,205 @@ async fn streamed_chunks_hand_the_store_bytes_linear_in_the_content() {
         snapshots + events
     );
 }
+
+/// First turn: asks for input. Follow-up turn: reports it is working, then waits for its
+/// cancellation and says so on `heard` (whatever its sink calls return meanwhile).
+struct Patient {
+    heard: tokio::sync::mpsc::UnboundedSender<&'static str>,
+}
+
+#[async_trait::async_trait]
+impl AgentExecutor for Patient {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        if ctx.task.is_none() {
+            return sink.input_required("more, please").await;
+        }
+        let _ = self.heard.send("started");
+        // The artifact may be refused (a failing store); the turn must be stopped either way.
+        let _ = sink
+            .artifact(pb::Artifact::new("a", vec![pb::Part::text("x")]))
+            .await;
+        ctx.cancelled().await;
+        let _ = self.heard.send("cancelled");
+        Ok(())
+    }
+}
+
+/// Creates a task with `Patient`, answers its question with `return_immediately`, and returns
+/// the task id and the receiver of what the executor heard (after "started").
+async fn follow_up_running(
+    engine: &Engine,
+    mut heard: tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+) -> (String, tokio::sync::mpsc::UnboundedReceiver<&'static str>) {
+    let cx = CallContext::new();
+    let first = engine
+        .send_message(
+            &cx,
+            pb::SendMessageRequest {
+                message: Some(pb::Message::user("m1", vec![pb::Part::text("go")])),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("first turn");
+    let Some(pb::send_message_response::Payload::Task(task)) = first.payload else {
+        panic!("expected a task, got {first:?}");
+    };
+    assert_eq!(task.state(), pb::TaskState::InputRequired);
+    let mut answer = pb::Message::user("m2", vec![pb::Part::text("here")]);
+    answer.task_id.clone_from(&task.id);
+    engine
+        .send_message(
+            &cx,
+            pb::SendMessageRequest {
+                message: Some(answer),
+                configuration: Some(pb::SendMessageConfiguration {
+                    return_immediately: true,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("follow-up");
+    assert_eq!(heard.recv().await, Some("started"));
+    (task.id, heard)
+}
+
+/// Issue 15: a follow-up turn has one cancel token, and CancelTask reaches its executor.
+#[tokio::test]
+async fn cancel_task_reaches_the_executor_of_a_follow_up_turn() {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let engine = Engine::builder(Arc::new(Patient { heard: tx })).build();
+    let (id, mut heard) = follow_up_running(&engine, rx).await;
+    let task = engine
+        .cancel_task(
+            &CallContext::new(),
+            pb::CancelTaskRequest {
+                id,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("cancel");
+    assert_eq!(task.state(), pb::TaskState::Canceled);
+    let said = tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv())
+        .await
+        .expect("the executor of the follow-up turn was never cancelled");
+    assert_eq!(said, Some("cancelled"));
+}
+
+/// The in-memory store, refusing every write once `failing` is set.
+#[derive(Default)]
+struct Breakable {
+    inner: MemoryStore,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl Breakable {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.failing.load(Ordering::SeqCst) {
+            Err(StoreError::Backend("the disk is gone".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for Breakable {
+    async fn commit(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: Option<u64>,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.commit(scope, record, expected_seq, events).await
+    }
+
+    async fn append(
+        &self,
+        scope: &Scope,
+        record: &TaskRecord,
+        expected_seq: u64,
+        events: &[LoggedEvent],
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.append(scope, record, expected_seq, events).await
+    }
+
+    async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.get(scope, id).await
+    }
+
+    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list(scope, query).await
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
+        self.inner.renew_leases(node, until_ms).await
+    }
+
+    async fn lapsed_leases(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(Scope, String)>, StoreError> {
+        self.inner.lapsed_leases(before_ms, limit).await
+    }
+}
+
+#[async_trait::async_trait]
+impl EventLog for Breakable {
+    async fn read(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<LoggedEvent>, StoreError> {
+        self.inner.read(scope, task_id, after, limit).await
+    }
+}
+
+/// Issue 15: when a follow-up turn's progress can no longer be stored, the engine stops the
+/// turn — through the same token CancelTask uses, so the executor hears it.
+#[tokio::test]
+async fn a_store_failure_stops_the_executor_of_a_follow_up_turn() {
+    let store = Arc::new(Breakable::default());
+    let stores = Stores {
+        tasks: store.clone(),
+        events: store.clone(),
+        push: Arc::new(MemoryStore::new()),
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let patient = Patient { heard: tx };
+    // Writes fail from the follow-up turn's first agent event on: the executor reports
+    // "started" before it publishes, so the switch is set in a wrapper around it.
+    struct FailAfterStart {
+        patient: Patient,
+        store: Arc<Breakable>,
+    }
+    #[async_trait::async_trait]
+    impl AgentExecutor for FailAfterStart {
+        async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+            if ctx.task.is_some() {
+                self.store.failing.store(true, Ordering::SeqCst);
+            }
+            self.patient.execute(ctx, sink).await
+        }
+    }
+    let agent = FailAfterStart {
+        patient,
+        store: store.clone(),
+    };
+    let engine = Engine::builder(Arc::new(agent)).stores(stores).build();
+    let (_id, mut heard) = follow_up_running(&engine, rx).await;
+    let said = tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv())
+        .await
+        .expect("the executor of the follow-up turn was never stopped");
+    assert_eq!(said, Some("cancelled"));
+    store.failing.store(false, Ordering::SeqCst);
+}
