@@ -105,7 +105,7 @@ async fn client_reads_the_card_and_connects_over_each_preferred_binding() {
 async fn grpc_can_have_a_listener_of_its_own() {
     use std::sync::Arc;
     use trident_server::{Bindings, ServerOptions};
-    let engine = trident_core::Engine::builder(Arc::new(trident_core::agents::Demo)).build();
+    let engine = trident_engine::Engine::builder(Arc::new(trident_core::agents::Demo)).build();
     let svc: Arc<dyn trident_core::A2aService> = Arc::new(engine);
     let http = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -203,7 +203,7 @@ async fn activated_extensions_are_echoed_on_every_binding() {
             uri: GEO.into(),
             ..Default::default()
         });
-    let engine = trident_core::Engine::builder(Arc::new(trident_core::agents::Demo))
+    let engine = trident_engine::Engine::builder(Arc::new(trident_core::agents::Demo))
         .card(card)
         .build();
     let (interfaces, server) = crate::harness::spawn_server(engine).await;

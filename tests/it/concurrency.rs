@@ -8,10 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use trident_core::{
-    A2aError, A2aService, AgentExecutor, Engine, EngineConfig, EventSink, RequestContext,
-    StreamEvent,
-};
+use trident_core::{A2aError, A2aService, AgentExecutor, EventSink, RequestContext, StreamEvent};
+use trident_engine::{Engine, EngineConfig};
 use trident_proto as pb;
 
 use crate::harness::{cx, msg, req};
@@ -225,7 +223,7 @@ async fn thousand_tasks_five_subscribers_each_get_every_event_once_in_order() {
     .await;
     assert_eq!(
         engine.stats(),
-        trident_core::EngineStats::default(),
+        trident_engine::EngineStats::default(),
         "no task stays in memory"
     );
 }

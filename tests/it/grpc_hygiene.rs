@@ -6,8 +6,8 @@
 use prost::Message as _;
 use serde_json::json;
 use tonic::{Code, Status};
-use trident_core::Engine;
 use trident_core::agents::Demo;
+use trident_engine::Engine;
 use trident_proto as pb;
 use trident_proto::a2a_service_client::A2aServiceClient;
 use trident_server::{Interfaces, ServerOptions};

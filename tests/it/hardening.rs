@@ -396,7 +396,7 @@ async fn push_secrets_are_not_read_back_on_any_binding() {
 /// A task store whose commits fail while `failing` is set (a full disk, a lost database);
 /// reads keep working.
 struct FlakyTasks {
-    inner: std::sync::Arc<trident_core::store::MemoryStore>,
+    inner: std::sync::Arc<trident_engine::store::MemoryStore>,
     failing: std::sync::atomic::AtomicBool,
     /// Writes refused so far.
     refused: std::sync::atomic::AtomicUsize,
@@ -526,7 +526,7 @@ async fn failed_commit(honour_cancel: bool) {
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
 
-    let memory = Arc::new(trident_core::store::MemoryStore::new());
+    let memory = Arc::new(trident_engine::store::MemoryStore::new());
     let tasks = Arc::new(FlakyTasks {
         inner: memory.clone(),
         failing: false.into(),
@@ -534,7 +534,7 @@ async fn failed_commit(honour_cancel: bool) {
     });
     let cancelled = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let engine: Arc<dyn trident_core::A2aService> = Arc::new(
-        trident_core::Engine::builder(Arc::new(Ticker {
+        trident_engine::Engine::builder(Arc::new(Ticker {
             cancelled: cancelled.clone(),
             honour_cancel,
         }))

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 pub use trident_conformance::helpers::*;
 pub use trident_conformance::{REQUIRED_EXT, Variant};
+use trident_core::A2aService;
 use trident_core::agents::Demo;
-use trident_core::{A2aService, Engine, EngineConfig};
+use trident_engine::{Engine, EngineConfig};
 use trident_proto as pb;
 
 /// The PostgreSQL server for the tests that need one (`TRIDENT_TEST_POSTGRES`); `None` when

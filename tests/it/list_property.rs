@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use trident_core::A2aService;
 use trident_core::agents::Demo;
-use trident_core::{A2aService, Engine};
+use trident_engine::Engine;
 use trident_proto as pb;
 
 use crate::harness::{cx_as, msg, req, task_of};

@@ -9,8 +9,9 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use tokio::sync::mpsc;
+use trident_core::A2aService;
 use trident_core::agents::Demo;
-use trident_core::{A2aService, Engine, EngineConfig, RetryPolicy};
+use trident_engine::{Engine, EngineConfig, RetryPolicy};
 use trident_proto as pb;
 use trident_rest::HttpWebhooks;
 
@@ -62,7 +63,7 @@ fn engine() -> Arc<dyn A2aService> {
         max_backoff: Duration::from_millis(100),
     };
     // The receiver is on loopback, which the default policy refuses.
-    let policy = trident_core::WebhookPolicy::new()
+    let policy = trident_engine::WebhookPolicy::new()
         .allow("127.0.0.1")
         .expect("policy");
     let webhooks =
@@ -285,7 +286,7 @@ async fn loopback_webhooks_are_refused_unless_allow_listed() {
     let allowed: Arc<dyn A2aService> = Arc::new(
         Engine::builder(Arc::new(Demo))
             .config(EngineConfig {
-                webhook_policy: trident_core::WebhookPolicy::new()
+                webhook_policy: trident_engine::WebhookPolicy::new()
                     .allow("127.0.0.1")
                     .expect("policy"),
                 ..Default::default()
@@ -337,9 +338,9 @@ async fn the_sender_refuses_private_addresses_at_connect_time() {
         format!("http://127.1:{port}/hook"),
         format!("http://[::ffff:127.0.0.1]:{port}/hook"),
     ] {
-        let err = trident_core::WebhookTransport::post(
+        let err = trident_engine::WebhookTransport::post(
             &sender,
-            &trident_core::WebhookRequest {
+            &trident_engine::WebhookRequest {
                 url: target.clone(),
                 headers: vec![("authorization", "Bearer secret".to_owned())],
                 body: b"{}".to_vec(),
@@ -360,14 +361,14 @@ async fn the_sender_refuses_private_addresses_at_connect_time() {
     // Allow-listed, the same sender delivers.
     let open = HttpWebhooks::with_policy(
         Duration::from_secs(2),
-        trident_core::WebhookPolicy::new()
+        trident_engine::WebhookPolicy::new()
             .allow("localhost")
             .expect("policy"),
     )
     .expect("client");
-    trident_core::WebhookTransport::post(
+    trident_engine::WebhookTransport::post(
         &open,
-        &trident_core::WebhookRequest {
+        &trident_engine::WebhookRequest {
             url: format!("http://localhost:{port}/hook"),
             headers: vec![("content-type", "application/a2a+json".to_owned())],
             body: br#"{"task":{"id":"t","contextId":"c"}}"#.to_vec(),
@@ -388,12 +389,12 @@ async fn https_webhooks_use_tls() {
     let https = url.replacen("http://", "https://", 1);
     let sender = HttpWebhooks::with_policy(
         Duration::from_secs(2),
-        trident_core::WebhookPolicy::allow_any(),
+        trident_engine::WebhookPolicy::allow_any(),
     )
     .expect("client");
-    let err = trident_core::WebhookTransport::post(
+    let err = trident_engine::WebhookTransport::post(
         &sender,
-        &trident_core::WebhookRequest {
+        &trident_engine::WebhookRequest {
             url: https,
             headers: Vec::new(),
             body: b"{}".to_vec(),
@@ -492,7 +493,7 @@ async fn a_slow_webhook_does_not_delay_another_on_the_same_task() {
 
 /// Push configurations whose listing fails `fail` more times.
 struct FlakyListing {
-    inner: Arc<trident_core::store::MemoryStore>,
+    inner: Arc<trident_engine::store::MemoryStore>,
     fail: AtomicUsize,
 }
 
@@ -586,12 +587,12 @@ impl trident_core::store::PushConfigStore for FlakyListing {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_listing_of_configurations_loses_no_event() {
     let (url, mut rx) = receiver(0).await;
-    let memory = Arc::new(trident_core::store::MemoryStore::new());
+    let memory = Arc::new(trident_engine::store::MemoryStore::new());
     let push = Arc::new(FlakyListing {
         inner: memory.clone(),
         fail: AtomicUsize::new(2),
     });
-    let policy = trident_core::WebhookPolicy::new()
+    let policy = trident_engine::WebhookPolicy::new()
         .allow("127.0.0.1")
         .expect("policy");
     let webhooks =

@@ -7,10 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trident_core::store::{Lease, LoggedEvent, Scope, Stores, TaskRecord, now_ms};
-use trident_core::{
-    A2aError, A2aService, AgentExecutor, Engine, EngineConfig, EventSink, RequestContext,
-    agents::Echo,
-};
+use trident_core::{A2aError, A2aService, AgentExecutor, EventSink, RequestContext, agents::Echo};
+use trident_engine::{Engine, EngineConfig};
 use trident_proto as pb;
 use trident_rest::HttpWebhooks;
 
@@ -212,7 +210,7 @@ async fn undelivered_push_notifications_resume_at_start_up() {
             .expect("claim"),
         Some(1)
     );
-    let policy = trident_core::WebhookPolicy::new()
+    let policy = trident_engine::WebhookPolicy::new()
         .allow("127.0.0.1")
         .expect("policy");
     let webhooks =

@@ -11,8 +11,9 @@ use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
+use trident_core::A2aService;
 use trident_core::agents::Demo;
-use trident_core::{A2aService, Engine};
+use trident_engine::Engine;
 use trident_proto as pb;
 use trident_server::{ConnectionLimits, Interfaces, ServerOptions};
 

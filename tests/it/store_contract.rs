@@ -3,5 +3,5 @@
 
 #[tokio::test]
 async fn memory_store_passes_the_contract() {
-    trident_core::store::contract::run(&trident_core::store::Stores::memory()).await;
+    trident_core::store::contract::run(&trident_engine::store::in_memory()).await;
 }

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use trident_core::A2aService;
 use trident_core::agents::Demo;
-use trident_core::{A2aService, Engine};
+use trident_engine::Engine;
 use trident_proto as pb;
 
 use crate::harness::{cx, send_task, spawn_server_with};

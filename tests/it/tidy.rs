@@ -383,3 +383,47 @@ fn public_errors_are_typed_not_strings() {
         }
     }
 }
+
+/// The engine's source files (wherever the engine crate keeps them).
+fn engine_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in [
+        "crates/trident-core/src/engine",
+        "crates/trident-engine/src/engine",
+        "crates/trident-engine/src",
+    ] {
+        let dir = root().join(dir);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        }
+    }
+    files.sort();
+    files.dedup();
+    assert!(!files.is_empty(), "no engine sources found");
+    files
+}
+
+/// Issue 15: a turn on an existing task begins in one place (`Live::begin_turn`), and a turn
+/// runs with one cancel token: the one its `RequestContext` carries, never a second one made
+/// for the run alone.
+#[test]
+fn a_turn_begins_in_one_place_with_one_cancel_token() {
+    let mut begins = Vec::new();
+    for file in engine_files() {
+        let code = code_of(&read(&file));
+        if code.contains("record.turn += 1") {
+            begins.push(file.display().to_string());
+        }
+        assert!(
+            !code.contains("cancel: tokio_util::sync::CancellationToken::new()"),
+            "{}: a run makes its own cancel token, which its executor does not hear",
+            file.display()
+        );
+    }
+    assert_eq!(
+        begins.len(),
+        1,
+        "a turn on an existing task begins in more than one place: {begins:?}"
+    );
+    assert!(begins[0].ends_with("live.rs"), "{begins:?}");
+}

@@ -207,7 +207,7 @@ type Opened = (Stores, Probe, Option<(String, String)>);
 
 async fn open(spec: &str) -> Result<Opened, String> {
     if spec == "memory" {
-        return Ok((Stores::memory(), Probe::None, None));
+        return Ok((trident_engine::store::in_memory(), Probe::None, None));
     }
     if let Some(path) = spec.strip_prefix("sqlite:") {
         if std::path::Path::new(path).exists() {
@@ -242,7 +242,7 @@ async fn drive(
     agent: Chunker,
     config: &ChunksConfig,
 ) -> Result<(usize, f64), String> {
-    let engine = trident_core::Engine::builder(Arc::new(agent))
+    let engine = trident_engine::Engine::builder(Arc::new(agent))
         .stores(stores)
         .build();
     let cx = CallContext::new();

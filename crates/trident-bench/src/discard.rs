@@ -8,9 +8,9 @@
 use std::sync::Arc;
 
 use trident_core::store::{
-    EventLog, LoggedEvent, MemoryStore, Scope, StoreError, Stores, TaskPage, TaskQuery, TaskRecord,
-    TaskStore,
+    EventLog, LoggedEvent, Scope, StoreError, Stores, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
+use trident_engine::store::MemoryStore;
 
 /// Accepts every write and forgets it.
 #[derive(Debug, Clone, Copy, Default)]

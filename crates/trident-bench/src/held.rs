@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use prost::Message as _;
-use trident_core::store::{MemoryStore, Retention, Stores};
+use trident_core::store::Stores;
 use trident_core::{A2aService as _, CallContext};
+use trident_engine::store::{MemoryStore, Retention};
 use trident_proto as pb;
 
 /// Settings of a `held` run.
@@ -44,7 +45,7 @@ fn rss() -> Result<u64, String> {
 
 /// Sends `count` messages; returns the id of the last task.
 async fn flood(
-    engine: &trident_core::Engine,
+    engine: &trident_engine::Engine,
     from: usize,
     count: usize,
     concurrency: usize,
@@ -74,14 +75,14 @@ async fn flood(
     Ok(last)
 }
 
-fn engine(retention: Retention) -> (trident_core::Engine, Arc<MemoryStore>) {
+fn engine(retention: Retention) -> (trident_engine::Engine, Arc<MemoryStore>) {
     let store = Arc::new(MemoryStore::with_retention(retention));
     let stores = Stores {
         tasks: store.clone(),
         events: store.clone(),
         push: store.clone(),
     };
-    let engine = trident_core::Engine::builder(Arc::new(trident_core::agents::Echo))
+    let engine = trident_engine::Engine::builder(Arc::new(trident_core::agents::Echo))
         .stores(stores)
         .build();
     (engine, store)

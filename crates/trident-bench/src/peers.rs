@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trident_core::store::Retention;
+use trident_engine::store::Retention;
 
 use crate::cpu::Clock;
 use crate::load::{Binding, Load, Target, Window, measure, probe};

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use axum::serve::ListenerExt;
 
+use trident_core::agents;
 use trident_core::store::Stores;
-use trident_core::{Engine, agents};
+use trident_engine::Engine;
 use trident_server::{Interfaces, ServerOptions};
 
 /// Which server to run.
@@ -41,8 +42,8 @@ impl Mode {
 /// The store behind Trident's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Store {
-    /// The in-memory store (`Stores::memory()`, the engine's default, with its default
-    /// retention: at most `Retention::DEFAULT_MAX_TASKS` tasks, oldest ended first).
+    /// The in-memory store (`trident_engine::store::in_memory()`, the engine's default, with
+    /// its default retention: at most `Retention::DEFAULT_MAX_TASKS` tasks, oldest ended first).
     #[default]
     Memory,
     /// The in-memory store keeping every task (`Retention::unlimited()`): with [`Store::Memory`],
@@ -71,17 +72,12 @@ impl Store {
     /// Opens the store (`sqlite` is the file at `sqlite_path`, which it requires).
     pub async fn open(self, sqlite_path: Option<&Path>) -> Result<Stores, String> {
         match self {
-            Store::Memory => Ok(Stores::memory()),
-            Store::MemoryUnbounded => {
-                let store = Arc::new(trident_core::store::MemoryStore::with_retention(
-                    trident_core::store::Retention::unlimited(),
-                ));
-                Ok(Stores {
-                    tasks: store.clone(),
-                    events: store.clone(),
-                    push: store,
-                })
-            }
+            Store::Memory => Ok(trident_engine::store::in_memory()),
+            Store::MemoryUnbounded => Ok(Stores::of(Arc::new(
+                trident_engine::store::MemoryStore::with_retention(
+                    trident_engine::store::Retention::unlimited(),
+                ),
+            ))),
             Store::Discard => Ok(crate::discard::stores()),
             Store::Sqlite => {
                 let path = sqlite_path.ok_or("--store sqlite needs --sqlite-path")?;
@@ -135,7 +131,7 @@ pub async fn serve(
     sqlite_path: Option<&Path>,
 ) -> Result<(), String> {
     let stores = match mode {
-        Mode::Raw => Stores::memory(),
+        Mode::Raw => trident_engine::store::in_memory(),
         Mode::Trident | Mode::Chunks | Mode::Idle => store.open(sqlite_path).await?,
     };
     let listener = tokio::net::TcpListener::bind(listen)

@@ -120,12 +120,13 @@ impl AgentExecutor for Slow {
 ///
 /// ```
 /// use std::sync::Arc;
+/// use trident_core::AgentExecutor;
 /// use trident_core::agents::{Echo, Script};
-/// use trident_core::Engine;
 ///
-/// // `Echo` stands for your own executor; wrap it only in the build you test.
-/// let engine = Engine::builder(Arc::new(Script::new(Echo))).build();
-/// # let _ = engine;
+/// // `Echo` stands for your own executor; wrap it only in the build you test, and give the
+/// // engine `agent` (`Engine::builder(agent)`).
+/// let agent: Arc<dyn AgentExecutor> = Arc::new(Script::new(Echo));
+/// # let _ = agent;
 /// ```
 ///
 /// The words: `conformance-script` (the handshake: a direct message `conformance-script 1`),

@@ -1,4 +1,6 @@
-//! The API agent authors write against: [`AgentExecutor`], [`RequestContext`], [`EventSink`].
+//! The API agent authors write against: [`AgentExecutor`], [`RequestContext`], [`EventSink`];
+//! and [`TurnEvents`], what an engine implements to receive a turn's events (the agent's API
+//! depends on no engine: the engine depends on it).
 //!
 //! ```
 //! use trident_core::{A2aError, AgentExecutor, EventSink, RequestContext};
@@ -21,7 +23,6 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use crate::engine::run::{Run, Update};
 use crate::{A2aError, Principal};
 
 /// An agent. The engine calls `execute` once per turn: for the message that creates a task, and
@@ -77,7 +78,9 @@ pub struct RequestContext {
     pub tenant: String,
     /// Extensions the caller activated.
     pub extensions: Vec<String>,
-    pub(crate) cancel: CancellationToken,
+    /// Cancelled when the task is canceled (set by the engine; [`RequestContext::cancelled`]
+    /// waits on it).
+    pub cancel: CancellationToken,
 }
 
 impl RequestContext {
@@ -97,15 +100,53 @@ impl RequestContext {
     }
 }
 
+/// An event an agent publishes through its [`EventSink`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnUpdate {
+    /// A status change, with an optional agent message.
+    Status {
+        /// The new state.
+        state: pb::TaskState,
+        /// The agent's message, if any.
+        message: Option<pb::Message>,
+    },
+    /// An artifact or an artifact chunk.
+    Artifact {
+        /// The artifact (its parts are the chunk).
+        artifact: pb::Artifact,
+        /// Add the parts to the artifact with the same id instead of replacing it.
+        append: bool,
+        /// The artifact is complete.
+        last_chunk: bool,
+    },
+}
+
+/// The receiving end of an [`EventSink`]: one executor turn as the engine running it sees it.
+/// Implemented by the engine; agents never call it directly.
+#[async_trait::async_trait]
+pub trait TurnEvents: Send + Sync + 'static {
+    /// The task this turn belongs to.
+    fn task_id(&self) -> &str;
+
+    /// A `ROLE_AGENT` message with one text part, carrying this turn's task and context ids.
+    fn agent_message(&self, text: String) -> pb::Message;
+
+    /// Answers with a direct message instead of a task (only as the first event of a new turn).
+    async fn reply(&self, message: pb::Message) -> Result<(), A2aError>;
+
+    /// Publishes one task event; returns once it is committed (see [`EventSink`]).
+    async fn update(&self, update: TurnUpdate) -> Result<(), A2aError>;
+}
+
 /// Where an agent publishes what it does. Every call returns once the event is committed to
 /// the task, or with an error when the event is not allowed (task already terminal, run ended).
-/// A committed event is durable in the task's log before anyone can see it: at once when a
-/// subscriber, a webhook or another process could; and when nobody can yet (a blocking
-/// SendMessage creating a task: its id is known to nobody else), the turn's events are stored
-/// together, in one commit, when the task settles or the caller stops waiting.
+/// A committed event is durable in the task's log before anyone can see it: at once, except in
+/// a blocking SendMessage's new task (its id known to nobody else yet) while the turn has not
+/// waited on anything, whose events are stored together in one commit when it returns or
+/// starts waiting.
 #[derive(Clone)]
 pub struct EventSink {
-    pub(crate) run: Arc<Run>,
+    run: Arc<dyn TurnEvents>,
 }
 
 impl std::fmt::Debug for EventSink {
@@ -117,6 +158,11 @@ impl std::fmt::Debug for EventSink {
 }
 
 impl EventSink {
+    /// A sink delivering to `run` (what an engine hands the agent for one turn).
+    pub fn new(run: Arc<dyn TurnEvents>) -> Self {
+        Self { run }
+    }
+
     /// A `ROLE_AGENT` message with one text part, carrying this task's ids.
     pub fn message(&self, text: impl Into<String>) -> pb::Message {
         self.run.agent_message(text.into())
@@ -141,7 +187,7 @@ impl EventSink {
         state: pb::TaskState,
         message: Option<pb::Message>,
     ) -> Result<(), A2aError> {
-        self.run.update(Update::Status { state, message }).await
+        self.run.update(TurnUpdate::Status { state, message }).await
     }
 
     /// `WORKING`.
@@ -192,7 +238,7 @@ impl EventSink {
         last_chunk: bool,
     ) -> Result<(), A2aError> {
         self.run
-            .update(Update::Artifact {
+            .update(TurnUpdate::Artifact {
                 artifact,
                 append,
                 last_chunk,

@@ -1,13 +1,12 @@
 //! The binding-agnostic core of Trident.
 //!
-//! - [`A2aService`]: one async method per A2A RPC, implemented by [`Engine`] and by every
-//!   binding's client, used as `Arc<dyn A2aService>`.
+//! - [`A2aService`]: one async method per A2A RPC, implemented by the engine (`trident-engine`)
+//!   and by every binding's client, used as `Arc<dyn A2aService>`.
 //! - [`A2aError`] and [`ErrorKind::wire`], the one table of wire codes.
 //! - [`AgentExecutor`]: what agent authors implement; [`EventSink`] is how they publish.
-//! - [`Engine`]: the task engine (lifecycle, per-task ordered event log, streams that resume,
-//!   push delivery), over the [`store`] traits.
+//! - The [`store`] traits the engine (`trident-engine`) runs on.
 //!
-//! This crate knows no transport and no database.
+//! This crate knows no transport, no database and no engine.
 
 pub mod auth;
 mod body;
@@ -21,7 +20,6 @@ mod service;
 mod sse;
 
 pub mod agents;
-pub mod engine;
 pub mod store;
 
 pub use auth::{
@@ -30,16 +28,11 @@ pub use auth::{
 };
 pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use context::{Binding, CallContext, Principal, TraceContext, UnknownBinding};
-pub use engine::{
-    AllowEntryError, Destination, Engine, EngineBuilder, EngineConfig, EngineStats, Limits,
-    PolicyError, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport,
-    non_public, webhook_destination,
-};
 pub use error::{
     A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation,
     RETRY_AFTER_SECONDS, Wire, error_chain,
 };
-pub use executor::{AgentExecutor, EventSink, RequestContext};
+pub use executor::{AgentExecutor, EventSink, RequestContext, TurnEvents, TurnUpdate};
 pub use media::{is_json_media_type, not_json};
 pub use operation::{
     A2aReply, A2aRequest, AroundCall, JsonReply, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation,

@@ -11,7 +11,7 @@
 //!         .timeout(Duration::from_secs(300))
 //!         .max_processes(8),
 //! );
-//! let engine = trident_core::Engine::builder(Arc::new(exec)).build();
+//! let engine = trident_engine::Engine::builder(Arc::new(exec)).build();
 //! # drop(engine);
 //! ```
 //!

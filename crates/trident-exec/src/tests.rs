@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use trident_core::{A2aService, CallContext, Engine};
+use trident_core::{A2aService, CallContext};
+use trident_engine::Engine;
 use trident_proto as pb;
 use trident_proto::stream_response::Payload as Event;
 

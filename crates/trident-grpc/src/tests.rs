@@ -7,8 +7,9 @@ use tonic::Code;
 use tonic::transport::{Channel, Endpoint};
 use tonic_types::StatusExt;
 use trident_core::{
-    A2aError, A2aService, CallContext, ERROR_DOMAIN, Engine, ErrorKind, EventStream, agents,
+    A2aError, A2aService, CallContext, ERROR_DOMAIN, ErrorKind, EventStream, agents,
 };
+use trident_engine::Engine;
 use trident_proto as pb;
 use trident_proto::a2a_service_client::A2aServiceClient;
 use trident_proto::stream_response::Payload;

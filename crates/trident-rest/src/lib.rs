@@ -22,7 +22,7 @@ pub use server::{RestOptions, error_response, router, sse};
 use std::sync::Arc;
 use std::time::Duration;
 
-use trident_core::{WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport};
+use trident_engine::{WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport};
 
 /// Delivers push notifications over HTTP(S) with reqwest. Redirects are not followed, each
 /// attempt times out (the engine retries with backoff), and every connection is checked

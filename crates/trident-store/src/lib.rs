@@ -16,7 +16,8 @@
 
 use std::sync::Arc;
 
-use trident_core::store::{MemoryStore, Retention, Stores};
+use trident_core::store::Stores;
+use trident_engine::store::{MemoryStore, Retention};
 
 mod codec;
 mod migrate;
@@ -98,7 +99,7 @@ pub enum OpenError {
 /// The three stores of the result are one object.
 pub async fn open(spec: &str) -> Result<Stores, OpenError> {
     if spec == "memory" {
-        return Ok(Stores::memory());
+        return Ok(trident_engine::store::in_memory());
     }
     if let Some(params) = spec.strip_prefix("memory?") {
         let retention = memory_retention(params)?;

@@ -506,7 +506,7 @@ async fn sqlite_migrations_apply_once_and_refuse_newer_databases() {
 #[tokio::test]
 async fn memory_specs_set_the_retention() {
     use std::time::Duration;
-    use trident_core::store::Retention;
+    use trident_engine::store::Retention;
     let parse = crate::memory_retention;
     assert_eq!(parse("").expect("empty"), Retention::default());
     assert_eq!(

@@ -123,7 +123,7 @@ pub use trident_core::{
     default_card,
 };
 // The engine and push delivery.
-pub use trident_core::{
+pub use trident_engine::{
     AllowEntryError, Engine, EngineBuilder, EngineConfig, Limits, RetryPolicy, WebhookError,
     WebhookPolicy, WebhookRequest, WebhookTransport,
 };
@@ -147,7 +147,7 @@ pub mod auth {
 
 /// Stores: the traits, the in-memory store, and `open(spec)` for SQLite and PostgreSQL.
 pub mod store {
-    pub use trident_core::store::*;
+    pub use trident_engine::store::*;
     pub use trident_store::{OpenError, PgStore, SqliteStore, describe, open};
 }
 

@@ -7,10 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trident_core::store::Stores;
-use trident_core::{
-    A2aService, AgentExecutor, Authenticator, Authorizer, Engine, EngineConfig, WebhookPolicy,
-    WebhookRequest, WebhookTransport,
-};
+use trident_core::{A2aService, AgentExecutor, Authenticator, Authorizer};
+use trident_engine::{Engine, EngineConfig, WebhookPolicy, WebhookRequest, WebhookTransport};
 use trident_proto as pb;
 use trident_security::SigningKey;
 use trident_server::{
@@ -732,7 +730,7 @@ impl ServerBuilder {
                 let stores = match store {
                     Some(StoreChoice::Stores(s)) => s,
                     Some(StoreChoice::Spec(spec)) => trident_store::open(&spec).await?,
-                    None => Stores::memory(),
+                    None => trident_engine::store::in_memory(),
                 };
                 let stores = trident_server::observed_stores(stores, metrics.clone());
                 if let Some(key) = &signing {

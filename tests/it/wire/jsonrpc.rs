@@ -994,7 +994,7 @@ async fn jsonrpc_variant_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jsonrpc_body_over_the_limit() {
     let engine =
-        trident_core::Engine::builder(std::sync::Arc::new(trident_core::agents::Demo)).build();
+        trident_engine::Engine::builder(std::sync::Arc::new(trident_core::agents::Demo)).build();
     let card = engine.card().clone();
     let options = trident_server::ServerOptions {
         jsonrpc: trident_server::JsonRpcOptions {

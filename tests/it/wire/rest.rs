@@ -1005,7 +1005,7 @@ async fn rest_variant_errors() {
 /// The body limit of both JSON bindings, on a server built with small limits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rest_body_over_the_limit() {
-    let engine = trident_core::Engine::builder(Arc::new(trident_core::agents::Demo)).build();
+    let engine = trident_engine::Engine::builder(Arc::new(trident_core::agents::Demo)).build();
     let card = engine.card().clone();
     let options = trident_server::ServerOptions {
         rest: trident_server::RestOptions {

@@ -1,5 +1,5 @@
 //! The contract every store implementation must pass, written once and run against the
-//! in-memory store here and against SQLite and PostgreSQL in `trident-store`.
+//! in-memory store in `trident-engine` and against SQLite and PostgreSQL in `trident-store`.
 //!
 //! Each check panics with a message naming the broken rule. Call [`run`] with fresh, empty
 //! stores.

@@ -1,6 +1,6 @@
-//! Persistence traits ([`TaskStore`], [`EventLog`], [`PushConfigStore`]) and the in-memory
-//! implementation. Durable implementations live in `trident-store` and must pass
-//! [`contract`], the same suite the in-memory store passes.
+//! Persistence traits ([`TaskStore`], [`EventLog`], [`PushConfigStore`]). The in-memory
+//! implementation lives in `trident-engine`, the durable ones in `trident-store`; all must pass
+//! [`contract`].
 //!
 //! Every access is scoped by a [`Scope`] (tenant, owner): a store never returns a record of
 //! another scope, so a caller cannot see, list, cancel or subscribe to another principal's task.
@@ -10,10 +10,6 @@ use std::sync::Arc;
 use trident_proto as pb;
 
 pub mod contract;
-mod memory;
-
-pub use memory::{Clock, MemoryStore, Retention};
-pub(crate) use memory::{ShardExt, Sharded, lock as lock_std};
 
 /// Whose data a call may touch: a tenant and an owning principal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -404,9 +400,8 @@ pub struct Stores {
 }
 
 impl Stores {
-    /// All three backed by one in-memory store.
-    pub fn memory() -> Self {
-        let store = Arc::new(MemoryStore::new());
+    /// All three backed by one store that implements them all.
+    pub fn of<S: TaskStore + EventLog + PushConfigStore>(store: Arc<S>) -> Self {
         Self {
             tasks: store.clone(),
             events: store.clone(),

@@ -2,7 +2,8 @@ use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use trident_core::{A2aService, CallContext, Engine, ErrorKind, Principal};
+use trident_core::{A2aService, CallContext, ErrorKind, Principal};
+use trident_engine::Engine;
 use trident_proto as pb;
 
 use super::{CREDIT, spend_credit};

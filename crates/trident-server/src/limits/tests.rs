@@ -1,7 +1,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use trident_core::{CallContext, Engine, ErrorKind, Principal};
+use trident_core::{CallContext, ErrorKind, Principal};
+use trident_engine::Engine;
 
 use super::{CallerLimits, Limited, OVERFLOW, SHARD_CAPACITY, shard_of};
 

@@ -281,7 +281,7 @@ impl Stored {
 ///
 /// ```
 /// use std::time::Duration;
-/// use trident_core::store::{MemoryStore, Retention};
+/// use trident_engine::store::{MemoryStore, Retention};
 ///
 /// let store = MemoryStore::with_retention(Retention {
 ///     max_tasks: Some(10_000),

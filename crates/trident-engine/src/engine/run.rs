@@ -33,17 +33,7 @@ pub(crate) struct Creation {
 }
 
 /// An event an agent publishes.
-pub(crate) enum Update {
-    Status {
-        state: pb::TaskState,
-        message: Option<pb::Message>,
-    },
-    Artifact {
-        artifact: pb::Artifact,
-        append: bool,
-        last_chunk: bool,
-    },
-}
+pub(crate) use crate::TurnUpdate as Update;
 
 /// A `ROLE_AGENT` text message of task `task_id` in context `context_id`, with a fresh id.
 pub(crate) fn agent_text(task_id: &str, context_id: &str, text: String) -> pb::Message {
@@ -116,14 +106,12 @@ impl Run {
     }
 
     /// The turn, which ran inline on its caller's task until now, continues in the background
-    /// (it waits on something): from now on the commit that settles the task stores it, since
-    /// the caller waits for that. Stores at once what is held if it settled already.
+    /// (it waits on something): it stops holding commits, and what it holds is stored at once,
+    /// so a turn that takes time is visible (ListTasks, GetTask) while it runs, as any other.
     pub(crate) async fn leave_caller(&self) {
         let mut creation = self.creation.lock().await;
         if let Some(c) = creation.as_mut() {
-            if c.hold == Hold::Turn {
-                c.hold = Hold::Progress;
-            }
+            c.hold = Hold::Off;
             return;
         }
         drop(creation);
@@ -132,13 +120,7 @@ impl Run {
         };
         let live = &guard.live;
         let mut w = live.writer.lock().await;
-        if w.hold != Hold::Turn {
-            return;
-        }
-        w.hold = Hold::Progress;
-        if !w.record.task.state().is_in_progress()
-            && let Err(e) = live.end_hold(&self.inner, &mut w).await
-        {
+        if let Err(e) = live.end_hold(&self.inner, &mut w).await {
             let error = store_error(e);
             self.cancel.cancel();
             live.fault(&self.inner, &mut w, error);
@@ -165,7 +147,7 @@ impl Run {
         executor: Arc<dyn AgentExecutor>,
         ctx: RequestContext,
     ) {
-        let sink = EventSink { run: self.clone() };
+        let sink = EventSink::new(self.clone());
         let result = match AssertUnwindSafe(executor.execute(ctx, sink))
             .catch_unwind()
             .await
@@ -444,8 +426,30 @@ impl Run {
             .await
             .map_err(store_error)?;
         drop(w);
-        let _ = self.live.set(LiveGuard::new(self.inner.clone(), live.clone()));
+        let _ = self
+            .live
+            .set(LiveGuard::new(self.inner.clone(), live.clone()));
         self.send_first(First::Task(live));
         Ok(None)
+    }
+}
+
+/// What the agent's [`EventSink`] delivers to: this turn.
+#[async_trait::async_trait]
+impl crate::TurnEvents for Run {
+    fn task_id(&self) -> &str {
+        Run::task_id(self)
+    }
+
+    fn agent_message(&self, text: String) -> pb::Message {
+        Run::agent_message(self, text)
+    }
+
+    async fn reply(&self, message: pb::Message) -> Result<(), A2aError> {
+        Run::reply(self, message).await
+    }
+
+    async fn update(&self, update: Update) -> Result<(), A2aError> {
+        Run::update(self, update).await
     }
 }

@@ -80,7 +80,7 @@ pub enum Destination {
 ///
 /// ```
 /// use std::net::{IpAddr, Ipv4Addr};
-/// use trident_core::{Destination, webhook_destination};
+/// use trident_engine::{Destination, webhook_destination};
 ///
 /// let loopback = Destination::Addr(IpAddr::V4(Ipv4Addr::LOCALHOST));
 /// assert_eq!(webhook_destination("http://0x7f.1:9/hook"), Ok((loopback.clone(), 9)));
@@ -131,11 +131,11 @@ impl WebhookPolicy {
     /// `fd00::/8`).
     ///
     /// ```
-    /// use trident_core::WebhookPolicy;
+    /// use trident_engine::WebhookPolicy;
     ///
     /// let policy = WebhookPolicy::new().allow("127.0.0.1")?.allow("fd00::/8")?;
     /// assert!(WebhookPolicy::new().allow("10.0.0.0/33").is_err());
-    /// # Ok::<(), trident_core::AllowEntryError>(())
+    /// # Ok::<(), trident_engine::AllowEntryError>(())
     /// ```
     pub fn allow(mut self, entry: &str) -> Result<Self, AllowEntryError> {
         let entry = entry.trim();

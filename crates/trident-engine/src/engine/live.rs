@@ -71,20 +71,19 @@ pub(crate) struct Writer {
     pub(crate) hold: Hold,
 }
 
-/// Which commits a task may keep in memory instead of storing at once. A held event is in
-/// nobody's sight: it is not published (no reader, waiting caller or webhook worker sees it)
+/// Whether a task keeps its commits in memory instead of storing them at once. A held event is
+/// in nobody's sight: it is not published (no reader, waiting caller or webhook worker sees it)
 /// and the task is not registered, so no request finds it. Everything held is stored in one
-/// commit as soon as someone could observe it, before they do: the durability promise (an
-/// event anyone has seen is in the store) holds, and a turn nobody watches costs one commit.
+/// commit before anyone could observe it: the durability promise (an event anyone has seen is
+/// in the store) holds, and a turn nobody watches costs one commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Hold {
     /// Every commit is stored at once.
     Off,
-    /// Commits that leave the task `SUBMITTED`/`WORKING` are held; the commit that settles it
-    /// (terminal or interrupted: what the waiting caller answers with) stores them all.
-    Progress,
-    /// Every commit is held: the turn runs inline on the waiting caller's task, which stores
-    /// what is held when the turn returns ([`Live::end_hold`]).
+    /// Every commit is held: a new task's turn runs inline on its blocking caller's task, who
+    /// alone will learn the task's id. The caller stores what is held when the turn returns
+    /// ([`Live::end_hold`]); a turn that waits on something stores it as it moves to the
+    /// background (`Run::leave_caller`), and commits at once from then on.
     Turn,
 }
 
@@ -334,26 +333,26 @@ impl Live {
     ) -> Result<u64, StoreError> {
         let prev = w.record.last_seq;
         w.held_bytes += events.iter().map(Message::encoded_len).sum::<usize>();
-        w.held.extend(events.into_iter().zip(prev + 1..).map(|(event, seq)| LoggedEvent {
-            seq,
-            event: Arc::new(event),
-        }));
+        w.held.extend(
+            events
+                .into_iter()
+                .zip(prev + 1..)
+                .map(|(event, seq)| LoggedEvent {
+                    seq,
+                    event: Arc::new(event),
+                }),
+        );
         w.held_snapshot |= snapshot;
         let last = w.held.last().map_or(prev, |e| e.seq);
         w.record.last_seq = last;
-        let hold = match w.hold {
-            Hold::Off => false,
-            Hold::Progress => w.record.task.state().is_in_progress(),
-            Hold::Turn => true,
-        };
-        if !hold || w.held_bytes > HOLD_MAX_BYTES {
+        if w.hold == Hold::Off || w.held_bytes > HOLD_MAX_BYTES {
             self.store(inner, w).await?;
         }
         Ok(last)
     }
 
-    /// Stops holding commits (someone may observe the task from now on: its waiting caller
-    /// answers) and stores what is held.
+    /// Stops holding commits (someone may observe the task from now on) and stores what is
+    /// held.
     pub(crate) async fn end_hold(
         self: &Arc<Self>,
         inner: &Arc<Inner>,
@@ -382,7 +381,9 @@ impl Live {
         let tasks = &inner.stores.tasks;
         let stored = if snapshot {
             let expected = (!w.unstored).then_some(prev);
-            tasks.commit(&self.scope, &w.record, expected, &logged).await
+            tasks
+                .commit(&self.scope, &w.record, expected, &logged)
+                .await
         } else {
             tasks.append(&self.scope, &w.record, prev, &logged).await
         };

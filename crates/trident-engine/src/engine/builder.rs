@@ -1,0 +1,111 @@
+//! [`EngineBuilder`]: what an [`Engine`] is made of, and its start.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use trident_proto as pb;
+
+use super::{Engine, EngineConfig, Inner, WebhookTransport, cluster};
+use crate::AgentExecutor;
+use crate::auth::Authorizer;
+use crate::store::{Sharded, Stores};
+
+/// Builds an [`Engine`].
+pub struct EngineBuilder {
+    executor: Arc<dyn AgentExecutor>,
+    card: pb::AgentCard,
+    extended_card: Option<pb::AgentCard>,
+    stores: Option<Stores>,
+    webhooks: Option<Arc<dyn WebhookTransport>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    config: EngineConfig,
+}
+
+impl EngineBuilder {
+    /// Asks `authorizer` before every call (after authentication, before any store access).
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Uses these stores (default: in memory).
+    pub fn stores(mut self, stores: Stores) -> Self {
+        self.stores = Some(stores);
+        self
+    }
+
+    /// The card served publicly; its capabilities switch streaming, push and the extended card.
+    pub fn card(mut self, card: pb::AgentCard) -> Self {
+        self.card = card;
+        self
+    }
+
+    /// The card returned to authenticated callers by GetExtendedAgentCard.
+    pub fn extended_card(mut self, card: pb::AgentCard) -> Self {
+        self.extended_card = Some(card);
+        self
+    }
+
+    /// Delivers push notifications through this transport (without one, configurations are
+    /// stored but nothing is sent).
+    pub fn webhooks(mut self, transport: Arc<dyn WebhookTransport>) -> Self {
+        self.webhooks = Some(transport);
+        self
+    }
+
+    /// Engine settings.
+    pub fn config(mut self, config: EngineConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The engine.
+    /// The engine. Inside a Tokio runtime this also starts its background work: start-up
+    /// recovery of tasks whose process stopped (and of undelivered push notifications), and on
+    /// a shared store the lease heartbeat, the sweeper and the follower of other processes'
+    /// commits. All of it stops when the last handle to the engine is dropped.
+    pub fn build(self) -> Engine {
+        let node: Arc<str> = self
+            .config
+            .node_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string())
+            .into();
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                node,
+                executor: self.executor,
+                card: self.card,
+                extended_card: self.extended_card,
+                stores: self.stores.unwrap_or_else(crate::store::in_memory),
+                webhooks: self.webhooks,
+                authorizer: self.authorizer,
+                config: self.config,
+                live: Sharded::new(),
+                closing: CancellationToken::new(),
+            }),
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            cluster::start(&engine.inner);
+        } else {
+            tracing::warn!("engine built outside a Tokio runtime: no recovery or cluster work");
+        }
+        engine
+    }
+}
+
+impl Engine {
+    /// Starts building an engine for `executor`, with a minimal card (streaming and push
+    /// notifications on).
+    pub fn builder(executor: Arc<dyn AgentExecutor>) -> EngineBuilder {
+        EngineBuilder {
+            executor,
+            card: crate::default_card("Trident agent", "An A2A agent served by Trident"),
+            extended_card: None,
+            stores: None,
+            webhooks: None,
+            authorizer: None,
+            config: EngineConfig::default(),
+        }
+    }
+}

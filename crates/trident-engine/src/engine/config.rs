@@ -1,0 +1,68 @@
+//! Engine settings: [`EngineConfig`] and the request [`Limits`].
+
+use super::{RetryPolicy, WebhookPolicy};
+
+/// Limits on what a request may carry. Each violation is an `InvalidParams` error.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Parts per message.
+    pub max_parts: usize,
+    /// Nesting depth of any `metadata` or data value.
+    pub max_metadata_depth: usize,
+    /// Length of client-supplied ids (messageId, contextId, taskId, config ids).
+    pub max_id_len: usize,
+    /// Length of a tenant, in bytes. A tenant is also limited to visible ASCII other than
+    /// `/` (it must fit one URL path segment of the HTTP+JSON binding).
+    pub max_tenant_len: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_parts: 256,
+            max_metadata_depth: 16,
+            max_id_len: 256,
+            max_tenant_len: 128,
+        }
+    }
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Refuse requests without `A2A-Version` (the spec reads them as 0.3). Default: accept them
+    /// as 1.0, since several clients omit the header.
+    pub strict_version: bool,
+    /// Request limits.
+    pub limits: Limits,
+    /// Recent events kept in memory per live task; slower readers read the log.
+    pub tail_capacity: usize,
+    /// Webhook retries.
+    pub push_retry: RetryPolicy,
+    /// How long a follow-up to an interrupted task waits for the previous turn's executor to
+    /// return before it is refused as busy.
+    pub turn_end_wait: std::time::Duration,
+    /// How long a process's claim to execute a task lasts without renewal. On a shared store
+    /// (cluster mode) a task whose process stopped ends `FAILED` within about
+    /// `lease_ttl + lease_ttl / 2`; the lease is renewed every `lease_ttl / 3`.
+    pub lease_ttl: std::time::Duration,
+    /// This process's id in leases and delivery claims (default: a fresh UUIDv7 per start).
+    pub node_id: Option<String>,
+    /// Where webhooks may point (default: public addresses only).
+    pub webhook_policy: WebhookPolicy,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            strict_version: false,
+            limits: Limits::default(),
+            tail_capacity: 128,
+            push_retry: RetryPolicy::default(),
+            turn_end_wait: std::time::Duration::from_secs(10),
+            lease_ttl: std::time::Duration::from_secs(10),
+            node_id: None,
+            webhook_policy: WebhookPolicy::default(),
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! The [`A2aService`] operations of the [`Engine`]: each decodes its request's intent into
+//! the engine's parts (admission, the registry, a turn, the stores) and shapes the answer.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use trident_proto as pb;
+
+use super::live::{LiveGuard, StreamEnd, follow};
+use super::send::Started;
+use super::tokens::{decode_config_token, decode_cursor, encode_config_token, encode_cursor};
+use super::{Engine, push, set_status, store_error, validate};
+use crate::store::{StoreError, TaskQuery};
+use crate::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
+
+/// A push configuration as Get and List return it: its secrets (`token` and
+/// `authentication.credentials`) are write-only — kept for delivery, never read back — so a
+/// caller that may read a task's configurations cannot learn another client's webhook
+/// credentials. The scheme stays, so a reader still sees that authentication is configured.
+fn redact_push_secrets(
+    mut config: pb::TaskPushNotificationConfig,
+) -> pb::TaskPushNotificationConfig {
+    config.token.clear();
+    if let Some(auth) = &mut config.authentication {
+        auth.credentials.clear();
+    }
+    config
+}
+
+/// Applies `historyLength`: unset keeps all, 0 drops all, n keeps the n most recent.
+fn trim_history(task: &mut pb::Task, history_length: Option<i32>) {
+    if let Some(n) = history_length {
+        let n = usize::try_from(n).unwrap_or(0);
+        let len = task.history.len();
+        if n < len {
+            task.history.drain(..len - n);
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl A2aService for Engine {
+    async fn send_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<pb::SendMessageResponse, A2aError> {
+        // Only two settings matter here; the configuration itself moves into the turn.
+        let (return_immediately, history_length) = req
+            .configuration
+            .as_ref()
+            .map_or((false, None), |c| (c.return_immediately, c.history_length));
+        let payload = match self.inner.start(cx, req, false).await? {
+            Started::Message(m) => pb::send_message_response::Payload::Message(m),
+            Started::Task {
+                guard,
+                after,
+                snapshot,
+            } => {
+                let mut task = if return_immediately {
+                    match snapshot {
+                        Some(t) => t,
+                        None => guard.live.writer.lock().await.record.task.clone(),
+                    }
+                } else {
+                    self.inner.settle(&guard.live, after, cx).await?
+                };
+                trim_history(&mut task, history_length);
+                pb::send_message_response::Payload::Task(task)
+            }
+        };
+        Ok(pb::SendMessageResponse {
+            payload: Some(payload),
+        })
+    }
+
+    async fn send_streaming_message(
+        &self,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+    ) -> Result<EventStream, A2aError> {
+        match self.inner.start(cx, req, true).await? {
+            Started::Message(m) => {
+                let event = StreamEvent {
+                    seq: None,
+                    response: Arc::new(pb::StreamResponse::new(
+                        pb::stream_response::Payload::Message(m),
+                    )),
+                };
+                Ok(futures::stream::once(async move { Ok(event) }).boxed())
+            }
+            Started::Task {
+                guard,
+                after,
+                snapshot,
+            } => {
+                let LiveGuard { inner, live } = &guard;
+                let lead = snapshot.map(|t| StreamEvent {
+                    seq: Some(after),
+                    response: Arc::new(pb::StreamResponse::new(
+                        pb::stream_response::Payload::Task(t),
+                    )),
+                });
+                Ok(follow(
+                    inner.clone(),
+                    live.clone(),
+                    after,
+                    lead,
+                    StreamEnd::Turn,
+                ))
+            }
+        }
+    }
+
+    async fn get_task(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::GetTask, None)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        validate::history_length(req.history_length)?;
+        let mut task = self.inner.record(&scope, &req.id).await?.task;
+        trim_history(&mut task, req.history_length);
+        Ok(task)
+    }
+
+    async fn list_tasks(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse, A2aError> {
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::ListTasks, None)?;
+        validate::history_length(req.history_length)?;
+        let page_size = req.page_size.unwrap_or(50);
+        if !(1..=100).contains(&page_size) {
+            return Err(A2aError::invalid_field(
+                "pageSize",
+                format!("must be between 1 and 100, got {page_size}"),
+            ));
+        }
+        let state = match pb::TaskState::try_from(req.status) {
+            Ok(pb::TaskState::Unspecified) => None,
+            Ok(s) => Some(s),
+            Err(_) => {
+                return Err(A2aError::invalid_field(
+                    "status",
+                    format!("unknown state {}", req.status),
+                ));
+            }
+        };
+        let after = match req.page_token.as_str() {
+            "" => None,
+            token => Some(decode_cursor(token)?),
+        };
+        let query = TaskQuery {
+            context_id: Some(req.context_id.clone()).filter(|c| !c.is_empty()),
+            state,
+            updated_since: req.status_timestamp_after.as_ref().map(|t| t.unix_nanos()),
+            after,
+            limit: page_size as usize,
+        };
+        let page = self
+            .inner
+            .stores
+            .tasks
+            .list(&scope, &query)
+            .await
+            .map_err(store_error)?;
+        let include_artifacts = req.include_artifacts.unwrap_or(false);
+        let tasks = page
+            .tasks
+            .into_iter()
+            .map(|mut t| {
+                trim_history(&mut t, req.history_length);
+                if !include_artifacts {
+                    t.artifacts.clear();
+                }
+                t
+            })
+            .collect();
+        Ok(pb::ListTasksResponse {
+            tasks,
+            next_page_token: page.next.as_ref().map(encode_cursor).unwrap_or_default(),
+            page_size,
+            total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+        })
+    }
+
+    async fn cancel_task(
+        &self,
+        cx: &CallContext,
+        req: pb::CancelTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::CancelTask, None)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        let guard = self.inner.live(&scope, &req.id).await?;
+        let live = &guard.live;
+        let snapshot = live.writer.lock().await.record.task.clone();
+        let check = |task: &pb::Task| -> Result<bool, A2aError> {
+            match task.state() {
+                pb::TaskState::Canceled => Ok(true),
+                s if s.is_terminal() => Err(A2aError::new(
+                    ErrorKind::TaskNotCancelable,
+                    format!("task {} is {}", task.id, s.as_str_name()),
+                )
+                .with_meta("taskId", task.id.clone())),
+                _ => Ok(false),
+            }
+        };
+        if check(&snapshot)? {
+            return Ok(snapshot);
+        }
+        self.inner.executor.cancel(&snapshot).await?;
+        // On a shared store another process may write the task meanwhile: re-read and retry.
+        let mut attempts = 0;
+        loop {
+            let mut w = live.writer.lock().await;
+            live.sync(&self.inner, &mut w).await?;
+            if check(&w.record.task)? {
+                return Ok(w.record.task.clone());
+            }
+            w.cancel.cancel();
+            let event = set_status(
+                &mut w.record.task,
+                pb::TaskStatus::now(pb::TaskState::Canceled, None),
+                req.metadata.clone(),
+            );
+            match live.commit(&self.inner, &mut w, vec![event]).await {
+                Ok(_) => return Ok(w.record.task.clone()),
+                Err(StoreError::Conflict) if attempts < 5 => attempts += 1,
+                Err(e) => return Err(store_error(e)),
+            }
+        }
+    }
+
+    async fn subscribe_to_task(
+        &self,
+        cx: &CallContext,
+        req: pb::SubscribeToTaskRequest,
+    ) -> Result<EventStream, A2aError> {
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::SubscribeToTask, None)?;
+        self.inner.require_streaming()?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        let guard = self.inner.live(&scope, &req.id).await?;
+        let (task, last_seq) = {
+            let w = guard.live.writer.lock().await;
+            (w.record.task.clone(), w.record.last_seq)
+        };
+        let LiveGuard { inner, live } = &guard;
+        match cx.last_event_id {
+            Some(resume) if resume > last_seq => Err(A2aError::invalid_field(
+                "Last-Event-ID",
+                format!("task {} has no event {resume}", task.id),
+            )),
+            Some(resume) => Ok(follow(
+                inner.clone(),
+                live.clone(),
+                resume,
+                None,
+                StreamEnd::Terminal,
+            )),
+            None if task.state().is_terminal() => Err(A2aError::unsupported(format!(
+                "task {} is {}; subscribe to tasks that are still running",
+                task.id,
+                task.state().as_str_name()
+            ))
+            .with_meta("taskId", task.id.clone())),
+            None => {
+                let lead = StreamEvent {
+                    seq: Some(last_seq),
+                    response: Arc::new(pb::StreamResponse::new(
+                        pb::stream_response::Payload::Task(task),
+                    )),
+                };
+                Ok(follow(
+                    inner.clone(),
+                    live.clone(),
+                    last_seq,
+                    Some(lead),
+                    StreamEnd::Terminal,
+                ))
+            }
+        }
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        mut req: pb::TaskPushNotificationConfig,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::CreateTaskPushNotificationConfig,
+            None,
+        )?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        let task_id = req.task_id.clone();
+        validate::bind_push(&mut req, &task_id, &scope)?;
+        self.inner.check_webhook(&req.url).await?;
+        let guard = self.inner.live(&scope, &task_id).await?;
+        let live = &guard.live;
+        let mut w = live.writer.lock().await;
+        self.inner
+            .stores
+            .push
+            .put(&scope, &req)
+            .await
+            .map_err(store_error)?;
+        w.has_push = Some(true);
+        let from = w.record.last_seq;
+        if !w.record.task.state().is_terminal() {
+            push::kick_from(&self.inner, live, &mut w, from).await;
+        }
+        Ok(req)
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::GetTaskPushNotificationConfigRequest,
+    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::GetTaskPushNotificationConfig,
+            None,
+        )?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        self.inner.record(&scope, &req.task_id).await?;
+        self.inner
+            .stores
+            .push
+            .get(&scope, &req.task_id, &req.id)
+            .await
+            .map_err(store_error)?
+            .map(redact_push_secrets)
+            .ok_or_else(|| {
+                A2aError::new(
+                    ErrorKind::TaskNotFound,
+                    format!(
+                        "task {} has no push notification config {}",
+                        req.task_id, req.id
+                    ),
+                )
+                .with_meta("taskId", req.task_id.clone())
+                .with_meta("configId", req.id.clone())
+            })
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        cx: &CallContext,
+        req: pb::ListTaskPushNotificationConfigsRequest,
+    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::ListTaskPushNotificationConfigs,
+            None,
+        )?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        let limit = match req.page_size {
+            0 => 100,
+            n if (1..=100).contains(&n) => n as usize,
+            n => {
+                return Err(A2aError::invalid_field(
+                    "pageSize",
+                    format!("must be between 1 and 100, got {n}"),
+                ));
+            }
+        };
+        let after = match req.page_token.as_str() {
+            "" => None,
+            token => Some(decode_config_token(token)?),
+        };
+        self.inner.record(&scope, &req.task_id).await?;
+        let (configs, more) = self
+            .inner
+            .stores
+            .push
+            .list(&scope, &req.task_id, after.as_deref(), limit)
+            .await
+            .map_err(store_error)?;
+        let next_page_token = match configs.last() {
+            Some(last) if more => encode_config_token(&last.id),
+            _ => String::new(),
+        };
+        Ok(pb::ListTaskPushNotificationConfigsResponse {
+            configs: configs.into_iter().map(redact_push_secrets).collect(),
+            next_page_token,
+        })
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        cx: &CallContext,
+        req: pb::GetExtendedAgentCardRequest,
+    ) -> Result<pb::AgentCard, A2aError> {
+        self.inner
+            .admit(cx, &req.tenant, Operation::GetExtendedAgentCard, None)?;
+        if !self.inner.capability(|c| c.extended_agent_card) {
+            return Err(A2aError::unsupported(
+                "this agent has no extended agent card",
+            ));
+        }
+        if !cx.principal.is_authenticated() {
+            return Err(A2aError::new(
+                ErrorKind::Unauthenticated,
+                "the extended agent card requires authentication",
+            ));
+        }
+        self.inner
+            .extended_card
+            .clone()
+            .ok_or_else(|| A2aError::of(ErrorKind::ExtendedAgentCardNotConfigured))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        cx: &CallContext,
+        req: pb::DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<(), A2aError> {
+        let scope = self.inner.admit(
+            cx,
+            &req.tenant,
+            Operation::DeleteTaskPushNotificationConfig,
+            None,
+        )?;
+        self.inner.require_push()?;
+        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        self.inner.record(&scope, &req.task_id).await?;
+        self.inner
+            .stores
+            .push
+            .delete(&scope, &req.task_id, &req.id)
+            .await
+            .map_err(store_error)?;
+        let live = self.inner.live_now(&scope, &req.task_id);
+        if let Some(live) = live {
+            live.writer.lock().await.has_push = None;
+        }
+        Ok(())
+    }
+}

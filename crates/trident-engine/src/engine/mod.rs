@@ -1,0 +1,189 @@
+//! The default [`A2aService`]: every operation implemented once, on an [`AgentExecutor`] and
+//! the [`Stores`].
+//!
+//! Documented choices where the spec leaves room (see ARCHITECTURE.md):
+//! - A missing `A2A-Version` is read as 1.0 unless [`EngineConfig::strict_version`] is set.
+//! - A message to a task whose executor is still running is refused with
+//!   `UnsupportedOperation` (no queueing): send follow-ups once the task is interrupted.
+//! - Canceling an already `CANCELED` task returns the task again; other terminal states give
+//!   `TaskNotCancelable`.
+//! - Streams end after a terminal state or `INPUT_REQUIRED`, and stay open through
+//!   `AUTH_REQUIRED`.
+//! - Deleting a push configuration that does not exist succeeds.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use trident_proto as pb;
+
+mod admit;
+mod builder;
+mod cluster;
+mod config;
+mod handlers;
+pub(crate) mod live;
+mod policy;
+pub(crate) mod push;
+mod registry;
+pub(crate) mod run;
+mod send;
+mod tokens;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use live::Live;
+
+use crate::auth::Authorizer;
+use crate::store::{Lease, Sharded, StoreError, Stores, now_ms};
+use crate::{A2aError, AgentExecutor, ErrorKind};
+
+pub use builder::EngineBuilder;
+pub use config::{EngineConfig, Limits};
+pub use policy::{
+    AllowEntryError, Destination, PolicyError, WebhookPolicy, non_public, webhook_destination,
+};
+pub use push::{RetryPolicy, WebhookError, WebhookRequest, WebhookTransport, webhook_request};
+
+/// The A2A engine: implements [`A2aService`] for one agent.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("agent", &self.inner.card.name)
+            .finish()
+    }
+}
+
+pub(crate) struct Inner {
+    /// This process's id in leases.
+    pub(crate) node: Arc<str>,
+    pub(crate) executor: Arc<dyn AgentExecutor>,
+    card: pb::AgentCard,
+    extended_card: Option<pb::AgentCard>,
+    pub(crate) stores: Stores,
+    pub(crate) webhooks: Option<Arc<dyn WebhookTransport>>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    pub(crate) config: EngineConfig,
+    live: Sharded<Arc<Live>>,
+    /// Cancelled when the server shuts down ([`Engine::close_streams`]).
+    pub(crate) closing: CancellationToken,
+}
+
+/// What a stream still open at shutdown ends with.
+pub(crate) fn shutting_down() -> A2aError {
+    A2aError::new(
+        ErrorKind::Unavailable,
+        "the server is shutting down; resubscribe (with the last event's id as Last-Event-ID) \
+         to continue",
+    )
+}
+
+pub(crate) fn store_error(e: StoreError) -> A2aError {
+    match e {
+        StoreError::Conflict => A2aError::new(
+            ErrorKind::Unavailable,
+            "the task was changed concurrently; retry",
+        ),
+        other => A2aError::internal(format!("store: {other}")),
+    }
+}
+
+impl Inner {
+    /// The lease a commit records for a task in `state`: this process's while the task is in
+    /// progress, none once it waits for the client or has ended.
+    pub(crate) fn lease_for(&self, state: pb::TaskState) -> Option<Lease> {
+        state.is_in_progress().then(|| Lease {
+            node: self.node.clone(),
+            until_ms: now_ms().saturating_add(self.lease_ttl_ms()),
+        })
+    }
+
+    pub(crate) fn lease_ttl_ms(&self) -> i64 {
+        i64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+impl Engine {
+    /// The public agent card.
+    pub fn card(&self) -> &pb::AgentCard {
+        &self.inner.card
+    }
+
+    /// Call before the process exits: on a shared store the leases of the tasks this process
+    /// runs expire at once, so another process recovers them at its next sweep instead of
+    /// after the lease TTL. (A store nobody else uses recovers them at the next start.)
+    pub async fn shutdown(&self) {
+        if self.inner.stores.tasks.shared()
+            && let Err(e) = self
+                .inner
+                .stores
+                .tasks
+                .renew_leases(&self.inner.node, 0)
+                .await
+        {
+            tracing::warn!(error = %e, "could not release this process's task leases");
+        }
+    }
+
+    /// Ends every open stream (SendStreamingMessage, SubscribeToTask) with an `Unavailable`
+    /// error event that says to resubscribe, and answers every blocking SendMessage still
+    /// waiting with its task as it is now; later streams end the same way at once. Tasks keep
+    /// running. Call when the server shuts down, before it closes connections, so no client
+    /// is cut off without a last word: `trident serve` calls it at once on a shared store
+    /// (another replica serves the resubscription) and after most of `--drain` otherwise.
+    pub fn close_streams(&self) {
+        self.inner.closing.cancel();
+    }
+
+    /// Whether the engine's task store is shared with other processes (cluster mode).
+    pub fn shares_store(&self) -> bool {
+        self.inner.stores.tasks.shared()
+    }
+
+    /// What the engine holds in memory right now.
+    pub fn stats(&self) -> EngineStats {
+        let mut stats = EngineStats::default();
+        for shard in self.inner.live.shards() {
+            for ids in shard.values() {
+                stats.live_tasks += ids.len();
+                stats.buffered_events += ids.values().map(|l| l.buffered()).sum::<usize>();
+            }
+        }
+        stats
+    }
+}
+
+/// Memory held by the engine (for metrics and tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Tasks held in memory because an executor, a stream or a webhook worker uses them.
+    pub live_tasks: usize,
+    /// Events held in those tasks' tails (at most `tail_capacity` each).
+    pub buffered_events: usize,
+}
+
+/// Moves `task` to `status` and returns the event that says so. A message on the status it
+/// replaces moves into the history, so a question asked at INPUT_REQUIRED sits before the
+/// answer that follows it.
+pub(crate) fn set_status(
+    task: &mut pb::Task,
+    status: pb::TaskStatus,
+    metadata: Option<trident_proto::wkt::Struct>,
+) -> pb::StreamResponse {
+    let event = pb::StreamResponse::new(pb::stream_response::Payload::StatusUpdate(
+        pb::TaskStatusUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            status: Some(status),
+            metadata,
+        },
+    ));
+    crate::store::apply(task, &event);
+    event
+}

@@ -1,0 +1,109 @@
+//! The live registry: tasks held in memory (an executor, a stream or a webhook worker uses
+//! them), found by (scope, id), loaded from the store on demand, released by their last holder.
+
+use std::sync::Arc;
+
+use super::live::{Live, LiveGuard};
+use super::{Inner, store_error};
+use crate::A2aError;
+use crate::store::{Scope, ShardExt, TaskRecord};
+
+impl Inner {
+    /// The live task `id` if it is in memory.
+    pub(crate) fn live_now(&self, scope: &Scope, id: &str) -> Option<Arc<Live>> {
+        self.live.shard(id).get_in(scope, id).cloned()
+    }
+
+    /// Every task held in memory.
+    pub(crate) fn lives(&self) -> Vec<Arc<Live>> {
+        self.live
+            .shards()
+            .flat_map(|shard| {
+                shard
+                    .values()
+                    .flat_map(|ids| ids.values().cloned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Registers a new live task.
+    pub(crate) fn register(&self, live: &Arc<Live>) {
+        self.live
+            .shard(&live.task_id)
+            .slot(&live.scope, &live.task_id)
+            .insert_entry(live.clone());
+    }
+
+    /// Unregisters a live task when the caller holds the last reference besides the map.
+    pub(crate) fn release(&self, live: &Arc<Live>) {
+        let mut shard = self.live.shard(&live.task_id);
+        if Arc::strong_count(live) <= 2
+            && shard
+                .get_in(&live.scope, &live.task_id)
+                .is_some_and(|l| Arc::ptr_eq(l, live))
+        {
+            shard.remove_in(&live.scope, &live.task_id);
+        }
+    }
+
+    /// The live task `id`, loading it from the store; `TaskNotFound` when not visible.
+    pub(crate) async fn live(
+        self: &Arc<Self>,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<LiveGuard, A2aError> {
+        if let Some(live) = self.live_now(scope, id) {
+            return Ok(LiveGuard {
+                inner: self.clone(),
+                live,
+            });
+        }
+        let record = self
+            .stores
+            .tasks
+            .get(scope, id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| A2aError::task_not_found(id))?;
+        let live = self
+            .live
+            .shard(id)
+            .slot(scope, id)
+            .or_insert_with(|| {
+                Arc::new(Live::new(
+                    scope.clone(),
+                    record,
+                    self.config.tail_capacity,
+                    Vec::new(),
+                ))
+            })
+            .clone();
+        Ok(LiveGuard {
+            inner: self.clone(),
+            live,
+        })
+    }
+
+    /// The current record of task `id`. On a shared store a task this process does not
+    /// execute may have moved on elsewhere, so it is read from the store.
+    pub(crate) async fn record(&self, scope: &Scope, id: &str) -> Result<TaskRecord, A2aError> {
+        let local = match self.live_now(scope, id) {
+            Some(live) => {
+                let w = live.writer.lock().await;
+                (w.running || !self.stores.tasks.shared()).then(|| w.record.clone())
+            }
+            None => None,
+        };
+        match local {
+            Some(record) => Ok(record),
+            None => self
+                .stores
+                .tasks
+                .get(scope, id)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| A2aError::task_not_found(id)),
+        }
+    }
+}

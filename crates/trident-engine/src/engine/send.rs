@@ -1,0 +1,274 @@
+//! SendMessage and SendStreamingMessage: a turn begins (a new task's, inline on the caller's
+//! task while it need not wait; or a follow-up's), and the blocking caller waits for it to
+//! settle.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use trident_proto as pb;
+
+use super::live::{Hold, Live, LiveGuard};
+use super::run::{Creation, First, Run};
+use super::{Inner, store_error, validate};
+use crate::store::StoreError;
+use crate::{A2aError, CallContext, Operation, RequestContext};
+
+impl Inner {
+    /// Starts a turn for `req` and returns what the caller waits for first.
+    pub(crate) async fn start(
+        self: &Arc<Self>,
+        cx: &CallContext,
+        req: pb::SendMessageRequest,
+        streaming: bool,
+    ) -> Result<Started, A2aError> {
+        let op = if streaming {
+            Operation::SendStreamingMessage
+        } else {
+            Operation::SendMessage
+        };
+        let scope = self.admit(cx, &req.tenant, op, req.message.as_ref())?;
+        if streaming {
+            self.require_streaming()?;
+        }
+        validate::send_request(&req, &self.config.limits)?;
+        let pb::SendMessageRequest {
+            message,
+            configuration,
+            metadata,
+            ..
+        } = req;
+        let mut message =
+            message.ok_or_else(|| A2aError::invalid_field("message", "is required"))?;
+        let mut push = configuration
+            .as_ref()
+            .and_then(|c| c.task_push_notification_config.clone());
+        if let Some(p) = &push {
+            self.require_push()?;
+            self.check_webhook(&p.url).await?;
+        }
+        let return_immediately = configuration.as_ref().is_some_and(|c| c.return_immediately);
+        let cancel = CancellationToken::new();
+        let mut ctx = RequestContext {
+            task_id: String::new(),
+            context_id: String::new(),
+            message: pb::Message::default(),
+            task: None,
+            configuration,
+            metadata,
+            principal: cx.principal.clone(),
+            tenant: scope.tenant.to_string(),
+            extensions: cx.extensions.clone(),
+            cancel: cancel.clone(),
+        };
+
+        if message.task_id.is_empty() {
+            // Time-ordered ids (UUIDv7): a new task lands at the end of the stores' primary
+            // key and event indexes instead of a random page, so a durable commit dirties
+            // fewer pages.
+            let task_id = uuid::Uuid::now_v7().to_string();
+            if message.context_id.is_empty() {
+                message.context_id = uuid::Uuid::now_v7().to_string();
+            }
+            message.task_id = task_id.clone();
+            if let Some(p) = push.as_mut() {
+                validate::bind_push(p, &task_id, &scope)?;
+            }
+            ctx.task_id = task_id.clone();
+            ctx.context_id = message.context_id.clone();
+            ctx.message = message.clone();
+            // A blocking call creating a task (no webhook) runs the turn inline, on the
+            // caller's task, for as long as it does not wait on anything; its commits are
+            // held meanwhile and stored in one commit when it returns or starts waiting.
+            // Nobody can tell: the turn looks atomic, as if the agent had been that fast.
+            let inline = !streaming && push.is_none() && !return_immediately;
+            let hold = if inline { Hold::Turn } else { Hold::Off };
+            let creation = Creation {
+                message,
+                push,
+                hold,
+            };
+            let (run, first) = Run::new_task(
+                self.clone(),
+                scope,
+                task_id.into(),
+                ctx.context_id.as_str().into(),
+                creation,
+                cancel,
+            );
+            let drive = run.clone().drive(self.executor.clone(), ctx);
+            if inline {
+                let mut drive = Box::pin(drive);
+                if futures::poll!(drive.as_mut()).is_pending() {
+                    // The agent waits on something: its turn continues in the background and
+                    // stores what it holds (the switch runs in the spawned task, so it happens
+                    // even if this caller goes away).
+                    let run = run.clone();
+                    tokio::spawn(async move {
+                        futures::join!(drive, run.leave_caller());
+                    });
+                }
+            } else {
+                tokio::spawn(drive);
+            }
+            drop(run);
+            return match first.await {
+                Ok(First::Message(m)) => Ok(Started::Message(m)),
+                Ok(First::Task(live)) => {
+                    if inline {
+                        // Whatever the turn committed so far (all of it when it ran to its
+                        // end inline) is stored before the caller can answer with it.
+                        let mut w = live.writer.lock().await;
+                        live.end_hold(self, &mut w).await.map_err(store_error)?;
+                    }
+                    Ok(Started::Task {
+                        guard: LiveGuard {
+                            inner: self.clone(),
+                            live,
+                        },
+                        after: 0,
+                        snapshot: None,
+                    })
+                }
+                Ok(First::Failed(e)) => Err(e),
+                Err(_) => Err(A2aError::internal(
+                    "the agent's turn ended without an outcome",
+                )),
+            };
+        }
+
+        // A follow-up to an existing task.
+        let guard = self.live(&scope, &message.task_id).await?;
+        let live = guard.live.clone();
+        let wait_until = tokio::time::Instant::now() + self.config.turn_end_wait;
+        // Another process may take the same turn at the same time: the store lets one commit
+        // win; the others re-read the task and answer from its new state.
+        let mut attempts = 0;
+        let (mut w, after) = loop {
+            let mut w = loop {
+                let mut w = live.writer.lock().await;
+                live.sync(self, &mut w).await?;
+                let task = &w.record.task;
+                let state = task.state();
+                if state.is_terminal() {
+                    return Err(A2aError::unsupported(format!(
+                        "task {} is {} and accepts no more messages",
+                        task.id,
+                        state.as_str_name()
+                    ))
+                    .with_meta("taskId", task.id.clone()));
+                }
+                if !message.context_id.is_empty() && message.context_id != task.context_id {
+                    return Err(A2aError::invalid_field(
+                        "message.contextId",
+                        format!("does not match task {}'s context", task.id),
+                    ));
+                }
+                // A task still working is busy, whichever process runs it.
+                let busy = !state.is_interrupted();
+                if !busy && !w.running {
+                    break w;
+                }
+                // An interrupted task whose executor is still returning: wait for its turn to
+                // end (at most one executor per task).
+                if busy || tokio::time::Instant::now() >= wait_until {
+                    return Err(A2aError::unsupported(format!(
+                        "task {} is still {}; send follow-up messages once it asks for input",
+                        task.id,
+                        state.as_str_name()
+                    ))
+                    .with_meta("taskId", task.id.clone()));
+                }
+                let ended = live.turn_ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                drop(w);
+                let _ = tokio::time::timeout_at(wait_until, ended).await;
+            };
+            let task = &w.record.task;
+            message.context_id = task.context_id.clone();
+            if let Some(p) = push.as_mut() {
+                validate::bind_push(p, &task.id, &scope)?;
+            }
+            ctx.task_id = task.id.clone();
+            ctx.context_id = task.context_id.clone();
+            ctx.task = Some(task.clone());
+            ctx.message = message.clone();
+
+            if let Some(p) = &push {
+                self.stores
+                    .push
+                    .put(&live.scope, p)
+                    .await
+                    .map_err(store_error)?;
+                w.has_push = Some(true);
+            }
+            match live.begin_turn(self, &mut w, Some(message.clone())).await {
+                Ok(after) => break (w, after),
+                Err(StoreError::Conflict) if attempts < 3 => attempts += 1,
+                Err(e) => return Err(store_error(e)),
+            }
+        };
+        let snapshot = w.record.task.clone();
+        Run::spawn_existing(self, &live, &mut w, ctx);
+        drop(w);
+        Ok(Started::Task {
+            guard,
+            after,
+            snapshot: Some(snapshot),
+        })
+    }
+
+    /// Waits until the task is terminal or interrupted (after `after`), the caller leaves, or
+    /// its deadline passes; returns the task as it is then. When the turn's progress can no
+    /// longer be stored ([`Live::fault`]), returns that error at once.
+    pub(crate) async fn settle(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        after: u64,
+        cx: &CallContext,
+    ) -> Result<pb::Task, A2aError> {
+        let mut progress = live.progress();
+        let deadline = cx.deadline.map(tokio::time::Instant::from_std);
+        loop {
+            let p = *progress.borrow_and_update();
+            if p.seq > after && (p.state.is_terminal() || p.state.is_interrupted()) {
+                break;
+            }
+            if p.fault
+                && let Some(e) = live.fault_error()
+            {
+                return Err(e);
+            }
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = progress.changed() => if changed.is_err() { break },
+                () = cx.cancelled.cancelled() => break,
+                () = self.closing.cancelled() => break,
+                () = sleep => break,
+            }
+        }
+        // The caller answers with the task: what its turn still holds is stored first.
+        let mut w = live.writer.lock().await;
+        if let Err(e) = live.end_hold(self, &mut w).await {
+            let error = store_error(e);
+            live.fault(self, &mut w, error.clone());
+            return Err(error);
+        }
+        Ok(w.record.task.clone())
+    }
+}
+
+/// What SendMessage waits for first.
+pub(crate) enum Started {
+    Message(pb::Message),
+    Task {
+        guard: LiveGuard,
+        after: u64,
+        snapshot: Option<pb::Task>,
+    },
+}
