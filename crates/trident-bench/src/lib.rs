@@ -33,6 +33,13 @@
 //! `trident-bench list --store sqlite|postgres` is a second benchmark: the latency of one
 //! ListTasks page, measured on the store itself (no HTTP), as the store grows (see [`list`]).
 //!
+//! `trident-bench peers` runs Trident beside the official A2A SDKs' echo agents (Rust, JS,
+//! Python) and the raw echo, every binding, one table (see [`peers`]; `bash bench/peers.sh`
+//! builds and installs the peers first).
+//!
+//! `trident-bench stream` measures events per second through one stream and the memory of
+//! idle streams on each binding (see [`stream`]).
+//!
 //! `trident-bench held --tasks N [--evict]` measures memory per task held by the in-memory
 //! store, against the task's encoded size (see [`held`]).
 //!
@@ -58,9 +65,11 @@ pub mod held;
 pub mod list;
 pub mod load;
 pub mod payload;
+pub mod peers;
 pub mod raw;
 pub mod run;
 pub mod server;
+pub mod stream;
 
 /// The tokio runtime a server runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -71,6 +80,9 @@ pub enum ServerRuntime {
     Multi,
     /// A current-thread runtime.
     Current,
+    /// tokio's default multi-thread runtime (one worker per core it may run on), what
+    /// `trident serve` uses.
+    Default,
 }
 
 impl ServerRuntime {
@@ -79,6 +91,7 @@ impl ServerRuntime {
         match self {
             ServerRuntime::Multi => "multi",
             ServerRuntime::Current => "current",
+            ServerRuntime::Default => "default",
         }
     }
 
@@ -90,6 +103,9 @@ impl ServerRuntime {
                 .enable_all()
                 .build(),
             ServerRuntime::Current => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            ServerRuntime::Default => tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build(),
         }

@@ -56,10 +56,116 @@ impl Binding {
     }
 }
 
+/// Where a server answers each binding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// HTTP/1.1 address of HTTP+JSON and JSON-RPC.
+    pub http: SocketAddr,
+    /// h2c address of gRPC.
+    pub grpc: SocketAddr,
+    /// Path of JSON-RPC requests.
+    pub jsonrpc_path: String,
+    /// Prefix of the HTTP+JSON routes (empty: at the root).
+    pub rest_prefix: String,
+}
+
+impl Target {
+    /// Every binding on one port, as Trident and the raw echo serve them: JSON-RPC at `/`,
+    /// HTTP+JSON at the root.
+    pub fn single(addr: SocketAddr) -> Target {
+        Target {
+            http: addr,
+            grpc: addr,
+            jsonrpc_path: "/".to_owned(),
+            rest_prefix: String::new(),
+        }
+    }
+
+    fn path(&self, binding: Binding) -> String {
+        match binding {
+            Binding::Jsonrpc => self.jsonrpc_path.clone(),
+            _ => format!("{}/message:send", self.rest_prefix),
+        }
+    }
+}
+
+/// Latency histogram: [`SUB`] linear buckets per power of two of microseconds (about 3 %
+/// resolution), atomics so that workers record without a lock.
+#[derive(Debug)]
+struct Latencies {
+    buckets: Vec<AtomicU64>,
+}
+
+const SUB_BITS: u32 = 5;
+const SUB: u64 = 1 << SUB_BITS;
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies {
+            buckets: (0..(64 * SUB)).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl Latencies {
+    fn index(us: u64) -> usize {
+        if us < SUB {
+            return us as usize;
+        }
+        let exp = 63 - us.leading_zeros();
+        let shift = exp - SUB_BITS;
+        let sub = (us >> shift) - SUB;
+        (((u64::from(shift) + 1) << SUB_BITS) + sub) as usize
+    }
+
+    /// The upper bound (µs) of bucket `i`.
+    fn upper(i: usize) -> u64 {
+        let i = i as u64;
+        if i < SUB {
+            return i;
+        }
+        let shift = (i >> SUB_BITS) - 1;
+        let sub = i & (SUB - 1);
+        ((SUB + sub + 1) << shift) - 1
+    }
+
+    fn record(&self, elapsed: Duration) {
+        let us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
+        let i = Self::index(us).min(self.buckets.len() - 1);
+        self.buckets[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> Vec<u64> {
+        self.buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// The `q` quantile (0..1) of the latencies recorded between two snapshots.
+fn quantile(before: &[u64], after: &[u64], q: f64) -> Option<Duration> {
+    let counts: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = ((total as f64) * q).ceil().max(1.0) as u64;
+    let mut seen = 0;
+    for (i, c) in counts.iter().enumerate() {
+        seen += c;
+        if seen >= rank {
+            return Some(Duration::from_micros(Latencies::upper(i)));
+        }
+    }
+    None
+}
+
 /// What the workers share.
 #[derive(Debug, Default)]
 struct Counters {
     next_id: AtomicU64,
+    latencies: Latencies,
     ok: AtomicU64,
     errors: AtomicU64,
     first_error: Mutex<Option<String>>,
@@ -104,7 +210,7 @@ impl Load {
     /// Opens the connections to `target` and starts `connections` workers on `binding`.
     pub async fn start(
         binding: Binding,
-        target: SocketAddr,
+        target: &Target,
         connections: usize,
     ) -> Result<Load, String> {
         let counters = Arc::new(Counters::default());
@@ -112,21 +218,20 @@ impl Load {
         match binding {
             Binding::Rest | Binding::Jsonrpc => {
                 for _ in 0..connections {
-                    let sender = http1_connect(target).await?;
+                    let sender = http1_connect(target.http).await?;
                     let counters = counters.clone();
-                    let authority = target.to_string();
+                    let authority = target.http.to_string();
                     workers.push(tokio::spawn(http_worker(
-                        binding, sender, authority, counters,
+                        binding,
+                        sender,
+                        authority,
+                        target.path(binding),
+                        counters,
                     )));
                 }
             }
             Binding::Grpc => {
-                let channel = tonic::transport::Endpoint::from_shared(format!("http://{target}"))
-                    .map_err(|e| e.to_string())?
-                    .tcp_nodelay(true)
-                    .connect()
-                    .await
-                    .map_err(|e| format!("gRPC connect {target}: {e}"))?;
+                let channel = grpc_connect(target.grpc).await?;
                 for _ in 0..connections {
                     workers.push(tokio::spawn(grpc_worker(channel.clone(), counters.clone())));
                 }
@@ -138,6 +243,10 @@ impl Load {
     /// Requests answered correctly so far.
     pub fn completed(&self) -> u64 {
         self.counters.ok.load(Ordering::Relaxed)
+    }
+
+    fn latencies(&self) -> Vec<u64> {
+        self.counters.latencies.snapshot()
     }
 
     /// Failed requests so far.
@@ -174,6 +283,8 @@ pub struct Window {
     pub elapsed: Duration,
     /// CPU time the server process used within the window (when its pid was given).
     pub server_cpu: Option<Duration>,
+    /// 99th percentile latency of the requests answered within the window.
+    pub p99: Option<Duration>,
 }
 
 impl Window {
@@ -203,9 +314,11 @@ pub async fn measure(
 ) -> Result<Window, String> {
     let ticks = |pid| crate::cpu::process_ticks(pid);
     let cpu_before = server.map(|(pid, _)| ticks(pid)).transpose()?;
+    let lat_before = load.latencies();
     let (ok_before, err_before, start) = (load.completed(), load.errors(), Instant::now());
     tokio::time::sleep(duration).await;
     let (ok_after, err_after, elapsed) = (load.completed(), load.errors(), start.elapsed());
+    let lat_after = load.latencies();
     let cpu_after = server.map(|(pid, _)| ticks(pid)).transpose()?;
     let server_cpu = match (server, cpu_before, cpu_after) {
         (Some((_, clock)), Some(before), Some(after)) => Some(clock.duration(after - before)),
@@ -216,7 +329,69 @@ pub async fn measure(
         errors: err_after - err_before,
         elapsed,
         server_cpu,
+        p99: quantile(&lat_before, &lat_after, 0.99),
     })
+}
+
+/// Sends one request of `binding` to `target` and checks the answer in full: is this server
+/// really answering SendMessage there (before any load is counted)?
+pub async fn probe(binding: Binding, target: &Target) -> Result<(), String> {
+    const N: u64 = 1;
+    match binding {
+        Binding::Rest | Binding::Jsonrpc => {
+            let mut sender = http1_connect(target.http).await?;
+            let body = match binding {
+                Binding::Jsonrpc => payload::jsonrpc_body(N),
+                _ => payload::rest_body(N),
+            };
+            let (status, body) = http_call(
+                &mut sender,
+                &target.path(binding),
+                &target.http.to_string(),
+                body,
+            )
+            .await?;
+            if status != http::StatusCode::OK {
+                return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+            }
+            if !payload::looks_completed(&body) {
+                return Err(format!(
+                    "not a completed task: {}",
+                    String::from_utf8_lossy(&body)
+                ));
+            }
+            match binding {
+                Binding::Jsonrpc => payload::check_jsonrpc_body(&body, N),
+                _ => payload::check_rest_body(&body, N),
+            }
+        }
+        Binding::Grpc => {
+            let mut client = A2aServiceClient::new(grpc_connect(target.grpc).await?);
+            let response = client
+                .send_message(grpc_request(N))
+                .await
+                .map_err(|status| format!("gRPC {status}"))?;
+            payload::check_response(&response.into_inner(), N)
+        }
+    }
+}
+
+async fn grpc_connect(target: SocketAddr) -> Result<Channel, String> {
+    tonic::transport::Endpoint::from_shared(format!("http://{target}"))
+        .map_err(|e| e.to_string())?
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|e| format!("gRPC connect {target}: {e}"))
+}
+
+fn grpc_request(n: u64) -> tonic::Request<trident_proto::SendMessageRequest> {
+    let mut request = tonic::Request::new(payload::grpc_request(n));
+    request.metadata_mut().insert(
+        "a2a-version",
+        tonic::metadata::MetadataValue::from_static("1.0"),
+    );
+    request
 }
 
 async fn http1_connect(target: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
@@ -239,20 +414,19 @@ async fn http_worker(
     binding: Binding,
     mut sender: SendRequest<Full<Bytes>>,
     authority: String,
+    path: String,
     counters: Arc<Counters>,
 ) {
-    let path = match binding {
-        Binding::Jsonrpc => "/",
-        _ => "/message:send",
-    };
     while !counters.stopped() {
         let n = counters.next_id.fetch_add(1, Ordering::Relaxed);
         let body = match binding {
             Binding::Jsonrpc => payload::jsonrpc_body(n),
             _ => payload::rest_body(n),
         };
-        match http_call(&mut sender, path, &authority, body).await {
+        let sent = Instant::now();
+        match http_call(&mut sender, &path, &authority, body).await {
             Ok((status, body)) => {
+                let latency = sent.elapsed();
                 let verdict = if status != http::StatusCode::OK {
                     Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)))
                 } else if n.is_multiple_of(SAMPLE_EVERY) {
@@ -273,6 +447,7 @@ async fn http_worker(
                     .store(body.len() as u64, Ordering::Relaxed);
                 match verdict {
                     Ok(()) => {
+                        counters.latencies.record(latency);
                         counters.ok.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(e) => counters.fail(e),
@@ -318,13 +493,10 @@ async fn grpc_worker(channel: Channel, counters: Arc<Counters>) {
     let mut client = A2aServiceClient::new(channel);
     while !counters.stopped() {
         let n = counters.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut request = tonic::Request::new(payload::grpc_request(n));
-        request.metadata_mut().insert(
-            "a2a-version",
-            tonic::metadata::MetadataValue::from_static("1.0"),
-        );
-        match client.send_message(request).await {
+        let sent = Instant::now();
+        match client.send_message(grpc_request(n)).await {
             Ok(response) => {
+                let latency = sent.elapsed();
                 let response = response.into_inner();
                 if n.is_multiple_of(SAMPLE_EVERY) {
                     let len = prost::Message::encoded_len(&response) as u64;
@@ -332,6 +504,7 @@ async fn grpc_worker(channel: Channel, counters: Arc<Counters>) {
                 }
                 match payload::check_response(&response, n) {
                     Ok(()) => {
+                        counters.latencies.record(latency);
                         counters.ok.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(e) => counters.fail(e),
@@ -339,5 +512,58 @@ async fn grpc_worker(channel: Channel, counters: Arc<Counters>) {
             }
             Err(status) => counters.fail(format!("gRPC {status}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_bound_their_values_within_a_few_percent() {
+        for us in [
+            0u64,
+            1,
+            31,
+            32,
+            33,
+            63,
+            64,
+            100,
+            999,
+            12_345,
+            1_000_000,
+            987_654_321,
+        ] {
+            let i = Latencies::index(us);
+            let upper = Latencies::upper(i);
+            assert!(upper >= us, "{us} µs in bucket {i} bounded by {upper}");
+            assert!(
+                upper as f64 <= us as f64 * 1.04 + 1.0,
+                "{us} µs in bucket {i} bounded by {upper}"
+            );
+            if i > 0 {
+                assert!(
+                    Latencies::upper(i - 1) < us,
+                    "{us} µs belongs below bucket {i}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_quantile_is_read_from_the_window_only() {
+        let latencies = Latencies::default();
+        for _ in 0..1000 {
+            latencies.record(Duration::from_millis(50));
+        }
+        let before = latencies.snapshot();
+        for us in 1..=100 {
+            latencies.record(Duration::from_micros(us * 10));
+        }
+        let after = latencies.snapshot();
+        let p99 = quantile(&before, &after, 0.99).expect("100 samples");
+        assert!((980..=1020).contains(&p99.as_micros()), "{p99:?}");
+        assert_eq!(quantile(&after, &after, 0.99), None);
     }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use trident_bench::cpu::Clock;
 use trident_bench::list::{Backend, ListConfig};
-use trident_bench::load::{Binding, Load, measure};
+use trident_bench::load::{Binding, Load, Target, measure};
+use trident_bench::peers::{Peer, PeersConfig};
 use trident_bench::run::{RunConfig, detail_table, pin_self, summary_table, taskset_available};
 use trident_bench::server::{Mode, Store};
 use trident_bench::{ServerRuntime, server};
@@ -93,6 +94,47 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Store::Memory)]
         trident_store: Store,
         /// Do not pin the server and the load generator to separate cores.
+        #[arg(long)]
+        no_pin: bool,
+    },
+    /// Trident beside the official SDKs' echo agents and the raw echo: every binding, one
+    /// table (run through `bash bench/peers.sh`, which builds and installs the peers).
+    Peers {
+        /// `bench/peers`: the peers' sources, builds and installs.
+        #[arg(long, default_value = "bench/peers")]
+        dir: PathBuf,
+        /// The servers to compare (default: all).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        peers: Vec<Peer>,
+        /// Measured seconds per case.
+        #[arg(long, default_value_t = 5.0)]
+        duration: f64,
+        /// Unmeasured seconds of load before each case.
+        #[arg(long, default_value_t = 1.0)]
+        warmup: f64,
+        /// Concurrent requests.
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+        /// Rounds of every case (the table shows medians).
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// Do not pin the servers and the load generator to separate cores.
+        #[arg(long)]
+        no_pin: bool,
+    },
+    /// Streaming: events/s through one stream (an agent emitting artifact chunks as fast as it
+    /// can, one subscriber) and memory per idle stream, on each binding; markdown tables.
+    Stream {
+        /// Chunks in the one stream of each throughput case.
+        #[arg(long, default_value_t = 200_000)]
+        events: usize,
+        /// Idle streams held at once per binding (0 skips the memory figure).
+        #[arg(long, default_value_t = 10_000)]
+        idle: usize,
+        /// Rounds of the throughput cases.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Do not pin the server and this process to separate cores.
         #[arg(long)]
         no_pin: bool,
     },
@@ -204,6 +246,40 @@ fn main() -> ExitCode {
             };
             run(config)
         })(),
+        Command::Peers {
+            dir,
+            peers,
+            duration,
+            warmup,
+            connections,
+            rounds,
+            no_pin,
+        } => (|| {
+            peers_run(PeersConfig {
+                dir,
+                peers: if peers.is_empty() {
+                    Peer::ALL.to_vec()
+                } else {
+                    peers
+                },
+                duration: secs(duration)?,
+                warmup: secs(warmup)?,
+                connections,
+                rounds: rounds.max(1),
+                pin: !no_pin,
+            })
+        })(),
+        Command::Stream {
+            events,
+            idle,
+            rounds,
+            no_pin,
+        } => stream_run(trident_bench::stream::StreamConfig {
+            events: events.max(1),
+            idle,
+            rounds: rounds.max(1),
+            pin: !no_pin,
+        }),
         Command::List {
             store,
             pg_url,
@@ -282,7 +358,7 @@ async fn load(
     server_pid: Option<u32>,
 ) -> Result<(), String> {
     let server = server_pid.map(|pid| (pid, Clock::from_getconf()));
-    let load = Load::start(binding, target, connections).await?;
+    let load = Load::start(binding, &Target::single(target), connections).await?;
     tokio::time::sleep(warmup).await;
     let window = measure(&load, duration, server).await;
     let summary = load.stop().await;
@@ -327,6 +403,7 @@ fn run(mut config: RunConfig) -> Result<(), String> {
         match config.server_runtime {
             ServerRuntime::Multi => "tokio multi-thread runtime with 1 worker",
             ServerRuntime::Current => "tokio current-thread runtime",
+            ServerRuntime::Default => "tokio multi-thread runtime, default workers",
         },
         match (config.server_nodelay, config.trident_store) {
             (false, Store::Memory) => String::new(),
@@ -364,4 +441,57 @@ fn run(mut config: RunConfig) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+fn peers_run(mut config: PeersConfig) -> Result<(), String> {
+    let command: Vec<String> = std::env::args().collect();
+    let clock = Clock::from_getconf();
+    if config.pin {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        if cores < 2 || !taskset_available() {
+            eprintln!("not pinning: needs taskset and two cores ({cores} available)");
+            config.pin = false;
+        } else {
+            pin_self(1)?;
+        }
+    }
+    let rt = client_runtime()?;
+    let report = rt.block_on(trident_bench::peers::run(&config, clock))?;
+    println!("Command: `{}`", command.join(" "));
+    println!(
+        "Each server its own process on the runtime it ships with{}; load: this process, one \
+         thread{}, {} concurrent requests (HTTP/1.1 connections; gRPC streams on one h2c \
+         connection), {} s warm-up + {} s measured per case, {} round(s), bindings interleaved. \
+         µs/req = server utime+stime ÷ requests answered correctly (medians over rounds); RSS / \
+         held task = resident growth since the first request ÷ tasks held at the end.",
+        if config.pin { ", pinned to core 0" } else { "" },
+        if config.pin { " on core 1" } else { "" },
+        config.connections,
+        config.warmup.as_secs_f64(),
+        config.duration.as_secs_f64(),
+        config.rounds,
+    );
+    println!();
+    println!("{}", trident_bench::peers::table(&report));
+    let notes = trident_bench::peers::notes(&report);
+    if !notes.is_empty() {
+        println!("{notes}");
+    }
+    Ok(())
+}
+
+fn stream_run(mut config: trident_bench::stream::StreamConfig) -> Result<(), String> {
+    if config.pin {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        if cores < 2 || !taskset_available() {
+            eprintln!("not pinning: needs taskset and two cores ({cores} available)");
+            config.pin = false;
+        } else {
+            pin_self(1)?;
+        }
+    }
+    let command: Vec<String> = std::env::args().collect();
+    println!("Command: `{}`\n", command.join(" "));
+    let rt = client_runtime()?;
+    rt.block_on(trident_bench::stream::run(&config, Clock::from_getconf()))
 }

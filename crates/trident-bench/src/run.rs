@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::cpu::Clock;
-use crate::load::{Binding, Load, Summary, Window, measure};
+use crate::load::{Binding, Load, Summary, Target, Window, measure};
 use crate::server::{Mode, READY, Store};
 
 /// Settings of a run.
@@ -202,7 +202,8 @@ pub async fn run(config: &RunConfig, clock: Clock) -> Result<Vec<Sample>, String
             let server = Server::spawn(mode, config)?;
             server.wait_accepting().await?;
             for binding in Binding::ALL {
-                let load = Load::start(binding, server.addr, config.connections).await?;
+                let load =
+                    Load::start(binding, &Target::single(server.addr), config.connections).await?;
                 tokio::time::sleep(config.warmup).await;
                 let window = measure(&load, config.duration, Some((server.pid(), clock))).await;
                 let summary = load.stop().await;

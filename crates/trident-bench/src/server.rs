@@ -20,6 +20,11 @@ pub enum Mode {
     Raw,
     /// `trident_server::app` over `Engine` with the echo agent and the in-memory store.
     Trident,
+    /// Trident with [`crate::stream::Chunks`]: every message streams as many artifact chunks as
+    /// its text says, as fast as the engine takes them.
+    Chunks,
+    /// Trident with [`crate::stream::Idle`]: every task stays `WORKING` until canceled.
+    Idle,
 }
 
 impl Mode {
@@ -28,6 +33,8 @@ impl Mode {
         match self {
             Mode::Raw => "raw",
             Mode::Trident => "trident",
+            Mode::Chunks => "chunks",
+            Mode::Idle => "idle",
         }
     }
 }
@@ -35,10 +42,13 @@ impl Mode {
 /// The store behind Trident's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Store {
-    /// The in-memory store (`trident_engine::store::in_memory()`, the engine's default): every
-    /// task and event is kept, so memory grows with every request.
+    /// The in-memory store (`trident_engine::store::in_memory()`, the engine's default, with
+    /// its default retention: at most `Retention::DEFAULT_MAX_TASKS` tasks, oldest ended first).
     #[default]
     Memory,
+    /// The in-memory store keeping every task (`Retention::unlimited()`): with [`Store::Memory`],
+    /// the price of retention.
+    MemoryUnbounded,
     /// Keeps nothing ([`crate::discard`]): a diagnostic, to see the engine's cost without the
     /// store's.
     Discard,
@@ -53,6 +63,7 @@ impl Store {
     pub const fn name(self) -> &'static str {
         match self {
             Store::Memory => "memory",
+            Store::MemoryUnbounded => "memory-unbounded",
             Store::Discard => "discard",
             Store::Sqlite => "sqlite",
         }
@@ -62,6 +73,11 @@ impl Store {
     pub async fn open(self, sqlite_path: Option<&Path>) -> Result<Stores, String> {
         match self {
             Store::Memory => Ok(trident_engine::store::in_memory()),
+            Store::MemoryUnbounded => Ok(Stores::of(Arc::new(
+                trident_engine::store::MemoryStore::with_retention(
+                    trident_engine::store::Retention::unlimited(),
+                ),
+            ))),
             Store::Discard => Ok(crate::discard::stores()),
             Store::Sqlite => {
                 let path = sqlite_path.ok_or("--store sqlite needs --sqlite-path")?;
@@ -86,14 +102,17 @@ pub const READY: &str = "listening on ";
 pub fn router(mode: Mode, addr: SocketAddr, stores: Stores) -> Result<axum::Router, String> {
     match mode {
         Mode::Raw => Ok(crate::raw::router()),
-        Mode::Trident => {
+        Mode::Trident | Mode::Chunks | Mode::Idle => {
+            let agent: Arc<dyn trident_core::AgentExecutor> = match mode {
+                Mode::Chunks => Arc::new(crate::stream::Chunks),
+                Mode::Idle => Arc::new(crate::stream::Idle),
+                _ => Arc::new(agents::Echo),
+            };
             let card = trident_server::card_with_interfaces(
                 trident_core::default_card("Trident bench echo", "The echo agent, benchmarked"),
                 &Interfaces::local(addr),
             );
-            let engine = Engine::builder(Arc::new(agents::Echo))
-                .stores(stores)
-                .build();
+            let engine = Engine::builder(agent).stores(stores).build();
             trident_server::app(Arc::new(engine), &card, &ServerOptions::default())
                 .map_err(|e| e.to_string())
         }
@@ -113,7 +132,7 @@ pub async fn serve(
 ) -> Result<(), String> {
     let stores = match mode {
         Mode::Raw => trident_engine::store::in_memory(),
-        Mode::Trident => store.open(sqlite_path).await?,
+        Mode::Trident | Mode::Chunks | Mode::Idle => store.open(sqlite_path).await?,
     };
     let listener = tokio::net::TcpListener::bind(listen)
         .await

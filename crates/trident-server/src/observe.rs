@@ -482,6 +482,10 @@ impl EventLog for TimedStores {
         self.time(5, self.inner.events.read(scope, task_id, after, limit))
             .await
     }
+
+    fn hold(&self, scope: &Scope, task_id: &str) -> Option<trident_core::store::LogHold> {
+        self.inner.events.hold(scope, task_id)
+    }
 }
 
 #[async_trait::async_trait]

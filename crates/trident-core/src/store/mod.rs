@@ -297,6 +297,9 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 }
 
+/// Keeps a task's log readable while held (see [`EventLog::hold`]); dropping it lets go.
+pub type LogHold = Box<dyn std::any::Any + Send + Sync>;
+
 /// Per-task ordered event logs, written by [`TaskStore::commit`].
 #[async_trait::async_trait]
 pub trait EventLog: Send + Sync + 'static {
@@ -308,6 +311,15 @@ pub trait EventLog: Send + Sync + 'static {
         after: u64,
         limit: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError>;
+
+    /// Keeps the task and its log from being dropped by the store's own retention until the
+    /// returned hold is dropped: the engine holds one for every stream still reading the log,
+    /// so a stream that falls behind a task which then ends and would be evicted still reads
+    /// every event. Stores that never drop tasks by themselves keep this default (`None`).
+    fn hold(&self, scope: &Scope, task_id: &str) -> Option<LogHold> {
+        let _ = (scope, task_id);
+        None
+    }
 }
 
 /// Push-notification configurations, keyed by (scope, task id, config id), and each task's

@@ -581,6 +581,8 @@ impl StreamEnd {
 
 struct Reader {
     guard: LiveGuard,
+    /// Keeps the task's log from eviction while this stream may still read it.
+    _hold: Option<crate::store::LogHold>,
     end: StreamEnd,
     cursor: u64,
     lead: Option<StreamEvent>,
@@ -629,8 +631,17 @@ impl Reader {
             if !self.pending.is_empty() {
                 continue;
             }
-            if progress.state.is_terminal() && self.cursor >= progress.seq {
-                return None;
+            if progress.state.is_terminal() {
+                if self.cursor >= progress.seq {
+                    return None;
+                }
+                // The task ended and nothing is left to read before its end: its log is gone
+                // (evicted before this stream held it). Waiting would wait forever.
+                self.done = true;
+                return Some(Err(A2aError::internal(format!(
+                    "task {}'s events after {} are no longer held",
+                    live.task_id, self.cursor
+                ))));
             }
             if progress.fault
                 && let Some(e) = live.fault_error()
@@ -660,8 +671,10 @@ pub(crate) fn follow(
     end: StreamEnd,
 ) -> EventStream {
     let progress = live.progress();
+    let hold = inner.stores.events.hold(&live.scope, &live.task_id);
     let reader = Reader {
         guard: LiveGuard { inner, live },
+        _hold: hold,
         end,
         cursor,
         lead,

@@ -91,6 +91,10 @@ impl EventLog for Counting {
     ) -> Result<Vec<LoggedEvent>, StoreError> {
         self.inner.read(scope, task_id, after, limit).await
     }
+
+    fn hold(&self, scope: &Scope, task_id: &str) -> Option<crate::store::LogHold> {
+        self.inner.hold(scope, task_id)
+    }
 }
 
 const CHUNKS: usize = 5000;

@@ -268,8 +268,9 @@ impl Stored {
 /// How many tasks a [`MemoryStore`] holds, and for how long it keeps the ended ones.
 ///
 /// Only terminal tasks (`COMPLETED`, `FAILED`, `CANCELED`, `REJECTED`) are ever evicted,
-/// oldest end first, and only once nothing still works on them: no lease (no executor) and
-/// no push notification left to deliver. An evicted task is gone with its event log, push
+/// oldest end first, and only once nothing still works on them: no lease (no executor), no
+/// push notification left to deliver, and no stream still reading its log (no
+/// [`EventLog::hold`]). An evicted task is gone with its event log, push
 /// configurations and delivery cursor; reads answer as for a task that never existed.
 ///
 /// `max_tasks` is a bound on the tasks held, not an admission limit: when every held task is
@@ -341,6 +342,8 @@ struct Ended {
 /// built with [`MemoryStore::with_retention`]).
 pub struct MemoryStore {
     tasks: Sharded<Stored>,
+    /// Streams reading a task's log ([`EventLog::hold`]): a held task is not evicted.
+    holds: Arc<Sharded<usize>>,
     push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
     deliveries: Sharded<Delivery>,
     retention: Retention,
@@ -372,6 +375,7 @@ impl MemoryStore {
     pub fn with_retention(retention: Retention) -> Self {
         Self {
             tasks: Sharded::new(),
+            holds: Arc::new(Sharded::new()),
             push: Sharded::new(),
             deliveries: Sharded::new(),
             retention,
@@ -503,7 +507,10 @@ impl MemoryStore {
         if stored.ended != entry.mark {
             return Evicted::Stale;
         }
-        if stored.lease.is_some() || self.delivering(scope, id, stored.last_seq) {
+        if stored.lease.is_some()
+            || self.delivering(scope, id, stored.last_seq)
+            || self.holds.shard(id).get_in(scope, id).is_some()
+        {
             return Evicted::Busy;
         }
         tasks.remove_in(scope, id);
@@ -761,6 +768,42 @@ impl EventLog for MemoryStore {
         Ok(shard
             .get_in(scope, task_id)
             .map_or_else(Vec::new, |stored| stored.log.read(after, limit)))
+    }
+
+    fn hold(&self, scope: &Scope, task_id: &str) -> Option<super::LogHold> {
+        if self.retention == Retention::unlimited() {
+            return None;
+        }
+        *self.holds.shard(task_id).slot(scope, task_id).or_insert(0) += 1;
+        Some(Box::new(Hold {
+            holds: self.holds.clone(),
+            scope: scope.clone(),
+            id: task_id.into(),
+        }))
+    }
+}
+
+/// One stream's hold on a task of a [`MemoryStore`] (see [`EventLog::hold`]).
+struct Hold {
+    holds: Arc<Sharded<usize>>,
+    scope: Scope,
+    id: Box<str>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut shard = self.holds.shard(&self.id);
+        let last = match shard.get_mut_in(&self.scope, &self.id) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            Some(_) => true,
+            None => false,
+        };
+        if last {
+            shard.remove_in(&self.scope, &self.id);
+        }
     }
 }
 

@@ -401,3 +401,165 @@ async fn a_bounded_store_passes_the_contract() {
     };
     trident_testkit::contract::run(&stores).await;
 }
+
+#[tokio::test]
+async fn a_held_task_is_not_evicted_until_its_last_hold_is_dropped() {
+    let store = capped(1);
+    let s = scope();
+    create(&store, &s, "read", pb::TaskState::Working, 1).await;
+    let first = store.hold(&s, "read").expect("a bounded store holds");
+    let second = store.hold(&s, "read").expect("a bounded store holds");
+    finish(&store, &s, "read", pb::TaskState::Completed, 2).await;
+    // Unfinished tasks (never evicted) push the store over its bound of 1.
+    create(&store, &s, "next", pb::TaskState::Working, 3).await;
+    assert_eq!(store.held(), 2, "the held task stays beyond the bound");
+    assert_eq!(store.read(&s, "read", 0, 10).await.expect("read").len(), 2);
+    drop(first);
+    create(&store, &s, "more", pb::TaskState::Working, 4).await;
+    assert!(
+        TaskStore::get(&store, &s, "read")
+            .await
+            .expect("get")
+            .is_some(),
+        "one hold is left"
+    );
+    drop(second);
+    create(&store, &s, "last", pb::TaskState::Working, 5).await;
+    assert!(
+        TaskStore::get(&store, &s, "read")
+            .await
+            .expect("get")
+            .is_none(),
+        "evicted once nobody holds it"
+    );
+    assert_eq!(store.held(), 3, "only the unfinished tasks are left");
+    assert!(
+        MemoryStore::with_retention(Retention::unlimited())
+            .hold(&s, "read")
+            .is_none(),
+        "a store that never evicts needs no hold"
+    );
+}
+
+/// Emits `n` artifact chunks, completes, then says so on `done`.
+struct Burst {
+    n: usize,
+    done: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait::async_trait]
+impl crate::AgentExecutor for Burst {
+    async fn execute(
+        &self,
+        _ctx: crate::RequestContext,
+        sink: crate::EventSink,
+    ) -> Result<(), crate::A2aError> {
+        sink.working().await?;
+        for i in 0..self.n {
+            let artifact = pb::Artifact::new("answer", vec![pb::Part::text(format!("{i} "))]);
+            sink.artifact_chunk(artifact, i > 0, i + 1 == self.n)
+                .await?;
+        }
+        sink.complete().await?;
+        self.done.notify_one();
+        Ok(())
+    }
+}
+
+/// The retention gap of issue 15: a stream that fell behind (its events are no longer in the
+/// engine's in-memory tail) on a task that then ends and would be evicted must still read
+/// every event to the end, and the task goes once the stream is done.
+#[tokio::test]
+async fn a_stream_draining_an_ended_task_keeps_it_from_eviction() {
+    use crate::A2aService as _;
+    use futures::StreamExt as _;
+
+    // More than a reader fetches at once (64), far more than the tail holds (4).
+    const CHUNKS: usize = 300;
+    let store = Arc::new(capped(1));
+    let stores = crate::store::Stores {
+        tasks: store.clone(),
+        events: store.clone(),
+        push: store.clone(),
+    };
+    let done = Arc::new(tokio::sync::Notify::new());
+    let engine = crate::Engine::builder(Arc::new(Burst {
+        n: CHUNKS,
+        done: done.clone(),
+    }))
+    .stores(stores)
+    .config(crate::EngineConfig {
+        tail_capacity: 4,
+        ..Default::default()
+    })
+    .build();
+    let cx = crate::CallContext::new();
+    let request = |id: &str| pb::SendMessageRequest {
+        message: Some(pb::Message::user(id, vec![pb::Part::text("go")])),
+        ..Default::default()
+    };
+    let mut stream = engine
+        .send_streaming_message(&cx, request("watched"))
+        .await
+        .expect("stream");
+    let first = stream.next().await.expect("an event").expect("no error");
+    let Some(pb::stream_response::Payload::Task(task)) = &first.response.payload else {
+        panic!("the stream starts with the task: {first:?}");
+    };
+    let watched = task.id.clone();
+    // The task ends while the stream has read only its first event.
+    done.notified().await;
+    // Other tasks end after it: the bound (1) wants the oldest ended task, the watched one, out.
+    for n in 0..3 {
+        let reply = engine
+            .send_message(&cx, request(&format!("flood-{n}")))
+            .await
+            .expect("send");
+        assert!(matches!(
+            reply.payload,
+            Some(pb::send_message_response::Payload::Task(ref t)) if t.state() == pb::TaskState::Completed
+        ));
+    }
+    let kept = engine
+        .get_task(
+            &cx,
+            pb::GetTaskRequest {
+                id: watched.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("the watched task is kept while its stream reads it");
+    assert_eq!(kept.state(), pb::TaskState::Completed);
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(30), stream.collect::<Vec<_>>())
+        .await
+        .expect("the stream ends instead of waiting for events that are gone");
+    let rest: Vec<_> = rest
+        .into_iter()
+        .map(|e| e.expect("every event is read"))
+        .collect();
+    // WORKING, every chunk, COMPLETED.
+    assert_eq!(rest.len(), CHUNKS + 2, "{rest:?}");
+    assert!(matches!(
+        rest.last().and_then(|e| e.response.payload.as_ref()),
+        Some(pb::stream_response::Payload::StatusUpdate(u))
+            if u.status.as_ref().is_some_and(|s| s.state == pb::TaskState::Completed as i32)
+    ));
+    // Without a reader the next commit evicts it.
+    engine
+        .send_message(&cx, request("after"))
+        .await
+        .expect("send");
+    let gone = engine
+        .get_task(
+            &cx,
+            pb::GetTaskRequest {
+                id: watched,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert!(gone.is_err(), "evicted once the stream is done: {gone:?}");
+    assert_eq!(store.held(), 1);
+    engine.shutdown().await;
+}
