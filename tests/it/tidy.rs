@@ -225,14 +225,27 @@ const CRATE_MAP: [(&str, &[&str]); 16] = [
         "trident-http",
         &["trident-core", "trident-proto", "trident-engine"],
     ),
-    ("trident-grpc", &["trident-core", "trident-proto", "trident-v03"]),
+    (
+        "trident-grpc",
+        &["trident-core", "trident-proto", "trident-v03"],
+    ),
     (
         "trident-jsonrpc",
-        &["trident-core", "trident-proto", "trident-http", "trident-v03"],
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-http",
+            "trident-v03",
+        ],
     ),
     (
         "trident-rest",
-        &["trident-core", "trident-proto", "trident-http", "trident-v03"],
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-http",
+            "trident-v03",
+        ],
     ),
     (
         "trident-store",

@@ -163,7 +163,12 @@ pub async fn unknown_method_or_route_is_refused(t: &dyn Target) -> Result<(), Sk
             let a = wire
                 .jsonrpc("NoSuchMethod", serde_json::json!({}), "1.0")
                 .await;
-            assert_eq!(a.jsonrpc_code(), i64::from(ErrorKind::MethodNotFound.wire().jsonrpc), "method not found: {}", a.text);
+            assert_eq!(
+                a.jsonrpc_code(),
+                i64::from(ErrorKind::MethodNotFound.wire().jsonrpc),
+                "method not found: {}",
+                a.text
+            );
         }
         Binding::Rest => {
             let a = wire
@@ -364,7 +369,12 @@ pub async fn non_json_content_type_is_refused(t: &dyn Target) -> Result<(), Skip
             })
             .to_string();
             let a = wire.http(Method::POST, "", "1.0", "text/plain", body).await;
-            assert_eq!(a.jsonrpc_code(), i64::from(ErrorKind::ContentTypeNotSupported.wire().jsonrpc), "text/plain: {}", a.text);
+            assert_eq!(
+                a.jsonrpc_code(),
+                i64::from(ErrorKind::ContentTypeNotSupported.wire().jsonrpc),
+                "text/plain: {}",
+                a.text
+            );
             assert_error_info(a.jsonrpc_error().get("data"), reason);
         }
         Binding::Rest => {
