@@ -656,7 +656,7 @@ fn published_packages_carry_their_metadata_and_unpublished_ones_say_so() {
         if !publishable {
             continue;
         }
-        for field in ["description", "license", "repository", "readme"] {
+        for field in ["description", "license", "readme"] {
             assert!(
                 p[field].as_str().is_some_and(|v| !v.is_empty()),
                 "{name} has no {field}"
