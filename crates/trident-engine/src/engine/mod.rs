@@ -1,5 +1,5 @@
-//! The default [`A2aService`]: every operation implemented once, on an [`AgentExecutor`] and
-//! the [`Stores`].
+//! The default [`A2aService`](trident_core::A2aService): every operation implemented once,
+//! on an [`AgentExecutor`] and the [`Stores`].
 //!
 //! Documented choices where the spec leaves room (see ARCHITECTURE.md):
 //! - A missing `A2A-Version` is read as 1.0 unless [`EngineConfig::strict_version`] is set.
@@ -46,7 +46,7 @@ pub use policy::{
 };
 pub use push::{RetryPolicy, WebhookError, WebhookRequest, WebhookTransport, webhook_request};
 
-/// The A2A engine: implements [`A2aService`] for one agent.
+/// The A2A engine: implements [`A2aService`](trident_core::A2aService) for one agent.
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
