@@ -13,8 +13,8 @@ use crate::store::{
 };
 use crate::{A2aError, A2aService, AgentExecutor, CallContext, Engine, EventSink, RequestContext};
 
-/// The in-memory store, counting the encoded bytes it is handed: a snapshot per `commit`,
-/// the events of every write.
+/// The in-memory store, counting the encoded bytes it is handed (a snapshot per `commit`, the
+/// events of every write) and refusing every write once `failing` is set.
 #[derive(Default)]
 struct Counting {
     inner: MemoryStore,
@@ -22,9 +22,18 @@ struct Counting {
     event_bytes: AtomicUsize,
     snapshots: AtomicUsize,
     appends: AtomicUsize,
+    failing: std::sync::atomic::AtomicBool,
 }
 
 impl Counting {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.failing.load(Ordering::SeqCst) {
+            Err(StoreError::Backend("the disk is gone".into()))
+        } else {
+            Ok(())
+        }
+    }
+
     fn count_events(&self, events: &[LoggedEvent]) {
         let n: usize = events.iter().map(|e| e.event.encoded_len()).sum();
         self.event_bytes.fetch_add(n, Ordering::Relaxed);
@@ -40,6 +49,7 @@ impl TaskStore for Counting {
         expected_seq: Option<u64>,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
+        self.check()?;
         self.snapshot_bytes
             .fetch_add(record.task.encoded_len(), Ordering::Relaxed);
         self.snapshots.fetch_add(1, Ordering::Relaxed);
@@ -54,6 +64,7 @@ impl TaskStore for Counting {
         expected_seq: u64,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
+        self.check()?;
         self.count_events(events);
         self.appends.fetch_add(1, Ordering::Relaxed);
         self.inner.append(scope, record, expected_seq, events).await
@@ -271,86 +282,11 @@ async fn cancel_task_reaches_the_executor_of_a_follow_up_turn() {
     assert_eq!(said, Some("cancelled"));
 }
 
-/// The in-memory store, refusing every write once `failing` is set.
-#[derive(Default)]
-struct Breakable {
-    inner: MemoryStore,
-    failing: std::sync::atomic::AtomicBool,
-}
-
-impl Breakable {
-    fn check(&self) -> Result<(), StoreError> {
-        if self.failing.load(Ordering::SeqCst) {
-            Err(StoreError::Backend("the disk is gone".into()))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-#[async_trait::async_trait]
-impl TaskStore for Breakable {
-    async fn commit(
-        &self,
-        scope: &Scope,
-        record: &TaskRecord,
-        expected_seq: Option<u64>,
-        events: &[LoggedEvent],
-    ) -> Result<(), StoreError> {
-        self.check()?;
-        self.inner.commit(scope, record, expected_seq, events).await
-    }
-
-    async fn append(
-        &self,
-        scope: &Scope,
-        record: &TaskRecord,
-        expected_seq: u64,
-        events: &[LoggedEvent],
-    ) -> Result<(), StoreError> {
-        self.check()?;
-        self.inner.append(scope, record, expected_seq, events).await
-    }
-
-    async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.inner.get(scope, id).await
-    }
-
-    async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
-        self.inner.list(scope, query).await
-    }
-
-    async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
-        self.inner.renew_leases(node, until_ms).await
-    }
-
-    async fn lapsed_leases(
-        &self,
-        before_ms: i64,
-        limit: usize,
-    ) -> Result<Vec<(Scope, String)>, StoreError> {
-        self.inner.lapsed_leases(before_ms, limit).await
-    }
-}
-
-#[async_trait::async_trait]
-impl EventLog for Breakable {
-    async fn read(
-        &self,
-        scope: &Scope,
-        task_id: &str,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<LoggedEvent>, StoreError> {
-        self.inner.read(scope, task_id, after, limit).await
-    }
-}
-
 /// Issue 15: when a follow-up turn's progress can no longer be stored, the engine stops the
 /// turn — through the same token CancelTask uses, so the executor hears it.
 #[tokio::test]
 async fn a_store_failure_stops_the_executor_of_a_follow_up_turn() {
-    let store = Arc::new(Breakable::default());
+    let store = Arc::new(Counting::default());
     let stores = Stores {
         tasks: store.clone(),
         events: store.clone(),
@@ -362,7 +298,7 @@ async fn a_store_failure_stops_the_executor_of_a_follow_up_turn() {
     // "started" before it publishes, so the switch is set in a wrapper around it.
     struct FailAfterStart {
         patient: Patient,
-        store: Arc<Breakable>,
+        store: Arc<Counting>,
     }
     #[async_trait::async_trait]
     impl AgentExecutor for FailAfterStart {
