@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use trident_core::{A2aError, CallContext, ErrorKind, PROTOCOL_VERSION};
+use trident_core::{A2aError, CallContext, ErrorKind, Generation, PROTOCOL_VERSION};
 
 /// The protocol generations a server answers (`--protocols 1.0,0.3`; both by default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +86,8 @@ pub fn is_v03(v: &str) -> bool {
 }
 
 /// Admits a v0.3-shaped call: its `A2A-Version` (in `cx.version`) must be absent or 0.3. The
-/// call is then a 1.0 call to the service, so `cx.version` becomes 1.0.
+/// call is then a 1.0 call to the service, so `cx.version` becomes 1.0, and `cx.generation`
+/// says it was written in v0.3 (push configurations it creates notify in v0.3's shape).
 pub fn admit_v03(cx: &mut CallContext, what: &str) -> Result<(), A2aError> {
     match cx
         .version
@@ -108,5 +109,6 @@ pub fn admit_v03(cx: &mut CallContext, what: &str) -> Result<(), A2aError> {
         }
     }
     cx.version = Some(PROTOCOL_VERSION.to_owned());
+    cx.generation = Generation::V03;
     Ok(())
 }
