@@ -437,3 +437,20 @@ fn our_v03_card_reads_back() {
         [("http://h/", "JSONRPC", "0.3.0"), ("h:1", "GRPC", "0.3.0")]
     );
 }
+
+/// The v0.3 Python SDK's gRPC handler names the error type in the status message (its status
+/// codes do not tell the kinds apart).
+#[test]
+fn v03_sdk_grpc_messages_name_the_kind() {
+    use crate::error::kind_named_in;
+    assert_eq!(
+        kind_named_in("TaskNotCancelableError: Task cannot be canceled"),
+        Some((ErrorKind::TaskNotCancelable, "Task cannot be canceled"))
+    );
+    assert_eq!(
+        kind_named_in("ContentTypeNotSupportedError: no"),
+        Some((ErrorKind::ContentTypeNotSupported, "no"))
+    );
+    assert_eq!(kind_named_in("Task not found"), None);
+    assert_eq!(kind_named_in("SomethingElse: x"), None);
+}
