@@ -189,9 +189,13 @@ impl AroundCall for V03Client {
     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
         let asked = v03c::history_asked(&req);
         let call = Call::of(cx, req)?;
-        let cx = &v03c::context(cx);
+        let cx = &v03c::context(cx)?;
         if call.operation().is_streaming() {
             let events = self.stream(cx, &call).await?;
+            let events = match call.snapshot_call() {
+                Some(get) => v03c::snapshot_first(self.unary(cx, &get).await?, events)?,
+                None => v03c::first_error(events).await?,
+            };
             return call.stream_reply(events);
         }
         let answer = self.unary(cx, &call).await?;

@@ -176,13 +176,23 @@ impl AroundCall for V03Client {
     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
         let asked = v03c::history_asked(&req);
         let call = Call::of(cx, req)?;
-        let cx = &v03c::context(cx);
+        let cx = &v03c::context(cx)?;
         let (method, params) = rpc::client_params(&call)?;
         let what = format!("JSON-RPC {}", method.name());
         if call.operation().is_streaming() {
             let request = self.post(cx, method, params, true);
             let events = bounded(cx, &what, self.open_stream(method, request)).await?;
-            return call.stream_reply(bounded_stream(cx, what, events));
+            let events = bounded_stream(cx, what, events);
+            let events = match call.snapshot_call() {
+                Some(get) => {
+                    let (m, p) = rpc::client_params(&get)?;
+                    let request = self.post(cx, m, p, false);
+                    let result = bounded(cx, "JSON-RPC tasks/get", self.unary(m, request)).await?;
+                    v03c::snapshot_first(rpc::client_answer(&get, result)?, events)?
+                }
+                None => v03c::first_error(events).await?,
+            };
+            return call.stream_reply(events);
         }
         let request = self.post(cx, method, params, false);
         let result = bounded(cx, what, self.unary(method, request)).await?;

@@ -144,13 +144,23 @@ impl AroundCall for V03Client {
     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
         let asked = v03c::history_asked(&req);
         let call = Call::of(cx, req)?;
-        let cx = &v03c::context(cx);
+        let cx = &v03c::context(cx)?;
         let http = rest::client_request(&call)?;
         let what = format!("HTTP+JSON v0.3 {} {}", http.method, http.path);
         let request = self.request(cx, &http)?;
         if http.stream {
             let events = bounded(cx, &what, self.open_stream(&what, request)).await?;
-            return call.stream_reply(bounded_stream(cx, what, events));
+            let events = bounded_stream(cx, &what, events);
+            let events = match call.snapshot_call() {
+                Some(get) => {
+                    let get_http = rest::client_request(&get)?;
+                    let request = self.request(cx, &get_http)?;
+                    let body = bounded(cx, &what, self.unary(&what, request)).await?;
+                    v03c::snapshot_first(rest::client_answer(&get, &body)?, events)?
+                }
+                None => v03c::first_error(events).await?,
+            };
+            return call.stream_reply(events);
         }
         let body = bounded(cx, &what, self.unary(&what, request)).await?;
         call.reply(rest::client_answer(&call, &body)?, asked)

@@ -15,7 +15,10 @@
 //!
 //! What the client makes good itself: `historyLength: 0` (v0.3 reads 0 as "all of it") is
 //! sent as "all" and the history trimmed to what was asked; a v0.3 stream ends after its
-//! `final: true` status update even if the agent keeps the connection open.
+//! `final: true` status update even if the agent keeps the connection open; a resubscription
+//! starts with the task as 1.0's does (read with `tasks/get` once the stream is open, so an
+//! event in between may come twice, never be lost); a `message/stream` that opens with an
+//! error fails the call.
 
 use std::sync::Arc;
 
@@ -330,12 +333,83 @@ where
         .boxed()
 }
 
-/// `cx` as sent to a v0.3 agent: `A2A-Version: 0.3`, whatever the caller said (the client
-/// decides the version on the wire).
-pub fn context(cx: &CallContext) -> CallContext {
+/// `cx` as sent to a v0.3 agent: `A2A-Version: 0.3` (the client decides the version on the
+/// wire). The call itself is a 1.0 call, so a caller's `A2A-Version` that is not 1.x is refused
+/// with `VersionNotSupported`, as a 1.0 agent refuses it.
+pub fn context(cx: &CallContext) -> Result<CallContext, A2aError> {
+    if let Some(v) = cx
+        .version
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        && v != "1"
+        && !v.starts_with("1.")
+    {
+        return Err(A2aError::new(
+            ErrorKind::VersionNotSupported,
+            format!("A2A-Version {v} is not supported: this is an A2A 1.0 call"),
+        )
+        .with_meta("requestedVersion", v));
+    }
     let mut cx = cx.clone();
     cx.version = Some(VERSION.to_owned());
-    cx
+    Ok(cx)
+}
+
+impl Call {
+    /// For a resubscription, the `tasks/get` whose task a 1.0 subscriber gets first (v0.3's
+    /// `tasks/resubscribe` need not send the task: the v0.3 Python SDK only forwards new
+    /// events).
+    pub fn snapshot_call(&self) -> Option<Call> {
+        match self {
+            Call::Subscribe(r) => Some(Call::GetTask(v03::GetTaskRequest {
+                name: r.name.clone(),
+                history_length: 0,
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// A resubscription as 1.0 streams it: `snapshot` (the task, read after the stream opened)
+/// first, then the stream's events, without a leading task of the stream's own (an agent that
+/// sends one, as ours does, would send it twice).
+pub fn snapshot_first(snapshot: Answer, events: EventStream) -> Result<EventStream, A2aError> {
+    let Answer::Task(task) = snapshot else {
+        return Err(A2aError::new(
+            ErrorKind::InvalidAgentResponse,
+            "the v0.3 agent answered tasks/get without a task",
+        ));
+    };
+    let first = trident_core::StreamEvent {
+        seq: None,
+        response: Arc::new(pb::StreamResponse {
+            payload: Some(pb::stream_response::Payload::Task(task.to_v1())),
+        }),
+    };
+    let rest = events
+        .enumerate()
+        .filter(|(i, item)| {
+            let leading_task = *i == 0
+                && matches!(item, Ok(ev) if matches!(ev.response.payload, Some(pb::stream_response::Payload::Task(_))));
+            futures::future::ready(!leading_task)
+        })
+        .map(|(_, item)| item);
+    Ok(futures::stream::once(futures::future::ready(Ok(first)))
+        .chain(rest)
+        .boxed())
+}
+
+/// A `message/stream` answer whose first item is an error is that error (a v0.3 agent may
+/// refuse a streamed message inside an SSE stream; a 1.0 caller expects the call to fail).
+pub async fn first_error(mut events: EventStream) -> Result<EventStream, A2aError> {
+    match events.next().await {
+        Some(Err(e)) => Err(e),
+        Some(Ok(first)) => Ok(futures::stream::once(futures::future::ready(Ok(first)))
+            .chain(events)
+            .boxed()),
+        None => Ok(futures::stream::empty().boxed()),
+    }
 }
 
 /// An error of a v0.3 agent, from its JSON-RPC code (v0.3's codes are 1.0's for everything

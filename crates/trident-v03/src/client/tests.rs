@@ -490,3 +490,72 @@ fn a_negative_history_length_is_refused() {
     assert_eq!(e.kind(), ErrorKind::InvalidParams);
     assert_eq!(e.violations()[0].field, "historyLength");
 }
+
+/// A resubscription starts with the task read by `tasks/get`, and a task the agent's stream
+/// leads with (ours sends one) is not repeated.
+#[test]
+fn a_resubscription_starts_with_one_snapshot() {
+    use futures::StreamExt;
+    let task_event = |id: &str| {
+        Ok(trident_core::StreamEvent {
+            seq: Some(1),
+            response: std::sync::Arc::new(pb::StreamResponse {
+                payload: Some(pb::stream_response::Payload::Task(pb::Task {
+                    id: id.into(),
+                    ..Default::default()
+                })),
+            }),
+        })
+    };
+    let snapshot = || {
+        Answer::Task(v03::Task {
+            id: "got".into(),
+            ..Default::default()
+        })
+    };
+    for (stream, expected) in [(vec![task_event("streamed")], 1), (vec![], 1)] {
+        let events = futures::stream::iter(stream).boxed();
+        let got: Vec<_> = futures::executor::block_on(
+            super::snapshot_first(snapshot(), events)
+                .expect("a task")
+                .collect(),
+        );
+        assert_eq!(got.len(), expected);
+        let Ok(first) = &got[0] else { panic!() };
+        assert!(matches!(
+            &first.response.payload,
+            Some(pb::stream_response::Payload::Task(t)) if t.id == "got"
+        ));
+    }
+}
+
+/// A stream that opens with an error is that error; a 1.0 call saying another version is
+/// refused as a 1.0 agent refuses it.
+#[test]
+fn stream_errors_and_versions() {
+    use futures::StreamExt;
+    let failing = futures::stream::iter(vec![Err(A2aError::new(
+        ErrorKind::ContentTypeNotSupported,
+        "no",
+    ))])
+    .boxed();
+    let Err(e) = futures::executor::block_on(super::first_error(failing)) else {
+        panic!("the error")
+    };
+    assert_eq!(e.kind(), ErrorKind::ContentTypeNotSupported);
+    let mut old = cx();
+    old.version = Some("0.3".into());
+    assert_eq!(
+        super::context(&old).expect_err("0.3 on a 1.0 call").kind(),
+        ErrorKind::VersionNotSupported
+    );
+    old.version = Some("1.0".into());
+    assert_eq!(
+        super::context(&old).expect("1.0").version.as_deref(),
+        Some("0.3")
+    );
+    assert_eq!(
+        super::context(&cx()).expect("none").version.as_deref(),
+        Some("0.3")
+    );
+}
