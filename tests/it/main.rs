@@ -32,5 +32,6 @@ mod store_contract;
 mod streams;
 mod suite;
 mod tidy;
+mod v03;
 mod wait;
 mod wire;

@@ -45,6 +45,7 @@
 
 pub mod call;
 pub mod card;
+pub mod client;
 pub mod convert;
 pub mod error;
 pub mod json;
