@@ -36,15 +36,15 @@ fn an_event_is_its_fields_then_a_blank_line() {
         o.extend_from_slice(b"{\"a\":1}");
         Ok::<_, ()>(())
     })
-    .unwrap();
+    .expect("test value");
     write_event(&mut out, Some("error"), None, |o| {
         o.extend_from_slice(b"{}");
         Ok::<_, ()>(())
     })
-    .unwrap();
-    write_event(&mut out, None, Some(0), |_| Ok::<_, ()>(())).unwrap();
+    .expect("test value");
+    write_event(&mut out, None, Some(0), |_| Ok::<_, ()>(())).expect("test value");
     assert_eq!(
-        String::from_utf8(out).unwrap(),
+        String::from_utf8(out).expect("test value"),
         "data: {\"a\":1}\nid: 42\n\nevent: error\ndata: {}\n\ndata: \nid: 0\n\n"
     );
 }
@@ -56,9 +56,9 @@ fn line_breaks_in_data_become_data_lines() {
         o.extend_from_slice(b"a\nb\r\nc\rd");
         Ok::<_, ()>(())
     })
-    .unwrap();
+    .expect("test value");
     assert_eq!(
-        String::from_utf8(out).unwrap(),
+        String::from_utf8(out).expect("test value"),
         "data: a\ndata: b\ndata: c\ndata: d\nid: 18446744073709551615\n\n"
     );
 }
@@ -79,12 +79,12 @@ async fn events_ready_together_share_one_chunk() {
     let events =
         futures::stream::iter(vec![event(1), event(2), Err(A2aError::internal("stop"))]).boxed();
     let chunks: Vec<Bytes> = SseWriter::new(events, Duration::from_secs(3600), encode)
-        .map(|c| c.unwrap())
+        .map(|c| c.expect("test value"))
         .collect()
         .await;
     assert_eq!(chunks.len(), 1, "{chunks:?}");
     assert_eq!(
-        std::str::from_utf8(&chunks[0]).unwrap(),
+        std::str::from_utf8(&chunks[0]).expect("test value"),
         "data: {\"seq\":1}\nid: 1\n\ndata: {\"seq\":2}\nid: 2\n\nevent: error\ndata: stop\n\n"
     );
 }
@@ -94,15 +94,15 @@ async fn a_burst_is_split_into_bounded_chunks() {
     let n = 5000;
     let events = futures::stream::iter((1..=n).map(event)).boxed();
     let chunks: Vec<Bytes> = SseWriter::new(events, Duration::from_secs(3600), encode)
-        .map(|c| c.unwrap())
+        .map(|c| c.expect("test value"))
         .collect()
         .await;
     assert!(chunks.len() > 1);
-    let biggest = chunks.iter().map(Bytes::len).max().unwrap();
+    let biggest = chunks.iter().map(Bytes::len).max().expect("test value");
     assert!(biggest < CHUNK_BYTES + 100, "a chunk of {biggest} bytes");
     let text: String = chunks
         .iter()
-        .map(|c| std::str::from_utf8(c).unwrap())
+        .map(|c| std::str::from_utf8(c).expect("test value"))
         .collect();
     let expected: String = (1..=n)
         .map(|i| format!("data: {{\"seq\":{i}}}\nid: {i}\n\n"))
@@ -119,7 +119,7 @@ async fn a_waiting_stream_sends_keep_alive_comments() {
             .await
             .expect("a keep-alive comes")
             .expect("the stream goes on")
-            .unwrap();
+            .expect("test value");
         assert_eq!(&chunk[..], b":\n\n");
     }
 }
