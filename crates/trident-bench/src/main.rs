@@ -143,6 +143,27 @@ enum Command {
         #[arg(long)]
         no_pin: bool,
     },
+    /// One stream of `--events` artifact chunks from a running `server --mode chunks`, read to
+    /// its end and checked (every chunk, `COMPLETED` last); prints the events received. What
+    /// `bench/profile-stream.sh` measures under callgrind.
+    StreamOnce {
+        /// Binding of the stream.
+        #[arg(long, value_enum)]
+        binding: Binding,
+        /// Address of the server.
+        #[arg(long)]
+        target: SocketAddr,
+        /// Chunks in the stream.
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        /// Instead: open this many idle streams (to a `server --mode idle`) and hold them for
+        /// `--hold` seconds.
+        #[arg(long)]
+        idle: Option<usize>,
+        /// Seconds to hold the idle streams.
+        #[arg(long, default_value_t = 10.0)]
+        hold: f64,
+    },
     /// Time ListTasks pages on a durable store (called directly, not over HTTP) as it grows to
     /// each size; print markdown tables.
     List {
@@ -286,6 +307,25 @@ fn main() -> ExitCode {
             idle,
             rounds: rounds.max(1),
             pin: !no_pin,
+        }),
+        Command::StreamOnce {
+            binding,
+            target,
+            events,
+            idle,
+            hold,
+        } => client_runtime().and_then(|rt| match idle {
+            Some(count) => rt
+                .block_on(trident_bench::stream::hold_idle(
+                    binding,
+                    target,
+                    count,
+                    secs(hold)?,
+                ))
+                .map(|n| println!("idle streams {n}")),
+            None => rt
+                .block_on(trident_bench::stream::once(binding, target, events.max(1)))
+                .map(|n| println!("events {n}")),
         }),
         Command::List {
             store,

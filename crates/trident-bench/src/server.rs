@@ -120,8 +120,10 @@ pub fn router(mode: Mode, addr: SocketAddr, stores: Stores) -> Result<axum::Rout
 }
 
 /// Binds `listen`, prints [`READY`] and the bound address on stdout, and serves `mode` until
-/// the process is killed. With `nodelay`, accepted sockets get `TCP_NODELAY` (`axum::serve`,
-/// like `trident_server::serve`, leaves Nagle's algorithm on). Trident's store is `store`
+/// the process is killed. The streaming modes ([`Mode::Chunks`], [`Mode::Idle`]) are served by
+/// `trident_server::serve_with`, `trident serve`'s accept loop, with no connection limit; the
+/// others by `axum::serve`. With `nodelay`, accepted sockets get `TCP_NODELAY` (`axum::serve`
+/// leaves Nagle's algorithm on). Trident's store is `store`
 /// (at `sqlite_path` for [`Store::Sqlite`]).
 pub async fn serve(
     mode: Mode,
@@ -143,6 +145,23 @@ pub async fn serve(
         let mut out = std::io::stdout().lock();
         writeln!(out, "{READY}{addr}").map_err(|e| e.to_string())?;
         out.flush().map_err(|e| e.to_string())?;
+    }
+    if matches!(mode, Mode::Chunks | Mode::Idle) {
+        // The streaming figures are `trident serve`'s: its own accept loop (TCP_NODELAY, the
+        // default timeouts), without the connection limit, so 10 000 idle streams fit.
+        let limits = trident_server::ConnectionLimits {
+            max_connections: None,
+            ..Default::default()
+        };
+        return trident_server::serve_with(
+            listener,
+            app,
+            std::future::pending(),
+            std::time::Duration::ZERO,
+            limits,
+        )
+        .await
+        .map_err(|e| e.to_string());
     }
     if nodelay {
         let listener = listener.tap_io(|tcp| {

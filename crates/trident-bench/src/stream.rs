@@ -345,20 +345,34 @@ async fn throughput(
     chunks: usize,
     id: u64,
 ) -> Result<Throughput, String> {
+    one_stream(binding, server.addr, Some(server.pid()), clock, chunks, id).await
+}
+
+/// One stream of `chunks` chunks from the server at `addr`, checked in full; the server's CPU
+/// meanwhile when its `pid` is given (zero otherwise).
+async fn one_stream(
+    binding: Binding,
+    addr: std::net::SocketAddr,
+    pid: Option<u32>,
+    clock: Clock,
+    chunks: usize,
+    id: u64,
+) -> Result<Throughput, String> {
     let text = chunks.to_string();
     let mut grpc = match binding {
-        Binding::Grpc => Some(grpc_client(server.addr).await?),
+        Binding::Grpc => Some(grpc_client(addr).await?),
         _ => None,
     };
-    let before = process_ticks(server.pid())?;
+    let ticks = || pid.map_or(Ok(0), process_ticks);
+    let before = ticks()?;
     let start = Instant::now();
     let opened = match grpc.as_mut() {
         Some(client) => open_grpc(client, &text, id).await?,
-        None => open_http(binding, server.addr, &text, id).await?,
+        None => open_http(binding, addr, &text, id).await?,
     };
     let (events, completed) = drain(opened).await?;
     let elapsed = start.elapsed();
-    let after = process_ticks(server.pid())?;
+    let after = ticks()?;
     // The task, WORKING, every chunk, COMPLETED.
     if events != chunks + 3 || !completed {
         return Err(format!(
@@ -374,10 +388,38 @@ async fn throughput(
     })
 }
 
+/// `trident-bench stream-once`: one stream of `chunks` chunks over `binding` from a running
+/// `trident-bench server --mode chunks` at `addr`, checked in full (what `bench/profile-stream.sh`
+/// runs between zeroing and dumping a profiler's counters). Returns the events received.
+pub async fn once(
+    binding: Binding,
+    addr: std::net::SocketAddr,
+    chunks: usize,
+) -> Result<usize, String> {
+    let t = one_stream(binding, addr, None, Clock::from_getconf(), chunks, 1).await?;
+    Ok(t.events)
+}
+
+/// `trident-bench stream-once --idle N`: opens `count` idle streams over `binding` to a running
+/// `trident-bench server --mode idle` at `addr` and holds them for `hold` (to look at the
+/// server's memory with a heap profiler meanwhile). Returns the streams held.
+pub async fn hold_idle(
+    binding: Binding,
+    addr: std::net::SocketAddr,
+    count: usize,
+    hold: Duration,
+) -> Result<usize, String> {
+    let mut grpc = Vec::new();
+    let held = open_idle(binding, addr, count, 0, &mut grpc).await?;
+    eprintln!("holding {} idle streams for {hold:?}", held.len());
+    tokio::time::sleep(hold).await;
+    Ok(held.len())
+}
+
 /// Opens `count` idle streams of `binding`; returns them open.
 async fn open_idle(
     binding: Binding,
-    server: &Child,
+    addr: std::net::SocketAddr,
     count: usize,
     from: u64,
     grpc: &mut Vec<A2aServiceClient<tonic::transport::Channel>>,
@@ -391,7 +433,7 @@ async fn open_idle(
             Binding::Grpc => {
                 let n = (from as usize + i) / PER_CONNECTION;
                 while grpc.len() <= n {
-                    grpc.push(grpc_client(server.addr).await?);
+                    grpc.push(grpc_client(addr).await?);
                 }
                 let mut client = grpc[n].clone();
                 jobs.push(
@@ -400,7 +442,6 @@ async fn open_idle(
                 );
             }
             _ => {
-                let addr = server.addr;
                 jobs.push(
                     async move { first_event(open_http(binding, addr, "idle", id).await?).await }
                         .boxed_local(),
@@ -420,9 +461,9 @@ async fn idle_memory(binding: Binding, count: usize, pin: bool) -> Result<(f64, 
     const WARM: usize = 100;
     let server = Child::start("idle", pin)?;
     let mut grpc = Vec::new();
-    let warm = open_idle(binding, &server, WARM, 0, &mut grpc).await?;
+    let warm = open_idle(binding, server.addr, WARM, 0, &mut grpc).await?;
     let before = rss(server.pid())?;
-    let held = open_idle(binding, &server, count, WARM as u64, &mut grpc).await?;
+    let held = open_idle(binding, server.addr, count, WARM as u64, &mut grpc).await?;
     let after = rss(server.pid())?;
     let n = held.len();
     drop((warm, held, grpc));

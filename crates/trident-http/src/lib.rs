@@ -6,16 +6,20 @@
 //! - [`is_json_media_type`] and [`not_json`]: which request bodies the JSON bindings accept.
 //! - [`sse_events`] / [`SseDecoder`] and [`read_body`]: how the HTTP clients read a response,
 //!   each bounded ([`DEFAULT_MAX_RESPONSE_BYTES`]). They take any stream of byte chunks.
+//! - [`SseWriter`] and [`write_event`]: how the JSON bindings' servers write a stream as SSE
+//!   (each event encoded once into the body chunk, ready events gathered into one chunk).
 //! - `HttpWebhooks` (feature `webhooks`): push-notification delivery over reqwest, the
 //!   engine's `WebhookTransport`. Behind a feature so the bindings, which use the rest of this
 //!   crate, depend on no engine; the server and the facade switch it on.
 //!
-//! No server framework: the adapters (axum) and clients (reqwest) stay in the binding crates.
+//! No server framework: the adapters (axum) and clients (reqwest) stay in the binding crates
+//! (the SSE writer is a stream of byte chunks, which the adapters make their response body).
 
 mod body;
 pub mod json;
 mod media;
 mod sse;
+mod sse_writer;
 #[cfg(feature = "webhooks")]
 mod webhooks;
 
@@ -23,5 +27,6 @@ pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 pub use json::{JsonReply, PathVars, dispatch_json, parse_request, to_json};
 pub use media::{is_json_media_type, not_json};
 pub use sse::{SseDecoder, SseEvent, sse_events};
+pub use sse_writer::{EncodeEvent, SseWriter, write_event};
 #[cfg(feature = "webhooks")]
 pub use webhooks::{HttpWebhooks, Signer};

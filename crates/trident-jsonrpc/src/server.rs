@@ -9,13 +9,13 @@ use std::borrow::Cow;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use jsonrpsee_types::ErrorObjectOwned;
 use serde_json::value::RawValue;
-use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation};
-use trident_http::{JsonReply, PathVars, dispatch_json};
+use trident_core::{
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+};
+use trident_http::{JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 
 /// Settings of the JSON-RPC endpoint.
 #[derive(Debug, Clone)]
@@ -273,35 +273,46 @@ async fn handle(
     }
 }
 
+/// A stream as SSE: each `data:` is a JSON-RPC response (`result`: the StreamResponse; an error
+/// after the first event: `error`, then the end), `id:` the event's sequence number. Each event
+/// is encoded once, straight into the body chunk (envelope included), and the events ready at
+/// once share a chunk ([`SseWriter`]).
 fn sse(events: EventStream, id_json: String, keep_alive: Duration) -> Response {
-    let frames = events.map(move |item| {
-        let frame = match item {
-            Ok(ev) => match serde_json::to_vec(&*ev.response) {
-                Ok(result) => {
-                    let data =
-                        String::from_utf8(success_envelope(&id_json, &result)).unwrap_or_default();
-                    let frame = Event::default().data(data);
-                    match ev.seq {
-                        Some(seq) => frame.id(seq.to_string()),
-                        None => frame,
+    let writer = SseWriter::new(
+        events,
+        keep_alive,
+        move |item: Result<StreamEvent, A2aError>, out: &mut Vec<u8>| {
+            let error = match item {
+                Ok(ev) => {
+                    let data = |out: &mut Vec<u8>| {
+                        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+                        out.extend_from_slice(id_json.as_bytes());
+                        out.extend_from_slice(br#","result":"#);
+                        serde_json::to_writer(&mut *out, &*ev.response)?;
+                        out.push(b'}');
+                        Ok::<_, serde_json::Error>(())
+                    };
+                    match write_event(out, None, ev.seq, data) {
+                        Ok(()) => return,
+                        Err(e) => A2aError::internal(e.to_string()),
                     }
                 }
-                Err(e) => {
-                    Event::default().data(error_json(&id_json, &A2aError::internal(e.to_string())))
-                }
-            },
-            Err(e) => Event::default().data(error_json(&id_json, &e)),
-        };
-        Ok::<_, Infallible>(frame)
-    });
-    let mut response = Sse::new(frames)
-        .keep_alive(KeepAlive::new().interval(keep_alive))
-        .into_response();
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-cache"),
+                Err(e) => e,
+            };
+            let _ = write_event(out, None, None, |out| {
+                out.extend_from_slice(error_json(&id_json, &error).as_bytes());
+                Ok::<_, Infallible>(())
+            });
+        },
     );
-    response
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(writer),
+    )
+        .into_response()
 }
 
 pub(crate) fn error_json(id_json: &str, e: &A2aError) -> String {

@@ -2,19 +2,18 @@
 //! query) → [`dispatch_json`] → JSON or SSE. No business rules here.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
 use prost_reflect::{DescriptorPool, Kind};
-use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation};
-use trident_http::{JsonReply, PathVars, dispatch_json};
+use trident_core::{
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+};
+use trident_http::{EncodeEvent, JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 
 use crate::error::{error_body, error_body_with_code};
 use crate::routes::{Bound, Miss, Route, RouteError, Routes};
@@ -449,34 +448,41 @@ pub(crate) fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
 }
 
 /// A stream as SSE: `id:` is the event's sequence number, `data:` the bare StreamResponse; an
-/// error after the first event is one `event: error` with the AIP-193 body, then the end.
+/// error after the first event is one `event: error` with the AIP-193 body, then the end. Each
+/// event is encoded once, straight into the body chunk, and the events ready at once share a
+/// chunk ([`SseWriter`]).
 pub fn sse(events: EventStream, keep_alive: Duration) -> Response {
-    let frames = events.map(|item| {
-        let frame = match item {
-            Ok(ev) => match serde_json::to_string(&*ev.response) {
-                Ok(data) => {
-                    let frame = Event::default().data(data);
-                    match ev.seq {
-                        Some(seq) => frame.id(seq.to_string()),
-                        None => frame,
+    let writer = SseWriter::new(
+        events,
+        keep_alive,
+        |item: Result<StreamEvent, A2aError>, out: &mut Vec<u8>| {
+            let error = match item {
+                Ok(ev) => {
+                    let data = |out: &mut Vec<u8>| serde_json::to_writer(out, &*ev.response);
+                    match write_event(out, None, ev.seq, data) {
+                        Ok(()) => return,
+                        Err(e) => A2aError::internal(e.to_string()),
                     }
                 }
-                Err(e) => Event::default()
-                    .event("error")
-                    .data(error_body(&A2aError::internal(e.to_string())).to_string()),
-            },
-            Err(e) => Event::default()
-                .event("error")
-                .data(error_body(&e).to_string()),
-        };
-        Ok::<_, Infallible>(frame)
-    });
-    let mut response = Sse::new(frames)
-        .keep_alive(KeepAlive::new().interval(keep_alive))
-        .into_response();
-    response.headers_mut().insert(
-        header::CACHE_CONTROL,
-        header::HeaderValue::from_static("no-cache"),
+                Err(e) => e,
+            };
+            let body = |out: &mut Vec<u8>| serde_json::to_writer(out, &error_body(&error));
+            if let Err(e) = write_event(out, Some("error"), None, body) {
+                tracing::error!(error = %e, "cannot encode an SSE error event");
+            }
+        },
     );
-    response
+    sse_response(writer)
+}
+
+/// The `200 text/event-stream` response of an SSE body.
+pub(crate) fn sse_response<E: EncodeEvent + Unpin>(writer: SseWriter<E>) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(writer),
+    )
+        .into_response()
 }

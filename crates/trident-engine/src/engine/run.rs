@@ -231,7 +231,7 @@ impl Run {
             ));
         }
         message.role = pb::Role::Agent as i32;
-        message.context_id = self.context_id.to_string();
+        message.context_id = String::from(&*self.context_id);
         message.task_id.clear();
         if message.message_id.is_empty() {
             message.message_id = uuid::Uuid::new_v4().to_string();
@@ -312,8 +312,8 @@ impl Run {
                 }
                 let message = message.map(|mut m| {
                     m.role = pb::Role::Agent as i32;
-                    m.context_id = self.context_id.to_string();
-                    m.task_id = self.task_id.to_string();
+                    m.context_id = String::from(&*self.context_id);
+                    m.task_id = String::from(&*self.task_id);
                     m
                 });
                 let status = pb::TaskStatus {
@@ -336,8 +336,8 @@ impl Run {
                 }
                 let event = pb::StreamResponse::new(pb::stream_response::Payload::ArtifactUpdate(
                     pb::TaskArtifactUpdateEvent {
-                        task_id: self.task_id.to_string(),
-                        context_id: self.context_id.to_string(),
+                        task_id: String::from(&*self.task_id),
+                        context_id: String::from(&*self.context_id),
                         artifact: Some(artifact),
                         append,
                         last_chunk,
@@ -381,8 +381,8 @@ impl Run {
             ));
         };
         let submitted = pb::Task {
-            id: self.task_id.to_string(),
-            context_id: self.context_id.to_string(),
+            id: String::from(&*self.task_id),
+            context_id: String::from(&*self.context_id),
             status: Some(pb::TaskStatus::now(pb::TaskState::Submitted, None)),
             history: vec![message],
             ..Default::default()

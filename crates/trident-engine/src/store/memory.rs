@@ -137,9 +137,19 @@ enum Body {
 #[derive(Debug)]
 enum Log {
     Open(Vec<LoggedEvent>),
-    /// The events, each length-delimited protobuf (a terminal task's log).
-    Packed(Box<[u8]>),
+    /// A terminal task's log.
+    Packed {
+        /// The events, each length-delimited protobuf.
+        bytes: Box<[u8]>,
+        /// Where event `k * PACK_STRIDE + 1` starts, for each `k`: a read from any position
+        /// skips at most `PACK_STRIDE - 1` events (by their length prefixes, without decoding
+        /// them), so reading a long log in batches costs O(log), not O(log²).
+        index: Box<[usize]>,
+    },
 }
+
+/// Events between two entries of a packed log's index (a word per this many events).
+const PACK_STRIDE: usize = 64;
 
 impl Default for Log {
     fn default() -> Self {
@@ -158,11 +168,18 @@ impl Log {
             })
             .sum();
         let mut buf = Vec::with_capacity(len);
-        for e in events {
+        let mut index = Vec::with_capacity(events.len().div_ceil(PACK_STRIDE));
+        for (i, e) in events.iter().enumerate() {
+            if i % PACK_STRIDE == 0 {
+                index.push(buf.len());
+            }
             // Cannot fail: the buffer has room for every event.
             let _ = e.event.encode_length_delimited(&mut buf);
         }
-        Self::Packed(buf.into_boxed_slice())
+        Self::Packed {
+            bytes: buf.into_boxed_slice(),
+            index: index.into_boxed_slice(),
+        }
     }
 
     /// The events after seq `after` (at most `limit`).
@@ -172,10 +189,24 @@ impl Log {
                 let start = usize::try_from(after).unwrap_or(usize::MAX).min(log.len());
                 log[start..].iter().take(limit).cloned().collect()
             }
-            Self::Packed(bytes) => {
+            Self::Packed { bytes, index } => {
                 use prost::Message as _;
-                let mut buf = &bytes[..];
-                let mut seq = 0u64;
+                let k = usize::try_from(after).unwrap_or(usize::MAX) / PACK_STRIDE;
+                let Some(&start) = index.get(k) else {
+                    return Vec::new();
+                };
+                let mut buf = &bytes[start..];
+                let mut seq = (k * PACK_STRIDE) as u64;
+                while seq < after && !buf.is_empty() {
+                    match prost::decode_length_delimiter(&mut buf) {
+                        Ok(n) if n <= buf.len() => buf = &buf[n..],
+                        _ => {
+                            tracing::error!(seq, "undecodable packed event in the memory store");
+                            return Vec::new();
+                        }
+                    }
+                    seq += 1;
+                }
                 let mut out = Vec::new();
                 while !buf.is_empty() && out.len() < limit {
                     seq += 1;
@@ -183,12 +214,10 @@ impl Log {
                         tracing::error!(seq, "undecodable packed event in the memory store");
                         break;
                     };
-                    if seq > after {
-                        out.push(LoggedEvent {
-                            seq,
-                            event: Arc::new(event),
-                        });
-                    }
+                    out.push(LoggedEvent {
+                        seq,
+                        event: Arc::new(event),
+                    });
                 }
                 out
             }
@@ -197,12 +226,12 @@ impl Log {
 
     /// The events as a vector, unpacking a packed log.
     fn open(&mut self) -> &mut Vec<LoggedEvent> {
-        if let Self::Packed(_) = self {
+        if let Self::Packed { .. } = self {
             *self = Self::Open(self.read(0, usize::MAX));
         }
         match self {
             Self::Open(log) => log,
-            Self::Packed(_) => unreachable!("unpacked above"),
+            Self::Packed { .. } => unreachable!("unpacked above"),
         }
     }
 }
@@ -577,8 +606,11 @@ impl MemoryStore {
             }
             log.extend_from_slice(events);
         }
+        // A task nothing will change any more (as a rule) is kept encoded: see below.
+        let packs = record.task.state().is_terminal() && record.lease.is_none();
         if !fresh {
-            if snapshot {
+            // (A snapshot the packing below replaces at once is not worth a copy of the task.)
+            if snapshot && !packs {
                 stored.body = Body::Open {
                     snapshot: Box::new(record.task.clone()),
                     seq: record.last_seq,
@@ -591,7 +623,7 @@ impl MemoryStore {
             (false, mark) if mark != 0 => stored.ended = 0,
             _ => {}
         }
-        if stored.state.is_terminal() && stored.lease.is_none() {
+        if packs {
             // Nothing will change it any more (as a rule): keep it encoded.
             use prost::Message as _;
             stored.body = Body::Packed(record.task.encode_to_vec().into_boxed_slice());

@@ -566,3 +566,43 @@ async fn a_stream_draining_an_ended_task_keeps_it_from_eviction() {
     assert_eq!(store.held(), 1);
     engine.shutdown().await;
 }
+
+/// A packed (terminal) log reads the same as the open one from every position and batch size,
+/// across the boundaries of its index.
+#[test]
+fn a_packed_log_reads_like_the_open_one_from_every_position() {
+    use super::{Log, PACK_STRIDE};
+    let t = task("packed", pb::TaskState::Working, 1);
+    for len in [
+        0,
+        1,
+        PACK_STRIDE - 1,
+        PACK_STRIDE,
+        PACK_STRIDE + 1,
+        3 * PACK_STRIDE + 5,
+    ] {
+        let events: Vec<LoggedEvent> = (1..=len as u64)
+            .map(|seq| {
+                let mut t = t.clone();
+                t.context_id = format!("c{seq}");
+                event(&t, seq)
+            })
+            .collect();
+        let open = Log::Open(events.clone());
+        let packed = Log::pack(&events);
+        for after in 0..=len as u64 + 2 {
+            for limit in [1, 7, PACK_STRIDE, usize::MAX] {
+                let want = open.read(after, limit);
+                let got = packed.read(after, limit);
+                assert_eq!(
+                    got.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                    want.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                    "len {len}, after {after}, limit {limit}"
+                );
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(g.event, w.event, "seq {}", g.seq);
+                }
+            }
+        }
+    }
+}
