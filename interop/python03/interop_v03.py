@@ -1,7 +1,7 @@
 """Interop checks: the official A2A **v0.3** Python SDK (PyPI `a2a-sdk==0.3.26`) against a running
 Trident server's v0.3 compatibility layer.
 
-Usage: python interop_v03.py http://127.0.0.1:PORT
+Usage: python interop_v03.py http://127.0.0.1:PORT [--label NAME]
 
 The SDK's own `A2ACardResolver` reads Trident's (combined) card and its `ClientFactory` builds a
 client for each binding it supports (JSONRPC, HTTP+JSON, GRPC). Per binding: blocking send,
@@ -9,11 +9,14 @@ streaming send, get with history, cancel, resubscribe, push-config set/get, and 
 cases; over JSON-RPC also push-config list/delete (the v0.3 client has no method for them: raw
 requests, answers validated with the SDK's own pydantic models) and an `A2A-Version: 1.0`
 request that must be refused. Every check prints one line; the last line is
-`python03 subtotal passed=N failed=M` (INTEROP_SUBTOTAL=1) or `interop: N passed, M failed`.
+`python03 subtotal passed=N failed=M` (INTEROP_SUBTOTAL=1) or `interop: N passed, M failed`;
+`--label NAME` replaces `python03` in those lines (interop/run.sh also runs this script against
+`trident gateway` in front of a 1.0-only agent).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -44,6 +47,7 @@ from a2a.types import (
 )
 
 TIMEOUT = 30.0
+LABEL = "python03"
 passed = 0
 failed = 0
 
@@ -52,10 +56,10 @@ def report(ok: bool, name: str, detail: str = "") -> None:
     global passed, failed
     if ok:
         passed += 1
-        print(f"ok   python03 {name}")
+        print(f"ok   {LABEL} {name}")
     else:
         failed += 1
-        print(f"FAIL python03 {name}: {detail}")
+        print(f"FAIL {LABEL} {name}: {detail}")
 
 
 async def check(name: str, coro) -> None:
@@ -279,7 +283,13 @@ async def jsonrpc_raw_checks(base: str, http: httpx.AsyncClient) -> None:
 
 
 async def main() -> int:
-    base = sys.argv[1].rstrip("/")
+    global LABEL
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base_url")
+    parser.add_argument("--label", default=LABEL)
+    args = parser.parse_args()
+    LABEL = args.label
+    base = args.base_url.rstrip("/")
     async with httpx.AsyncClient(timeout=TIMEOUT) as http:
         card = None
         try:
@@ -298,7 +308,7 @@ async def main() -> int:
                 await binding_checks(base, card, transport, http)
         await jsonrpc_raw_checks(base, http)
     if os.environ.get("INTEROP_SUBTOTAL"):
-        print(f"python03 subtotal passed={passed} failed={failed}")
+        print(f"{LABEL} subtotal passed={passed} failed={failed}")
     else:
         print(f"interop: {passed} passed, {failed} failed")
     return 1 if failed else 0
