@@ -21,6 +21,11 @@ pub(crate) struct Target {
     /// Binding to use (default: the first the card lists).
     #[arg(long, value_enum)]
     pub(crate) binding: Option<BindingArg>,
+    /// A2A generation to speak: `auto` (1.0 where the card offers it for the binding, else
+    /// 0.3), `1.0` or `0.3`. Against a v0.3 agent every command works but `list` (v0.3 has no
+    /// ListTasks) and `subscribe --after`.
+    #[arg(long, default_value = "auto", value_name = "auto|1.0|0.3")]
+    pub(crate) protocol: trident_client::Protocol,
     /// Bearer token sent as `Authorization: Bearer TOKEN`.
     #[arg(long, env = "TRIDENT_TOKEN", hide_env_values = true)]
     pub(crate) token: Option<String>,
@@ -39,7 +44,7 @@ pub(crate) struct Target {
 impl Target {
     /// The client of these options: the token and the timeout apply to the card fetch too.
     fn client(&self) -> Result<trident_client::Client, Failure> {
-        let mut builder = trident_client::ClientBuilder::new();
+        let mut builder = trident_client::ClientBuilder::new().protocol(self.protocol);
         if let Some(token) = &self.token {
             builder = builder.bearer_token(token);
         }
@@ -270,8 +275,10 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
             first.into_iter().chain(Binding::ALL).collect()
         }
     };
-    let (binding, interface) = trident_client::choose(&card, &preference)
-        .ok_or_else(|| trident_client::no_match(&target.url, &card, &preference))?;
+    let (binding, interface) = trident_client::choose_for(&card, &preference, target.protocol)
+        .ok_or_else(|| {
+            trident_client::no_match_for(&target.url, &card, &preference, target.protocol)
+        })?;
     let service = client.client(binding, &interface).await?;
     let mut cx = CallContext::new();
     cx.extensions = target.extensions.clone();

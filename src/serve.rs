@@ -262,6 +262,17 @@ pub(crate) struct Gateway {
     /// Binding to reach the upstream over (default: the first its card lists).
     #[arg(long, value_enum, env = "TRIDENT_UPSTREAM_BINDING")]
     upstream_binding: Option<crate::client::BindingArg>,
+    /// A2A generation to speak to the upstream: `auto` (1.0 where its card offers it for the
+    /// binding, else 0.3), `1.0` or `0.3`. A v0.3 upstream is served as a 1.0 agent (and as
+    /// 0.3 with --protocols 1.0,0.3); what v0.3 cannot express (ListTasks, tenants) is refused
+    /// with UnsupportedOperation.
+    #[arg(
+        long,
+        env = "TRIDENT_UPSTREAM_PROTOCOL",
+        default_value = "auto",
+        value_name = "auto|1.0|0.3"
+    )]
+    upstream_protocol: trident_client::Protocol,
     /// Refuse to start unless the upstream card carries a signature that verifies (keys from
     /// its `jku`, or --upstream-jwks). Without it a signed card is still verified and a
     /// failure reported.
@@ -473,8 +484,15 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
             }
         }
     }
-    let Some((binding, interface)) = trident_client::choose(&upstream_card, &preference) else {
-        return fail("the upstream card offers no binding this gateway speaks for A2A 1.x");
+    let Some((binding, interface)) =
+        trident_client::choose_for(&upstream_card, &preference, args.upstream_protocol)
+    else {
+        return fail(trident_client::no_match_for(
+            &args.upstream,
+            &upstream_card,
+            &preference,
+            args.upstream_protocol,
+        ));
     };
     let client = match trident_client::client(binding, &interface).await {
         Ok(c) => c,
@@ -504,11 +522,16 @@ pub(crate) async fn gateway(args: Gateway) -> ExitCode {
         Err(e) => return fail(e),
     };
     println!(
-        "Trident gateway on {} for {} ({} over {})",
+        "Trident gateway on {} for {} ({} over {}, A2A {})",
         server.local_addr(),
         server.card().name,
         interface.url,
-        binding.card_name()
+        binding.card_name(),
+        if interface.protocol_version.is_empty() {
+            "1.0"
+        } else {
+            interface.protocol_version.as_str()
+        }
     );
     run(server, &args.listen).await
 }

@@ -31,5 +31,6 @@ mod store_contract;
 mod streams;
 mod suite;
 mod tidy;
+mod v03;
 mod wait;
 mod wire;

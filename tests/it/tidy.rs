@@ -258,6 +258,8 @@ const CRATE_MAP: [(&str, &[&str]); 16] = [
             "trident-core",
             "trident-proto",
             "trident-http",
+            // Reading v0.3 cards (the v0.3 clients themselves are in the bindings).
+            "trident-v03",
             "trident-grpc",
             "trident-jsonrpc",
             "trident-rest",

@@ -12,7 +12,7 @@ use trident_proto as pb;
 
 use crate::cache::{CardCache, Freshness};
 use crate::timed::Timed;
-use crate::{Agent, Binding, card_url, choose, no_match};
+use crate::{Agent, Binding, Protocol, card_url, choose_for, no_match_for, speaks_v03};
 
 /// Options of a [`Client`]. Every option has a default; `build` checks them all.
 ///
@@ -39,6 +39,7 @@ pub struct ClientBuilder {
     roots_pem: Vec<Vec<u8>>,
     roots_only: bool,
     preference: Vec<Binding>,
+    protocol: Protocol,
     max_response: usize,
     cache_cards: bool,
 }
@@ -62,6 +63,7 @@ impl ClientBuilder {
             roots_pem: Vec::new(),
             roots_only: false,
             preference: Vec::new(),
+            protocol: Protocol::Auto,
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             cache_cards: true,
         }
@@ -136,6 +138,18 @@ impl ClientBuilder {
         self
     }
 
+    /// Which A2A generation to speak ([`Protocol::Auto`] by default): for the binding chosen,
+    /// `Auto` speaks 1.x when the card offers it and v0.3 otherwise (an agent that speaks only
+    /// v0.3: its card's `url`, `preferredTransport` and `additionalInterfaces`, or 1.0
+    /// interfaces marked `protocolVersion: "0.3"`); `V1` or `V03` insist on one. A v0.3 agent
+    /// is sent `A2A-Version: 0.3` and v0.3's methods, routes or gRPC service; what v0.3
+    /// cannot express (ListTasks, tenants, resuming a stream after an event) fails with
+    /// `UnsupportedOperation` saying so.
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
     /// Reads at most `bytes` of a response, of one stream event or of a card; a larger one is
     /// an `InvalidAgentResponse` error.
     pub fn max_response_size(mut self, bytes: usize) -> Self {
@@ -190,6 +204,7 @@ impl ClientBuilder {
                 timeout: self.timeout,
                 connect_timeout: self.connect_timeout,
                 preference: self.preference,
+                protocol: self.protocol,
                 max_response: self.max_response,
                 cards: self.cache_cards.then(CardCache::default),
             }),
@@ -204,6 +219,7 @@ struct Shared {
     timeout: Option<Duration>,
     connect_timeout: Duration,
     preference: Vec<Binding>,
+    protocol: Protocol,
     max_response: usize,
     cards: Option<CardCache>,
 }
@@ -303,15 +319,14 @@ impl Client {
             trident_http::read_body(chunks, self.shared.max_response).await
         };
         let body = body.map_err(|e| e.into_described(what))?;
-        let card = serde_json::from_slice(&body).map_err(|e| {
-            A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}")).with_source(e)
-        })?;
+        let card = read_card(&body)
+            .map_err(|e| A2aError::new(e.kind(), format!("{what}: {}", e.message())))?;
         Ok(Fetched::Card(Box::new(card), headers))
     }
 
     /// Reads the card of `origin` once, picks the first binding of the builder's preference
-    /// that it offers for A2A 1.x, and connects. When it offers none, the error lists what it
-    /// does offer.
+    /// that it offers under the builder's [`Protocol`] (see [`choose_for`](crate::choose_for)),
+    /// and connects. When it offers none, the error lists what it does offer.
     pub async fn connect(&self, origin: &str) -> Result<Agent, A2aError> {
         let card = self.fetch_card(origin).await?;
         self.connect_card(origin, card).await
@@ -321,8 +336,9 @@ impl Client {
     /// it in errors).
     pub async fn connect_card(&self, origin: &str, card: pb::AgentCard) -> Result<Agent, A2aError> {
         let preference = &self.shared.preference;
-        let (binding, interface) =
-            choose(&card, preference).ok_or_else(|| no_match(origin, &card, preference))?;
+        let protocol = self.shared.protocol;
+        let (binding, interface) = choose_for(&card, preference, protocol)
+            .ok_or_else(|| no_match_for(origin, &card, preference, protocol))?;
         let service = self.client(binding, &interface).await?;
         Ok(Agent {
             card,
@@ -333,14 +349,44 @@ impl Client {
     }
 
     /// A client of `interface` over `binding` with this client's options, sending the
-    /// interface's tenant.
+    /// interface's tenant. An interface whose `protocolVersion` is 0.3 gets the binding's
+    /// v0.3 client (`A2A-Version: 0.3`, v0.3's wire forms); any other the 1.0 one.
     pub async fn client(
         &self,
         binding: Binding,
         interface: &pb::AgentInterface,
     ) -> Result<Arc<dyn A2aService>, A2aError> {
         let s = &self.shared;
+        let v03 = speaks_v03(interface);
         let inner: Arc<dyn A2aService> = match binding {
+            Binding::JsonRpc if v03 => Arc::new(
+                trident_jsonrpc::V03Client::with_client(s.http.clone(), &interface.url)
+                    .with_headers(s.headers.clone())
+                    .with_max_response_size(s.max_response),
+            ),
+            Binding::Rest if v03 => Arc::new(
+                trident_rest::V03Client::with_client(s.http.clone(), &interface.url)
+                    .with_headers(s.headers.clone())
+                    .with_max_response_size(s.max_response),
+            ),
+            Binding::Grpc if v03 => {
+                let options = trident_grpc::GrpcOptions {
+                    max_response_size: s.max_response,
+                    connect_timeout: s.connect_timeout,
+                    ..Default::default()
+                };
+                let mut cx = CallContext::new();
+                if let Some(t) = s.timeout {
+                    cx = cx.with_timeout(t);
+                }
+                let what = format!("gRPC {}", interface.url);
+                let connecting = trident_grpc::V03Client::connect_with(&interface.url, &options);
+                Arc::new(
+                    bounded(&cx, what, connecting)
+                        .await?
+                        .with_headers(s.headers.clone()),
+                )
+            }
             Binding::JsonRpc => Arc::new(
                 trident_jsonrpc::JsonRpcClient::with_client(s.http.clone(), &interface.url)
                     .with_tenant(&interface.tenant)
@@ -384,4 +430,17 @@ impl Client {
 enum Fetched {
     Card(Box<pb::AgentCard>, HeaderMap),
     NotModified(HeaderMap),
+}
+
+/// A card's JSON: a card that is v0.3 only (top-level `url`, no `supportedInterfaces`) is read
+/// as v0.3 and translated (its interfaces marked `protocolVersion` 0.3); any other as 1.0.
+pub(crate) fn read_card(body: &[u8]) -> Result<pb::AgentCard, A2aError> {
+    let bad = |e: serde_json::Error| {
+        A2aError::new(ErrorKind::InvalidAgentResponse, e.to_string()).with_source(e)
+    };
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(bad)?;
+    if trident_v03::card::is_v03_only(&value) {
+        return trident_v03::card::from_json(value);
+    }
+    serde_json::from_value(value).map_err(bad)
 }

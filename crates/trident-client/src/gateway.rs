@@ -7,7 +7,10 @@
 //! authenticates the original caller), W3C `traceparent`/`tracestate`, `Last-Event-ID`, the
 //! caller's deadline and cancellation. `A2A-Version` passes through too, except that a call
 //! without one is sent as 1.0: the gateway speaks 1.0 to the upstream, and the spec reads a
-//! missing header as 0.3.
+//! missing header as 0.3. The client decides the version on the wire in the end: a v0.3
+//! upstream's client (chosen by [`crate::choose_for`] from its card) sends `A2A-Version: 0.3`
+//! and v0.3's forms whatever the caller spoke, so 1.0 callers reach a v0.3 agent and v0.3
+//! callers (served by the v0.3 layer of our adapters) a 1.0 one.
 //!
 //! [`ErrorKind`]: trident_core::ErrorKind
 

@@ -48,6 +48,7 @@ pub use builder::{Client, ClientBuilder};
 pub use gateway::Upstream;
 pub use helpers::{TaskId, Texts};
 use trident_proto as pb;
+pub use trident_v03::card::is_v03_version;
 
 pub use trident_core::{Binding, UnknownBinding};
 
@@ -102,11 +103,90 @@ fn speaks_v1(interface: &pb::AgentInterface) -> bool {
         || interface.protocol_version.split('.').next() == PROTOCOL_VERSION.split('.').next()
 }
 
+/// Whether `interface` speaks A2A 0.3 (`protocolVersion` `0.3` or `0.3.x`).
+pub fn speaks_v03(interface: &pb::AgentInterface) -> bool {
+    trident_v03::card::is_v03_version(interface.protocol_version.trim())
+}
+
+/// Which A2A protocol generation a client speaks to an agent ([`ClientBuilder::protocol`],
+/// `trident … --protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// For the binding chosen, 1.x when the card offers it, else 0.3 (the default).
+    #[default]
+    Auto,
+    /// A2A 1.x only.
+    V1,
+    /// A2A 0.3 only.
+    V03,
+}
+
+impl Protocol {
+    /// Whether `interface` may be used under this choice.
+    fn accepts(self, interface: &pb::AgentInterface) -> bool {
+        match self {
+            Protocol::Auto => speaks_v1(interface) || speaks_v03(interface),
+            Protocol::V1 => speaks_v1(interface),
+            Protocol::V03 => speaks_v03(interface),
+        }
+    }
+
+    /// What the card was searched for, in errors.
+    fn describe(self) -> &'static str {
+        match self {
+            Protocol::Auto => "A2A 1.x or 0.3",
+            Protocol::V1 => "A2A 1.x",
+            Protocol::V03 => "A2A 0.3",
+        }
+    }
+}
+
+/// A `--protocol` value that is not `auto`, `1.0` or `0.3`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown protocol {0:?} (expected auto, 1.0 or 0.3)")]
+pub struct UnknownProtocol(String);
+
+impl std::str::FromStr for Protocol {
+    type Err = UnknownProtocol;
+    fn from_str(s: &str) -> Result<Self, UnknownProtocol> {
+        match s.trim() {
+            "auto" => Ok(Protocol::Auto),
+            "1.0" | "1" => Ok(Protocol::V1),
+            "0.3" | "0.3.0" => Ok(Protocol::V03),
+            other => Err(UnknownProtocol(other.to_owned())),
+        }
+    }
+}
+
+impl std::fmt::Display for Protocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Protocol::Auto => "auto",
+            Protocol::V1 => "1.0",
+            Protocol::V03 => "0.3",
+        })
+    }
+}
+
 /// Picks the first binding of `preference` (all bindings, in this order, when empty) that the
 /// card offers for protocol version 1.x, walking the card's interfaces in their order.
+/// [`choose_for`] also reaches agents that speak only v0.3.
 pub fn choose(
     card: &pb::AgentCard,
     preference: &[Binding],
+) -> Option<(Binding, pb::AgentInterface)> {
+    choose_for(card, preference, Protocol::V1)
+}
+
+/// Picks the first binding of `preference` (all bindings, in this order, when empty) that the
+/// card offers under `protocol`, then its interface: with [`Protocol::Auto`], the card's
+/// first 1.x interface for that binding, else its first 0.3 one (1.0 is preferred when both
+/// are offered). The interface's `protocolVersion` says which the client will speak
+/// ([`Client::client`] follows it).
+pub fn choose_for(
+    card: &pb::AgentCard,
+    preference: &[Binding],
+    protocol: Protocol,
 ) -> Option<(Binding, pb::AgentInterface)> {
     let preference = if preference.is_empty() {
         &Binding::ALL[..]
@@ -114,16 +194,33 @@ pub fn choose(
         preference
     };
     preference.iter().find_map(|b| {
-        card.supported_interfaces
+        let offered: Vec<&pb::AgentInterface> = card
+            .supported_interfaces
             .iter()
-            .find(|i| i.protocol_binding.eq_ignore_ascii_case(b.card_name()) && speaks_v1(i))
-            .map(|i| (*b, i.clone()))
+            .filter(|i| i.protocol_binding.eq_ignore_ascii_case(b.card_name()))
+            .filter(|i| protocol.accepts(i))
+            .collect();
+        let chosen = offered
+            .iter()
+            .find(|i| speaks_v1(i))
+            .or_else(|| offered.first());
+        chosen.map(|i| (*b, (*i).clone()))
     })
 }
 
 /// The error of a card that offers none of `preference`: it lists what the card does offer
 /// (binding, URL, protocol version), so the caller can see why nothing matched.
 pub fn no_match(origin: &str, card: &pb::AgentCard, preference: &[Binding]) -> A2aError {
+    no_match_for(origin, card, preference, Protocol::V1)
+}
+
+/// [`no_match`] for a search under `protocol` ([`choose_for`]).
+pub fn no_match_for(
+    origin: &str,
+    card: &pb::AgentCard,
+    preference: &[Binding],
+    protocol: Protocol,
+) -> A2aError {
     let wanted: Vec<&str> = if preference.is_empty() {
         Binding::ALL.iter().map(|b| b.card_name()).collect()
     } else {
@@ -149,8 +246,9 @@ pub fn no_match(origin: &str, card: &pb::AgentCard, preference: &[Binding]) -> A
     A2aError::new(
         ErrorKind::Unavailable,
         format!(
-            "{origin} offers none of the bindings {} for A2A 1.x; its card lists {offered}",
-            wanted.join(", ")
+            "{origin} offers none of the bindings {} for {}; its card lists {offered}",
+            wanted.join(", "),
+            protocol.describe()
         ),
     )
 }

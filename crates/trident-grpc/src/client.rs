@@ -116,7 +116,7 @@ impl GrpcClient {
 }
 
 /// `host:port`, `http://host:port` → an endpoint; everything else is refused up front.
-fn endpoint(target: &str, opts: &GrpcOptions) -> Result<Endpoint, A2aError> {
+pub(crate) fn endpoint(target: &str, opts: &GrpcOptions) -> Result<Endpoint, A2aError> {
     let target = target.trim();
     let bad = |why: String| {
         A2aError::new(
@@ -169,7 +169,7 @@ has_tenant!(
 );
 
 /// Wraps `msg` with the service parameters of `cx` (`grpc-timeout` among them).
-fn request<T>(cx: &CallContext, msg: T) -> Result<Request<T>, A2aError> {
+pub(crate) fn request<T>(cx: &CallContext, msg: T) -> Result<Request<T>, A2aError> {
     let mut req = Request::new(msg);
     let md = req.metadata_mut();
     for (name, value) in cx.outgoing_service_params() {

@@ -7,6 +7,7 @@
 //!   the A2A service) a pre-scan bounding the values of a request before it is decoded.
 //! - [`GrpcClient`]: an [`A2aService`](trident_core::A2aService) that calls a remote agent over
 //!   gRPC, so every binding's server can sit in front of it.
+//! - [`V03Client`]: the same over v0.3's `a2a.v1.A2AService`, for agents that speak only v0.3.
 //! - [`status`] and [`error`]: the one encoding of [`A2aError`](trident_core::A2aError) as a
 //!   `google.rpc.Status` (code from [`ErrorKind::wire`](trident_core::ErrorKind::wire),
 //!   `ErrorInfo` and `BadRequest` details) and its inverse.
@@ -21,12 +22,14 @@ mod options;
 mod server;
 mod status;
 pub mod v03;
+mod v03_client;
 
 pub use client::GrpcClient;
 pub use hygiene::{Checked, Hygiene, MAX_JSON_DEPTH, MAX_JSON_VALUES};
 pub use options::GrpcOptions;
 pub use server::{GrpcServer, routes, routes_with};
 pub use status::{error, status};
+pub use v03_client::V03Client;
 
 /// Metadata keys of the A2A service parameters (lowercase, as gRPC requires).
 pub mod metadata {

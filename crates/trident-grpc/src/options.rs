@@ -18,6 +18,9 @@ pub struct GrpcOptions {
     /// Server only: also serve the A2A v0.3 service `a2a.v1.A2AService` (see
     /// [`crate::v03`]). Default `true`.
     pub v03: bool,
+    /// Server only: serve the 1.0 service `lf.a2a.v1.A2AService` (default `true`; off, with
+    /// `v03` on, a v0.3-only agent's port).
+    pub v1: bool,
     /// Client only: how long to wait for the TCP/HTTP/2 connection (default 10 s).
     pub connect_timeout: Duration,
 }
@@ -29,6 +32,7 @@ impl Default for GrpcOptions {
             max_response_size: 16 * 1024 * 1024,
             reflection: true,
             v03: true,
+            v1: true,
             connect_timeout: Duration::from_secs(10),
         }
     }

@@ -63,22 +63,23 @@ pub fn routes(svc: Arc<dyn A2aService>) -> axum::Router {
 /// NOT_SERVING while shutting down.
 pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Router, HealthReporter) {
     let (reporter, health) = tonic_health::server::health_reporter();
-    // The reporter's lock is fresh and uncontended, so this completes on its first poll;
-    // `unconstrained` keeps tokio's cooperative budget from making it wait.
-    let set = tokio::task::unconstrained(
-        reporter.set_service_status(pb::SERVICE_NAME, ServingStatus::Serving),
-    );
-    if set.now_or_never().is_none() {
-        tracing::warn!("could not mark {} as SERVING", pb::SERVICE_NAME);
-    }
-
     let mut router = axum::Router::new();
     let max = opts.max_request_size;
     let svc_v03 = svc.clone();
-    router = mount(
-        router,
-        Hygiene::a2a(GrpcServer::new(svc).into_service(opts), max),
-    );
+    if opts.v1 {
+        // The reporter's lock is fresh and uncontended, so this completes on its first poll;
+        // `unconstrained` keeps tokio's cooperative budget from making it wait.
+        let set = tokio::task::unconstrained(
+            reporter.set_service_status(pb::SERVICE_NAME, ServingStatus::Serving),
+        );
+        if set.now_or_never().is_none() {
+            tracing::warn!("could not mark {} as SERVING", pb::SERVICE_NAME);
+        }
+        router = mount(
+            router,
+            Hygiene::a2a(GrpcServer::new(svc).into_service(opts), max),
+        );
+    }
     if opts.v03 {
         router = mount(
             router,
@@ -89,6 +90,34 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
         );
         if set.now_or_never().is_none() {
             tracing::warn!("could not mark {} as SERVING", pb::v03::SERVICE_NAME);
+        }
+    }
+    // A generation turned off answers its gRPC calls UNIMPLEMENTED saying so, not with the
+    // HTTP+JSON fallback's 404 (which a gRPC client reads as a broken response).
+    for (on, service, speaks) in [
+        (
+            opts.v1,
+            pb::SERVICE_NAME,
+            "A2A v0.3 only (a2a.v1.A2AService)",
+        ),
+        (
+            opts.v03,
+            pb::v03::SERVICE_NAME,
+            "A2A 1.0 only (lf.a2a.v1.A2AService)",
+        ),
+    ] {
+        if !on {
+            let message = format!("{service} is not served: this agent speaks {speaks}");
+            router = router.route(
+                &format!("/{service}/{{*rest}}"),
+                axum::routing::any(move || {
+                    let e = trident_core::A2aError::new(
+                        trident_core::ErrorKind::MethodNotFound,
+                        message.clone(),
+                    );
+                    async move { crate::status(&e).into_http::<axum::body::Body>() }
+                }),
+            );
         }
     }
     router = mount(router, Hygiene::unary(health, max));

@@ -6,15 +6,18 @@
 //!   Dispatch goes through [`trident_core::Operation`] and [`trident_http::dispatch_json`]
 //!   (jsonrpsee-types only parses envelopes and shapes error objects).
 //! - [`JsonRpcClient`]: `A2aService` over JSON-RPC.
+//! - [`V03Client`]: `A2aService` over v0.3's JSON-RPC methods, for agents that speak only v0.3.
 //! - [`v03`]: the A2A v0.3 methods on the same endpoint (`message/send`, `tasks/get`, …),
 //!   decided by the method name and translated by `trident-v03` into the same service calls.
 
 mod client;
 mod server;
 pub mod v03;
+mod v03_client;
 
 pub use client::JsonRpcClient;
 pub use server::{JsonRpcOptions, error_object, error_reply, router};
+pub use v03_client::V03Client;
 
 /// Entry points for the fuzz targets in `fuzz/` (feature `fuzzing`, off by default): the
 /// server's envelope parser and reply envelopes, and the client's SSE event decoder, the very

@@ -27,6 +27,9 @@ pub struct JsonRpcOptions {
     /// Also answer the A2A v0.3 methods (`message/send`, `tasks/get`, ...) on the same
     /// endpoint, through `trident-v03` (see [`crate::v03`]).
     pub v03: bool,
+    /// Answer the 1.0 methods (default `true`; off, with `v03` on, the endpoint is a v0.3-only
+    /// agent's: 1.0 methods are refused as unknown, in v0.3's error form).
+    pub v1: bool,
 }
 
 impl Default for JsonRpcOptions {
@@ -35,6 +38,7 @@ impl Default for JsonRpcOptions {
             max_body: 4 << 20,
             keep_alive: Duration::from_secs(15),
             v03: true,
+            v1: true,
         }
     }
 }
@@ -228,6 +232,17 @@ async fn handle(
         }
     };
     let (id, op, params) = match parse_call(&body, st.options.v03) {
+        Ok((id, Method::V1(op), _)) if !st.options.v1 => {
+            let e = A2aError::new(
+                ErrorKind::MethodNotFound,
+                format!(
+                    "method {:?} is A2A 1.0; this agent speaks A2A v0.3 only (message/send, \
+                     tasks/get, …)",
+                    op.name()
+                ),
+            );
+            return json(trident_v03::jsonrpc::error_envelope(id, &e));
+        }
         Ok((id, Method::V1(op), params)) => (id, op, params),
         Ok((id, Method::V03(method), params)) => {
             let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));

@@ -29,13 +29,13 @@ pub struct RestClient {
 
 /// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
 /// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
-fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError {
+pub(crate) fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError {
     let timed_out = e.is_timeout();
     A2aError::caused_by(format_args!("HTTP+JSON {what}"), e, timed_out)
 }
 
 /// The chunks of a response body, their failures described with their cause.
-fn chunks(
+pub(crate) fn chunks(
     response: reqwest::Response,
     what: &'static str,
 ) -> impl futures::Stream<Item = Result<bytes::Bytes, A2aError>> {

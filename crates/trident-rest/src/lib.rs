@@ -3,6 +3,7 @@
 //! - [`router`]: the server adapter, with routes derived from the `google.api.http` rules of
 //!   our proto ([`Routes`]), AIP-193 errors and SSE streams.
 //! - [`RestClient`]: `A2aService` over HTTP+JSON.
+//! - [`V03Client`]: `A2aService` over v0.3's `/v1/...` routes, for agents that speak only v0.3.
 //! - [`v03`]: the A2A v0.3 routes (`/v1/...`) on the same router, translated by `trident-v03`.
 //! - [`openapi::document`]: the OpenAPI 3.1 document of the binding, generated from the same
 //!   descriptor set.
@@ -13,11 +14,13 @@ pub mod openapi;
 pub mod routes;
 mod server;
 pub mod v03;
+mod v03_client;
 
 pub use client::RestClient;
 pub use error::{decode_error, error_body};
 pub use routes::{RouteError, Routes};
 pub use server::{RestOptions, error_response, router, sse};
+pub use v03_client::V03Client;
 
 #[cfg(test)]
 mod tests;

@@ -28,6 +28,9 @@ pub struct RestOptions {
     pub keep_alive: Duration,
     /// Also serve the A2A v0.3 routes (`/v1/message:send`, …; see [`crate::v03`]).
     pub v03: bool,
+    /// Serve the 1.0 routes (default `true`; off, with `v03` on, a v0.3-only agent's routes:
+    /// any other request is refused in v0.3's error form).
+    pub v1: bool,
 }
 
 impl Default for RestOptions {
@@ -36,6 +39,7 @@ impl Default for RestOptions {
             max_body: 4 << 20,
             keep_alive: Duration::from_secs(15),
             v03: true,
+            v1: true,
         }
     }
 }
@@ -218,6 +222,17 @@ async fn handle(State(st): State<AppState>, request: Request) -> Response {
             st.options.keep_alive,
         )
         .await;
+    }
+    if !st.options.v1 {
+        let e = trident_core::A2aError::new(
+            trident_core::ErrorKind::MethodNotFound,
+            format!(
+                "{} {} is not a route of this agent, which speaks A2A v0.3 only (/v1/...)",
+                request.method(),
+                request.uri().path()
+            ),
+        );
+        return crate::v03::error_response(&e);
     }
     match serve(&st, request).await {
         Ok(r) => r,

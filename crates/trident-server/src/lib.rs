@@ -295,6 +295,19 @@ pub fn card_with_interfaces(mut card: pb::AgentCard, interfaces: &Interfaces) ->
 /// except for a signed card, which is served as signed (its signatures cover its members) and
 /// so reaches v0.3 clients without the members they need.
 fn card_json(card: &pb::AgentCard, protocols: Protocols) -> Result<String, ServerError> {
+    if !protocols.v1 {
+        // A v0.3-only agent: the plain v0.3 card (its interfaces as `url`,
+        // `preferredTransport` and `additionalInterfaces`), as v0.3 SDKs serve it.
+        use trident_v03::ToV03;
+        let mut card = card.clone();
+        if !card.signatures.is_empty() {
+            tracing::warn!("the card's signatures cover its 1.0 form: the v0.3 card drops them");
+            card.signatures.clear();
+        }
+        let v03 = trident_v03::card::json(&card.to_v03())
+            .map_err(|e| ServerError::Card(<serde_json::Error as serde::ser::Error>::custom(e)))?;
+        return serde_json::to_string(&v03).map_err(ServerError::Card);
+    }
     if !protocols.v03 || !card.signatures.is_empty() {
         if protocols.v03 {
             tracing::warn!("the card is signed: served without the v0.3 members");
@@ -472,16 +485,19 @@ pub fn app(
     if bindings.jsonrpc {
         let mut jsonrpc = options.jsonrpc.clone();
         jsonrpc.v03 = v03;
+        jsonrpc.v1 = options.protocols.v1;
         router = router.merge(trident_jsonrpc::router(svc.clone(), JSONRPC_PATH, jsonrpc));
     }
     if bindings.grpc {
         let mut grpc = options.grpc.clone();
         grpc.v03 = v03;
+        grpc.v1 = options.protocols.v1;
         router = router.merge(trident_grpc::routes_with(svc.clone(), &grpc).0);
     }
     if bindings.rest {
         let mut rest = options.rest.clone();
         rest.v03 = v03;
+        rest.v1 = options.protocols.v1;
         router = router.merge(trident_rest::router(svc, rest)?);
     }
     let declared: Arc<[String]> = card

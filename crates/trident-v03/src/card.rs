@@ -10,7 +10,7 @@
 //! each scheme object then carries both spellings side by side, each version reading its own.
 
 use serde_json::{Map, Value, json};
-use trident_core::A2aError;
+use trident_core::{A2aError, ErrorKind};
 use trident_proto as pb;
 use trident_proto::v03;
 
@@ -354,4 +354,271 @@ pub fn with_v03_interfaces(mut card: pb::AgentCard) -> pb::AgentCard {
         .collect();
     card.supported_interfaces.extend(twins);
     card
+}
+
+/// Whether a card's JSON is a v0.3 card only: it lists no 1.0 `supportedInterfaces` but has
+/// v0.3's top-level `url` (a combined card, which has both, is read as 1.0).
+pub fn is_v03_only(v: &Value) -> bool {
+    let has = |k: &str| v.get(k).is_some_and(|x| !x.is_null());
+    !has("supportedInterfaces") && has("url")
+}
+
+/// Reads a v0.3 card (its JSON-schema form, as v0.3 agents serve it, or the ProtoJSON of the
+/// v0.3 model) into the 1.0 card: see [`ToV1`](crate::ToV1) for `v03::AgentCard`.
+pub fn from_json(mut v: Value) -> Result<pb::AgentCard, A2aError> {
+    let invalid = |why: String| A2aError::new(ErrorKind::InvalidAgentResponse, why);
+    let Some(m) = v.as_object_mut() else {
+        return Err(invalid("a v0.3 card must be a JSON object".to_owned()));
+    };
+    if let Some(Value::Object(schemes)) = m.get_mut("securitySchemes") {
+        for s in schemes.values_mut() {
+            *s = scheme_in(s);
+        }
+    }
+    if let Some(sec) = m.get_mut("security") {
+        *sec = security_in(sec);
+    }
+    if let Some(Value::Array(skills)) = m.get_mut("skills") {
+        for skill in skills {
+            if let Some(sec) = skill.get_mut("security") {
+                *sec = security_in(sec);
+            }
+        }
+    }
+    let card: v03::AgentCard =
+        serde_json::from_value(v).map_err(|e| invalid(format!("not a v0.3 agent card: {e}")))?;
+    Ok(crate::ToV1::to_v1(card))
+}
+
+/// `{"name": ["scope"]}` → `{"schemes": {"name": {"list": ["scope"]}}}` for each requirement
+/// (one already in that form is kept).
+fn security_in(v: &Value) -> Value {
+    let list = v.as_array().into_iter().flatten().map(|req| {
+        if req.get("schemes").is_some_and(Value::is_object) {
+            return req.clone();
+        }
+        let mut schemes = Map::new();
+        for (name, scopes) in req.as_object().into_iter().flatten() {
+            let scopes = if scopes.is_array() {
+                scopes.clone()
+            } else {
+                json!([])
+            };
+            schemes.insert(name.clone(), json!({ "list": scopes }));
+        }
+        json!({ "schemes": schemes })
+    });
+    Value::Array(list.collect())
+}
+
+/// One v0.3 `{"type": …}` scheme in the model's ProtoJSON (one already in it is kept).
+fn scheme_in(v: &Value) -> Value {
+    let Some(m) = v.as_object() else {
+        return json!({});
+    };
+    let Some(kind) = m.get("type").and_then(Value::as_str) else {
+        return v.clone();
+    };
+    let mut inner = m.clone();
+    inner.remove("type");
+    let key = match kind {
+        "apiKey" => {
+            if let Some(loc) = inner.remove("in") {
+                inner.insert("location".to_owned(), loc);
+            }
+            "apiKeySecurityScheme"
+        }
+        "http" => "httpAuthSecurityScheme",
+        "oauth2" => "oauth2SecurityScheme",
+        "openIdConnect" => "openIdConnectSecurityScheme",
+        "mutualTLS" => "mtlsSecurityScheme",
+        // An unknown kind: no scheme the model can hold.
+        _ => return json!({}),
+    };
+    // Combined cards carry the 1.0 spelling beside the v0.3 one: keep only v0.3's members.
+    inner.retain(|k, _| !k.ends_with("SecurityScheme"));
+    json!({ key: inner })
+}
+
+/// The card's interfaces: `url` with `preferredTransport` (JSON-RPC when unsaid) first, then
+/// `additionalInterfaces` not already listed, each with the card's `protocolVersion`.
+fn interfaces_to_v1(card: &v03::AgentCard) -> Vec<pb::AgentInterface> {
+    let version = if card.protocol_version.is_empty() {
+        "0.3".to_owned()
+    } else {
+        card.protocol_version.clone()
+    };
+    let preferred = if card.preferred_transport.is_empty() {
+        "JSONRPC"
+    } else {
+        card.preferred_transport.as_str()
+    };
+    let mut out: Vec<pb::AgentInterface> = Vec::new();
+    let main = (!card.url.is_empty()).then(|| (card.url.as_str(), preferred));
+    let extra = card
+        .additional_interfaces
+        .iter()
+        .map(|i| (i.url.as_str(), i.transport.as_str()));
+    for (url, transport) in main.into_iter().chain(extra) {
+        if url.is_empty()
+            || out
+                .iter()
+                .any(|i| i.url == url && i.protocol_binding.eq_ignore_ascii_case(transport))
+        {
+            continue;
+        }
+        out.push(pb::AgentInterface {
+            url: url.to_owned(),
+            protocol_binding: transport.to_owned(),
+            tenant: String::new(),
+            protocol_version: version.clone(),
+        });
+    }
+    out
+}
+
+/// The 1.0 card of a v0.3 agent: its interfaces from `url`, `preferredTransport` and
+/// `additionalInterfaces` (each with the card's `protocolVersion`), the extended-card flag
+/// in the capabilities, security in 1.0's shapes.
+impl crate::ToV1 for v03::AgentCard {
+    type Out = pb::AgentCard;
+    fn to_v1(self) -> pb::AgentCard {
+        let supported_interfaces = interfaces_to_v1(&self);
+        let caps = self.capabilities.unwrap_or_default();
+        pb::AgentCard {
+            name: self.name,
+            description: self.description,
+            supported_interfaces,
+            provider: self.provider.map(|p| pb::AgentProvider {
+                url: p.url,
+                organization: p.organization,
+            }),
+            version: self.version,
+            documentation_url: (!self.documentation_url.is_empty())
+                .then_some(self.documentation_url),
+            capabilities: Some(pb::AgentCapabilities {
+                streaming: Some(caps.streaming),
+                push_notifications: Some(caps.push_notifications),
+                extensions: caps
+                    .extensions
+                    .into_iter()
+                    .map(|e| pb::AgentExtension {
+                        uri: e.uri,
+                        description: e.description,
+                        required: e.required,
+                        params: e.params,
+                    })
+                    .collect(),
+                extended_agent_card: Some(self.supports_authenticated_extended_card),
+            }),
+            security_schemes: self
+                .security_schemes
+                .into_iter()
+                .map(|(k, s)| (k, scheme_to_v1(s)))
+                .collect(),
+            security_requirements: self.security.into_iter().map(security_to_v1).collect(),
+            default_input_modes: self.default_input_modes,
+            default_output_modes: self.default_output_modes,
+            skills: self
+                .skills
+                .into_iter()
+                .map(|s| pb::AgentSkill {
+                    id: s.id,
+                    name: s.name,
+                    description: s.description,
+                    tags: s.tags,
+                    examples: s.examples,
+                    input_modes: s.input_modes,
+                    output_modes: s.output_modes,
+                    security_requirements: s.security.into_iter().map(security_to_v1).collect(),
+                })
+                .collect(),
+            signatures: self
+                .signatures
+                .into_iter()
+                .map(|s| pb::AgentCardSignature {
+                    protected: s.protected,
+                    signature: s.signature,
+                    header: s.header,
+                })
+                .collect(),
+            icon_url: (!self.icon_url.is_empty()).then_some(self.icon_url),
+        }
+    }
+}
+
+fn security_to_v1(r: v03::Security) -> pb::SecurityRequirement {
+    pb::SecurityRequirement {
+        schemes: r
+            .schemes
+            .into_iter()
+            .map(|(k, l)| (k, pb::StringList { list: l.list }))
+            .collect(),
+    }
+}
+
+fn scheme_to_v1(s: v03::SecurityScheme) -> pb::SecurityScheme {
+    use pb::security_scheme::Scheme as S;
+    use v03::security_scheme::Scheme as O;
+    pb::SecurityScheme {
+        scheme: s.scheme.map(|s| match s {
+            O::ApiKeySecurityScheme(a) => S::ApiKeySecurityScheme(pb::ApiKeySecurityScheme {
+                description: a.description,
+                location: a.location,
+                name: a.name,
+            }),
+            O::HttpAuthSecurityScheme(h) => S::HttpAuthSecurityScheme(pb::HttpAuthSecurityScheme {
+                description: h.description,
+                scheme: h.scheme,
+                bearer_format: h.bearer_format,
+            }),
+            O::Oauth2SecurityScheme(o) => S::Oauth2SecurityScheme(pb::OAuth2SecurityScheme {
+                description: o.description,
+                flows: o.flows.map(flows_to_v1),
+                oauth2_metadata_url: o.oauth2_metadata_url,
+            }),
+            O::OpenIdConnectSecurityScheme(o) => {
+                S::OpenIdConnectSecurityScheme(pb::OpenIdConnectSecurityScheme {
+                    description: o.description,
+                    open_id_connect_url: o.open_id_connect_url,
+                })
+            }
+            O::MtlsSecurityScheme(m) => S::MtlsSecurityScheme(pb::MutualTlsSecurityScheme {
+                description: m.description,
+            }),
+        }),
+    }
+}
+
+/// OAuth flows, v0.3 → 1.0 (the implicit and password flows are deprecated in 1.0 but kept).
+#[allow(deprecated)]
+fn flows_to_v1(f: v03::OAuthFlows) -> pb::OAuthFlows {
+    use pb::o_auth_flows::Flow as F;
+    use v03::o_auth_flows::Flow as O;
+    pb::OAuthFlows {
+        flow: f.flow.map(|f| match f {
+            O::AuthorizationCode(a) => F::AuthorizationCode(pb::AuthorizationCodeOAuthFlow {
+                authorization_url: a.authorization_url,
+                token_url: a.token_url,
+                refresh_url: a.refresh_url,
+                scopes: a.scopes,
+                pkce_required: false,
+            }),
+            O::ClientCredentials(c) => F::ClientCredentials(pb::ClientCredentialsOAuthFlow {
+                token_url: c.token_url,
+                refresh_url: c.refresh_url,
+                scopes: c.scopes,
+            }),
+            O::Implicit(i) => F::Implicit(pb::ImplicitOAuthFlow {
+                authorization_url: i.authorization_url,
+                refresh_url: i.refresh_url,
+                scopes: i.scopes,
+            }),
+            O::Password(p) => F::Password(pb::PasswordOAuthFlow {
+                token_url: p.token_url,
+                refresh_url: p.refresh_url,
+                scopes: p.scopes,
+            }),
+        }),
+    }
 }

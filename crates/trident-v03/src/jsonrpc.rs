@@ -8,6 +8,7 @@ use trident_core::{A2aError, A2aReply, A2aRequest, ErrorKind, Operation};
 use trident_proto as pb;
 use trident_proto::v03;
 
+use crate::client::{Answer, Call};
 use crate::convert::{ToV03, TryToV1, config_name, task_name};
 use crate::json::{Shape, decode, encode, string_field};
 
@@ -257,4 +258,111 @@ pub fn error_envelope(id_json: &str, e: &A2aError) -> String {
 pub fn success_envelope(id_json: &str, result: &Value) -> String {
     let result = json!(result);
     format!(r#"{{"jsonrpc":"2.0","id":{id_json},"result":{result}}}"#)
+}
+
+/// The agent's answer could not be read as v0.3.
+fn unreadable(what: &str, e: A2aError) -> A2aError {
+    A2aError::new(
+        ErrorKind::InvalidAgentResponse,
+        format!("the v0.3 agent's {what}: {}", e.message()),
+    )
+}
+
+/// Client side: the v0.3 method and `params` of `call`.
+pub fn client_params(call: &Call) -> Result<(Method, Value), A2aError> {
+    let id = call.task_id();
+    Ok(match call {
+        Call::Send(r) => (Method::MessageSend, encode(Shape::SendParams, r)?),
+        Call::Stream(r) => (Method::MessageStream, encode(Shape::SendParams, r)?),
+        Call::GetTask(r) => {
+            let mut params = json!({ "id": id });
+            if r.history_length > 0 {
+                params["historyLength"] = json!(r.history_length);
+            }
+            (Method::TasksGet, params)
+        }
+        Call::Cancel(_) => (Method::TasksCancel, json!({ "id": id })),
+        Call::Subscribe(_) => (Method::TasksResubscribe, json!({ "id": id })),
+        Call::CreateConfig(r) => {
+            let config = r
+                .config
+                .as_ref()
+                .and_then(|c| c.push_notification_config.clone())
+                .unwrap_or_default();
+            (
+                Method::PushConfigSet,
+                json!({ "taskId": id, "pushNotificationConfig": crate::json::push_config(&config)? }),
+            )
+        }
+        Call::GetConfig(_) => (
+            Method::PushConfigGet,
+            json!({ "id": id, "pushNotificationConfigId": call.config_id() }),
+        ),
+        Call::ListConfigs(_) => (Method::PushConfigList, json!({ "id": id })),
+        Call::DeleteConfig(_) => (
+            Method::PushConfigDelete,
+            json!({ "id": id, "pushNotificationConfigId": call.config_id() }),
+        ),
+        Call::Card(_) => (Method::GetExtendedCard, json!({})),
+    })
+}
+
+/// Client side: the `result` of a unary `call`, read as v0.3.
+pub fn client_answer(call: &Call, result: Value) -> Result<Answer, A2aError> {
+    let read = |e| unreadable("result", e);
+    Ok(match call {
+        Call::Send(_) => Answer::SendMessage(decode(Shape::TaskOrMessage, result).map_err(read)?),
+        Call::GetTask(_) | Call::Cancel(_) => {
+            Answer::Task(decode(Shape::Task, result).map_err(read)?)
+        }
+        Call::CreateConfig(_) | Call::GetConfig(_) => {
+            Answer::Config(decode_config(call, result).map_err(read)?)
+        }
+        Call::ListConfigs(_) => {
+            let items = match result {
+                Value::Array(items) => items,
+                Value::Null => Vec::new(),
+                _ => return Err(read(A2aError::internal("a config list must be an array"))),
+            };
+            Answer::Configs(
+                items
+                    .into_iter()
+                    .map(|c| decode_config(call, c))
+                    .collect::<Result<_, _>>()
+                    .map_err(read)?,
+            )
+        }
+        Call::DeleteConfig(_) => Answer::Empty,
+        Call::Card(_) => Answer::Card(Box::new(
+            crate::card::from_json(result).map_err(|e| unreadable("card", e))?,
+        )),
+        Call::Stream(_) | Call::Subscribe(_) => {
+            return Err(A2aError::internal("a streaming call has no unary answer"));
+        }
+    })
+}
+
+/// A config result: `{taskId, pushNotificationConfig}`; an agent that leaves `taskId` out
+/// answered about the task asked.
+fn decode_config(call: &Call, mut v: Value) -> Result<v03::TaskPushNotificationConfig, A2aError> {
+    if let Some(m) = v.as_object_mut()
+        && !matches!(m.get("taskId"), Some(Value::String(s)) if !s.is_empty())
+    {
+        m.insert("taskId".to_owned(), json!(call.task_id()));
+    }
+    decode(Shape::TaskPushConfig, v)
+}
+
+/// Client side: one streamed `result` (a bare event with its `kind`).
+pub fn client_event(result: Value) -> Result<v03::StreamResponse, A2aError> {
+    decode(Shape::Event, result).map_err(|e| unreadable("stream event", e))
+}
+
+/// Client side: a v0.3 JSON-RPC error object (code, message, free-form `data`).
+pub fn client_error(error: &Value) -> A2aError {
+    crate::client::error_from_code(
+        error.get("code").and_then(Value::as_i64),
+        error.get("message").and_then(Value::as_str),
+        error.get("data"),
+    )
 }

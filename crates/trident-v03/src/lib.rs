@@ -42,6 +42,7 @@
 //!   the push-config params.
 
 pub mod card;
+pub mod client;
 pub mod convert;
 pub mod error;
 pub mod json;

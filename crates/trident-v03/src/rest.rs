@@ -19,6 +19,7 @@ use trident_core::{A2aError, A2aReply, A2aRequest, ErrorKind, EventStream};
 use trident_proto as pb;
 use trident_proto::v03;
 
+use crate::client::{Answer, Call};
 use crate::convert::{ToV03, TryToV1, config_name, task_name};
 
 /// A matched v0.3 route: what to call, with the path's variables.
@@ -258,4 +259,180 @@ pub fn reply(reply: A2aReply) -> Result<Reply, A2aError> {
             ));
         }
     }))
+}
+
+/// Client side: one v0.3 HTTP+JSON request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpCall {
+    /// `GET`, `POST` or `DELETE`.
+    pub method: &'static str,
+    /// The path under the interface's URL (`/v1/...`).
+    pub path: String,
+    /// Query parameters.
+    pub query: Vec<(String, String)>,
+    /// The JSON body, for routes that take one.
+    pub body: Option<String>,
+    /// Whether the answer is an SSE stream.
+    pub stream: bool,
+}
+
+/// A path segment, percent-encoded but for RFC 3986's unreserved characters.
+fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+fn body_of<T: serde::Serialize>(v: &T) -> Result<Option<String>, A2aError> {
+    serde_json::to_string(v)
+        .map(Some)
+        .map_err(|e| A2aError::internal(format!("encode: {e}")))
+}
+
+/// Client side: the v0.3 route, query and body of `call` (the v0.3 SDKs' forms: the cancel
+/// body names the task, a push config is created with `CreateTaskPushNotificationConfigRequest`,
+/// resubscription is a `GET`).
+pub fn client_request(call: &Call) -> Result<HttpCall, A2aError> {
+    let task = encode_segment(call.task_id());
+    let config = encode_segment(call.config_id());
+    let http = |method, path: String, body, stream| HttpCall {
+        method,
+        path,
+        query: Vec::new(),
+        body,
+        stream,
+    };
+    Ok(match call {
+        Call::Send(r) => http("POST", "/v1/message:send".into(), body_of(r)?, false),
+        Call::Stream(r) => http("POST", "/v1/message:stream".into(), body_of(r)?, true),
+        Call::GetTask(r) => {
+            let mut c = http("GET", format!("/v1/tasks/{task}"), None, false);
+            if r.history_length > 0 {
+                c.query
+                    .push(("historyLength".to_owned(), r.history_length.to_string()));
+            }
+            c
+        }
+        Call::Cancel(r) => http(
+            "POST",
+            format!("/v1/tasks/{task}:cancel"),
+            body_of(r)?,
+            false,
+        ),
+        Call::Subscribe(_) => http("GET", format!("/v1/tasks/{task}:subscribe"), None, true),
+        Call::CreateConfig(r) => http(
+            "POST",
+            format!("/v1/tasks/{task}/pushNotificationConfigs"),
+            body_of(r)?,
+            false,
+        ),
+        Call::GetConfig(_) => http(
+            "GET",
+            format!("/v1/tasks/{task}/pushNotificationConfigs/{config}"),
+            None,
+            false,
+        ),
+        Call::ListConfigs(_) => http(
+            "GET",
+            format!("/v1/tasks/{task}/pushNotificationConfigs"),
+            None,
+            false,
+        ),
+        Call::DeleteConfig(_) => http(
+            "DELETE",
+            format!("/v1/tasks/{task}/pushNotificationConfigs/{config}"),
+            None,
+            false,
+        ),
+        Call::Card(_) => http("GET", "/v1/card".into(), None, false),
+    })
+}
+
+fn unreadable(what: &str, e: impl std::fmt::Display) -> A2aError {
+    A2aError::new(
+        ErrorKind::InvalidAgentResponse,
+        format!("the v0.3 agent's {what}: {e}"),
+    )
+}
+
+fn read<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, A2aError> {
+    let body: &[u8] = if body.trim_ascii().is_empty() {
+        b"{}"
+    } else {
+        body
+    };
+    serde_json::from_slice(body).map_err(|e| unreadable("answer", e))
+}
+
+/// Client side: the body of a successful answer to a unary `call`, read as v0.3.
+pub fn client_answer(call: &Call, body: &[u8]) -> Result<Answer, A2aError> {
+    Ok(match call {
+        Call::Send(_) => Answer::SendMessage(read(body)?),
+        Call::GetTask(_) | Call::Cancel(_) => Answer::Task(read(body)?),
+        Call::CreateConfig(_) | Call::GetConfig(_) => Answer::Config(read(body)?),
+        Call::ListConfigs(_) => {
+            // The response message; a bare array is read too.
+            let v: Value = read(body)?;
+            let list: v03::ListTaskPushNotificationConfigResponse = match v {
+                Value::Array(items) => v03::ListTaskPushNotificationConfigResponse {
+                    configs: serde_json::from_value(Value::Array(items))
+                        .map_err(|e| unreadable("answer", e))?,
+                    next_page_token: String::new(),
+                },
+                other => serde_json::from_value(other).map_err(|e| unreadable("answer", e))?,
+            };
+            Answer::Configs(list.configs)
+        }
+        Call::DeleteConfig(_) => Answer::Empty,
+        Call::Card(_) => Answer::Card(Box::new(crate::card::from_json(read(body)?)?)),
+        Call::Stream(_) | Call::Subscribe(_) => {
+            return Err(A2aError::internal("a streaming call has no unary answer"));
+        }
+    })
+}
+
+/// Client side: the `data:` of one streamed event (ProtoJSON of the v0.3 `StreamResponse`).
+pub fn client_event(data: &str) -> Result<v03::StreamResponse, A2aError> {
+    serde_json::from_str(data).map_err(|e| unreadable("stream event", e))
+}
+
+/// Client side: a v0.3 HTTP+JSON error. Bodies are `{code, message, data}` (ours, the JS
+/// SDK's) or `{message}` (the Python SDK's); without a code the HTTP status decides, read as
+/// the v0.3 Python SDK maps its errors (409 not cancelable, 422 invalid params, 501
+/// unsupported, 502 invalid agent response, 404 task not found when the body has a message,
+/// else no such route).
+pub fn client_error(status: u16, body: &[u8]) -> A2aError {
+    let v: Option<Value> = serde_json::from_slice(body).ok();
+    let v = v.as_ref().filter(|v| v.is_object());
+    let code = v.and_then(|v| v.get("code")).and_then(Value::as_i64);
+    let message = v.and_then(|v| v.get("message")).and_then(Value::as_str);
+    let data = v.and_then(|v| v.get("data"));
+    let has_reason = data.and_then(|d| d.get("reason")).is_some();
+    if code.is_some() || has_reason {
+        return crate::client::error_from_code(code, message, data);
+    }
+    let kind = match status {
+        404 if message.is_some() => ErrorKind::TaskNotFound,
+        404 => ErrorKind::MethodNotFound,
+        409 => ErrorKind::TaskNotCancelable,
+        422 => ErrorKind::InvalidParams,
+        501 => ErrorKind::UnsupportedOperation,
+        502 => ErrorKind::InvalidAgentResponse,
+        415 => ErrorKind::ContentTypeNotSupported,
+        other => ErrorKind::from_http(other).unwrap_or(ErrorKind::Internal),
+    };
+    let text = match message {
+        Some(m) => m.to_owned(),
+        None => format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(200)])
+        ),
+    };
+    A2aError::new(kind, text)
 }

@@ -132,7 +132,7 @@ fn artifact() -> impl Strategy<Value = pb::Artifact> {
         )
 }
 
-fn task() -> impl Strategy<Value = pb::Task> {
+pub(crate) fn task() -> impl Strategy<Value = pb::Task> {
     (
         id(),
         id(),
@@ -153,7 +153,7 @@ fn task() -> impl Strategy<Value = pb::Task> {
         )
 }
 
-fn event() -> impl Strategy<Value = pb::StreamResponse> {
+pub(crate) fn event() -> impl Strategy<Value = pb::StreamResponse> {
     use pb::stream_response::Payload;
     prop_oneof![
         task().prop_map(Payload::Task),
@@ -188,7 +188,7 @@ fn event() -> impl Strategy<Value = pb::StreamResponse> {
     .prop_map(|p| pb::StreamResponse { payload: Some(p) })
 }
 
-fn push_config() -> impl Strategy<Value = pb::TaskPushNotificationConfig> {
+pub(crate) fn push_config() -> impl Strategy<Value = pb::TaskPushNotificationConfig> {
     (
         id(),
         id(),
@@ -211,7 +211,7 @@ fn push_config() -> impl Strategy<Value = pb::TaskPushNotificationConfig> {
         )
 }
 
-fn send_request() -> impl Strategy<Value = pb::SendMessageRequest> {
+pub(crate) fn send_request() -> impl Strategy<Value = pb::SendMessageRequest> {
     (
         message(),
         proptest::collection::vec(id(), 0..2),
@@ -427,6 +427,11 @@ fn protocols_parse() {
         "1.0".parse::<Protocols>().expect("valid"),
         Protocols::V1_ONLY
     );
+    assert_eq!(
+        "0.3".parse::<Protocols>().expect("valid"),
+        Protocols::V03_ONLY
+    );
+    assert_eq!(Protocols::V03_ONLY.to_string(), "0.3");
     assert!("0.2".parse::<Protocols>().is_err());
     assert!("".parse::<Protocols>().is_err());
     assert_eq!(Protocols::ALL.to_string(), "1.0,0.3");

@@ -11,9 +11,11 @@ use std::str::FromStr;
 use trident_core::{A2aError, CallContext, ErrorKind, PROTOCOL_VERSION};
 
 /// The protocol generations a server answers (`--protocols 1.0,0.3`; both by default).
+/// `--protocols 0.3` serves v0.3 alone: a v0.3-only agent, whose card is a plain v0.3 card
+/// and which refuses 1.0 calls (what an agent built on a v0.3 SDK is, made of our adapters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Protocols {
-    /// A2A 1.0 (always on: a list without it is refused).
+    /// A2A 1.0.
     pub v1: bool,
     /// A2A 0.3 (the compatibility layer).
     pub v03: bool,
@@ -36,9 +38,14 @@ impl Protocols {
         v1: true,
         v03: false,
     };
+    /// 0.3 only (a v0.3-only agent).
+    pub const V03_ONLY: Protocols = Protocols {
+        v1: false,
+        v03: true,
+    };
 }
 
-/// A `--protocols` list that names an unknown version or leaves out 1.0.
+/// A `--protocols` list that names an unknown version or none.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ProtocolsError(String);
@@ -61,9 +68,9 @@ impl FromStr for Protocols {
                 }
             }
         }
-        if !out.v1 {
+        if !out.v1 && !out.v03 {
             return Err(ProtocolsError(
-                "1.0 is always served: the list must include 1.0 (e.g. 1.0 or 1.0,0.3)".to_owned(),
+                "the list names no version (e.g. 1.0, 1.0,0.3 or 0.3)".to_owned(),
             ));
         }
         Ok(out)

@@ -1,0 +1,191 @@
+//! [`V03Client`]: `A2aService` over A2A v0.3's JSON-RPC (`message/send`, `tasks/get`, …), for
+//! agents that speak only v0.3. Each call is the 1.0 request translated by `trident-v03`
+//! ([`Call::of`]), sent with v0.3's method name and params and `A2A-Version: 0.3`, and its
+//! answer translated back; what v0.3 cannot express is refused before anything is sent.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::StreamExt;
+use serde_json::Value;
+use trident_core::deadline::{bounded, bounded_stream};
+use trident_core::{A2aError, A2aReply, A2aRequest, AroundCall, CallContext, ErrorKind};
+use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, read_body};
+use trident_v03::client::{self as v03c, Call};
+use trident_v03::jsonrpc::{self as rpc, Method};
+
+use crate::client::{chunks, transport_error};
+
+/// A JSON-RPC client of one A2A v0.3 interface.
+#[derive(Debug)]
+pub struct V03Client {
+    http: reqwest::Client,
+    url: String,
+    next_id: AtomicU64,
+    max_response: usize,
+    headers: reqwest::header::HeaderMap,
+}
+
+fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
+    A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
+}
+
+/// The `result` of a v0.3 response envelope, or its error.
+fn result_of(envelope: Value) -> Result<Value, A2aError> {
+    let Value::Object(mut fields) = envelope else {
+        return Err(invalid("JSON-RPC response", "not an object"));
+    };
+    if let Some(error) = fields.get("error").filter(|e| !e.is_null()) {
+        return Err(rpc::client_error(error));
+    }
+    Ok(fields.remove("result").unwrap_or(Value::Null))
+}
+
+impl V03Client {
+    /// A client of the v0.3 JSON-RPC endpoint at `url`, sharing `http`.
+    pub fn with_client(http: reqwest::Client, url: &str) -> Self {
+        Self {
+            http,
+            url: url.to_owned(),
+            next_id: AtomicU64::new(1),
+            max_response: DEFAULT_MAX_RESPONSE_BYTES,
+            headers: reqwest::header::HeaderMap::new(),
+        }
+    }
+
+    /// Sends `headers` with every request, except those the call sets itself.
+    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// Reads at most `bytes` of a response body, or of one event of a stream.
+    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
+        self.max_response = bytes;
+        self
+    }
+
+    fn post(
+        &self,
+        cx: &CallContext,
+        method: Method,
+        params: Value,
+        stream: bool,
+    ) -> reqwest::RequestBuilder {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": method.name(), "params": params,
+        });
+        let mut builder = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header(
+                "accept",
+                if stream {
+                    "text/event-stream"
+                } else {
+                    "application/json"
+                },
+            )
+            .body(body.to_string());
+        let params = cx.outgoing_service_params();
+        for (name, value) in &self.headers {
+            if !params.iter().any(|(n, _)| name.as_str() == *n) {
+                builder = builder.header(name, value);
+            }
+        }
+        for (name, value) in params {
+            builder = builder.header(name, value);
+        }
+        // v0.3's name of the extensions header, beside 1.0's.
+        if !cx.extensions.is_empty() {
+            builder = builder.header("x-a2a-extensions", cx.extensions.join(","));
+        }
+        builder
+    }
+
+    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
+        read_body(chunks(response, "response body"), self.max_response)
+            .await
+            .map_err(|e| e.into_described(format_args!("JSON-RPC response")))
+    }
+
+    async fn unary(
+        &self,
+        method: Method,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Value, A2aError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| transport_error(method.name(), e))?;
+        let status = response.status();
+        let body = self.body(response).await?;
+        let envelope: Value = serde_json::from_slice(&body).map_err(|e| {
+            if status.is_success() {
+                invalid(method.name(), e)
+            } else {
+                A2aError::new(
+                    ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
+                    format!("HTTP {status}"),
+                )
+            }
+        })?;
+        result_of(envelope)
+    }
+
+    async fn open_stream(
+        &self,
+        method: Method,
+        request: reqwest::RequestBuilder,
+    ) -> Result<trident_core::EventStream, A2aError> {
+        let response = request
+            .send()
+            .await
+            .map_err(|e| transport_error(method.name(), e))?;
+        let is_sse = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        if !is_sse {
+            let body = self.body(response).await?;
+            let envelope: Value =
+                serde_json::from_slice(&body).map_err(|e| invalid(method.name(), e))?;
+            result_of(envelope)?;
+            return Err(invalid(
+                method.name(),
+                "a streaming method answered without a stream",
+            ));
+        }
+        let events = trident_http::sse_events(chunks(response, "SSE stream"), self.max_response)
+            .map(|item| {
+                let event =
+                    item.map_err(|e| e.into_described(format_args!("JSON-RPC SSE event")))?;
+                let envelope: Value =
+                    serde_json::from_str(&event.data).map_err(|e| invalid("SSE data", e))?;
+                let response = rpc::client_event(result_of(envelope)?)?;
+                Ok((event.id.parse().ok(), response))
+            });
+        Ok(v03c::events(events))
+    }
+}
+
+#[async_trait::async_trait]
+impl AroundCall for V03Client {
+    async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+        let asked = v03c::history_asked(&req);
+        let call = Call::of(cx, req)?;
+        let cx = &v03c::context(cx);
+        let (method, params) = rpc::client_params(&call)?;
+        let what = format!("JSON-RPC {}", method.name());
+        if call.operation().is_streaming() {
+            let request = self.post(cx, method, params, true);
+            let events = bounded(cx, &what, self.open_stream(method, request)).await?;
+            return call.stream_reply(bounded_stream(cx, what, events));
+        }
+        let request = self.post(cx, method, params, false);
+        let result = bounded(cx, what, self.unary(method, request)).await?;
+        call.reply(rpc::client_answer(&call, result)?, asked)
+    }
+}
