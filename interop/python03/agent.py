@@ -57,7 +57,7 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.apps import A2AStarletteApplication
 from a2a.server.apps.rest.rest_adapter import RESTAdapter
 from a2a.server.context import ServerCallContext
-from a2a.server.events import EventQueue
+from a2a.server.events import EventQueue, InMemoryQueueManager
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.request_handlers.grpc_handler import DefaultCallContextBuilder
 from a2a.server.tasks import (
@@ -273,6 +273,45 @@ class OwnedTaskStore(TaskStore):
                 del self._tasks[task_id]
 
 
+class TurnQueueManager(InMemoryQueueManager):
+    """One event queue per turn of a task: a follow-up waits for the previous turn's cleanup.
+
+    SDK 0.3.26 answers a blocking send that reaches `auth-required` at once and cleans that
+    turn up in the background (`_cleanup_producer`: close and drop the task's queue). A
+    follow-up arriving meanwhile taps the old queue (`create_or_tap`), so its events go to a
+    queue that is about to close and its own cleanup fails with `NoTaskQueue`, an internal
+    error to the caller (seen about once in 15 quick follow-ups). Waiting here for the old
+    queue to be dropped gives the follow-up a queue of its own; the 1.0 SDK likewise runs a
+    task's turns one after another.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._dropped: dict[str, asyncio.Event] = {}
+
+    async def create_or_tap(self, task_id: str) -> EventQueue:
+        while True:
+            async with self._lock:
+                if task_id not in self._task_queue:
+                    queue = EventQueue()
+                    self._task_queue[task_id] = queue
+                    self._dropped[task_id] = asyncio.Event()
+                    return queue
+                dropped = self._dropped.get(task_id)
+            if dropped is None:  # a queue registered by `add`: the SDK's own behaviour
+                return await super().create_or_tap(task_id)
+            await dropped.wait()
+
+    async def close(self, task_id: str) -> None:
+        async with self._lock:
+            dropped = self._dropped.pop(task_id, None)
+        try:
+            await super().close(task_id)
+        finally:
+            if dropped is not None:
+                dropped.set()
+
+
 # ---- serving ----
 
 
@@ -335,6 +374,7 @@ async def serve(host: str, port: int, grpc_port: int, watch_stdin: bool, jsonrpc
     handler = DefaultRequestHandler(
         agent_executor=DemoExecutor(),
         task_store=OwnedTaskStore(),
+        queue_manager=TurnQueueManager(),
         push_config_store=push_configs,
         push_sender=BasePushNotificationSender(webhook_client, push_configs),
     )
