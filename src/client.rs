@@ -479,12 +479,7 @@ pub(crate) async fn list(args: &List) -> Result<(), Failure> {
     };
     let mut token = args.page_token.clone().unwrap_or_default();
     let mut shown = 0usize;
-    if !s.json {
-        print_text(&format!(
-            "{:<36}  {:<22}  {:<24}  {}\n",
-            "TASK", "STATE", "UPDATED", "CONTEXT"
-        ))?;
-    }
+    let mut header = !s.json;
     loop {
         let page = s
             .svc
@@ -499,6 +494,14 @@ pub(crate) async fn list(args: &List) -> Result<(), Failure> {
                 },
             )
             .await?;
+        // Printed once the agent has answered, so a refusal (a v0.3 agent has no ListTasks)
+        // is the only output.
+        if std::mem::take(&mut header) {
+            print_text(&format!(
+                "{:<36}  {:<22}  {:<24}  {}\n",
+                "TASK", "STATE", "UPDATED", "CONTEXT"
+            ))?;
+        }
         shown += page.tasks.len();
         if s.json {
             print_json(&page)?;

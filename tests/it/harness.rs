@@ -48,6 +48,13 @@ pub enum Transport {
     GatewayGrpc,
     /// Our HTTP+JSON client to that gateway.
     GatewayRest,
+    /// Our v0.3 gRPC client (`trident_grpc::V03Client`) to a real server serving A2A v0.3
+    /// only (`--protocols 0.3`).
+    V03Grpc,
+    /// Our v0.3 JSON-RPC client to that server.
+    V03JsonRpc,
+    /// Our v0.3 HTTP+JSON client to that server.
+    V03Rest,
     /// Our gRPC client (speaking v0.3, `a2a.v1.A2AService`) to `interop/python03/agent.py`, the
     /// demo agent built with the official v0.3 Python SDK (the interpreter comes from
     /// `TRIDENT_INTEROP_PYTHON03`).
@@ -277,6 +284,15 @@ impl Fixture {
                     _gateway: None,
                 };
             }
+            Transport::V03Grpc | Transport::V03JsonRpc | Transport::V03Rest => {
+                let options = trident_server::ServerOptions {
+                    authenticator: Some(Arc::new(test_tokens())),
+                    allow_anonymous: true,
+                    protocols: trident_server::Protocols::V03_ONLY,
+                    ..Default::default()
+                };
+                spawn_server_with(engine, options).await
+            }
             _ => spawn_server(engine).await,
         };
         let svc: Arc<dyn A2aService> = match transport {
@@ -291,6 +307,22 @@ impl Fixture {
             | Transport::Py03Grpc
             | Transport::Py03JsonRpc
             | Transport::Py03Rest => unreachable!("handled above"),
+            Transport::V03Grpc => Arc::new(
+                trident_grpc::V03Client::connect_with(
+                    &interfaces.grpc,
+                    &trident_grpc::GrpcOptions::default(),
+                )
+                .await
+                .expect("grpc connect"),
+            ),
+            Transport::V03JsonRpc => Arc::new(trident_jsonrpc::V03Client::with_client(
+                reqwest::Client::new(),
+                &interfaces.jsonrpc,
+            )),
+            Transport::V03Rest => Arc::new(trident_rest::V03Client::with_client(
+                reqwest::Client::new(),
+                &interfaces.rest,
+            )),
             Transport::Grpc => Arc::new(
                 trident_grpc::GrpcClient::connect(&interfaces.grpc)
                     .await
@@ -383,6 +415,8 @@ impl Fixture {
             Transport::Grpc => trident_client::Binding::Grpc,
             Transport::JsonRpc => trident_client::Binding::JsonRpc,
             Transport::Rest => trident_client::Binding::Rest,
+            // The cases below `A2aService` check the 1.0 wire.
+            Transport::V03Grpc | Transport::V03JsonRpc | Transport::V03Rest => return None,
             other => other.python_binding()?,
         };
         let card_url = match (&self.agent, &self._gateway) {

@@ -15,7 +15,7 @@ use trident_proto::v03;
 use trident_proto::v03::a2a_service_client::A2aServiceClient;
 use trident_v03::client::{self as v03c, Answer, Call};
 
-use crate::{GrpcOptions, error, metadata};
+use crate::{GrpcOptions, metadata};
 
 /// A gRPC client of one A2A v0.3 interface. Cheap to clone (the HTTP/2 connection is shared).
 #[derive(Debug, Clone)]
@@ -168,6 +168,20 @@ impl V03Client {
             v03c::events(messages),
         ))
     }
+}
+
+/// A v0.3 agent's status: as the 1.0 clients read it (our servers send the A2A `ErrorInfo`),
+/// but a message naming a v0.3 error type (the v0.3 Python SDK's form) decides the kind.
+fn error(s: &tonic::Status) -> A2aError {
+    let e = crate::error(s);
+    let Some((kind, message)) = trident_v03::error::kind_named_in(s.message()) else {
+        return e;
+    };
+    let mut out = A2aError::new(kind, message);
+    for (k, v) in e.metadata() {
+        out = out.with_meta(k.clone(), v.clone());
+    }
+    out
 }
 
 #[async_trait::async_trait]

@@ -454,7 +454,7 @@ fn interfaces_to_v1(card: &v03::AgentCard) -> Vec<pb::AgentInterface> {
         card.preferred_transport.as_str()
     };
     let mut out: Vec<pb::AgentInterface> = Vec::new();
-    let main = (!card.url.is_empty()).then(|| (card.url.as_str(), preferred));
+    let main = (!card.url.is_empty()).then_some((card.url.as_str(), preferred));
     let extra = card
         .additional_interfaces
         .iter()

@@ -9,7 +9,9 @@
 //! - resuming a stream after an event (`Last-Event-ID`; v0.3's `tasks/resubscribe` starts
 //!   from the task's current state);
 //! - a push-config list page token (v0.3 lists every config at once: the answer is one page
-//!   with no `nextPageToken`).
+//!   with no `nextPageToken`);
+//! - a negative `historyLength` and a part without content (`InvalidParams`, as a 1.0 agent
+//!   answers: v0.3 would read them as "all of it" and as an empty text part).
 //!
 //! What the client makes good itself: `historyLength: 0` (v0.3 reads 0 as "all of it") is
 //! sent as "all" and the history trimmed to what was asked; a v0.3 stream ends after its
@@ -97,6 +99,26 @@ impl Call {
     pub fn of(cx: &CallContext, req: A2aRequest) -> Result<Call, A2aError> {
         if !req.tenant().is_empty() || !cx.tenant.is_empty() {
             return Err(unsupported("tenants (the call names one)"));
+        }
+        // A negative count is refused as a 1.0 agent would: v0.3 reads anything below 1 as
+        // "all of it", so it must not be sent.
+        if history_asked(&req).is_some_and(|n| n < 0) {
+            let field = match req {
+                A2aRequest::GetTask(_) => "historyLength",
+                _ => "configuration.historyLength",
+            };
+            return Err(A2aError::invalid_field(field, "must not be negative"));
+        }
+        // A part without content has no v0.3 JSON-RPC form (it would travel as empty text):
+        // refused, as a 1.0 agent refuses it.
+        if let A2aRequest::SendMessage(r) | A2aRequest::SendStreamingMessage(r) = &req {
+            let parts = r.message.iter().flat_map(|m| &m.parts);
+            if let Some(i) = parts.clone().position(|p| p.content.is_none()) {
+                return Err(A2aError::invalid_field(
+                    &format!("message.parts[{i}]"),
+                    "needs one of text, raw, url or data",
+                ));
+            }
         }
         Ok(match req {
             A2aRequest::SendMessage(r) => Call::Send(r.to_v03()),
@@ -339,6 +361,18 @@ pub fn error_from_code(
             if let (false, Some(v)) = (k == "reason", v.as_str()) {
                 err = err.with_meta(k.clone(), v);
             }
+        }
+        // `fieldViolations`, as our servers write them into `data`.
+        let violations = m
+            .get("fieldViolations")
+            .and_then(serde_json::Value::as_array);
+        for v in violations.into_iter().flatten() {
+            let text = |key: &str| {
+                v.get(key)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+            };
+            err = err.with_violation(text("field"), text("description"));
         }
     }
     err

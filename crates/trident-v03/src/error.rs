@@ -51,3 +51,28 @@ pub fn error_object(e: &A2aError) -> Value {
 pub fn http_status(e: &A2aError) -> u16 {
     e.wire().http
 }
+
+/// The error kind a v0.3 SDK names at the start of a gRPC status message
+/// (`"TaskNotFoundError: Task not found"`: the v0.3 Python SDK's gRPC handler names the v0.3
+/// error type there, and its status codes do not tell the kinds apart — UNIMPLEMENTED is
+/// TaskNotCancelable, PushNotificationNotSupported, UnsupportedOperation and
+/// ContentTypeNotSupported alike), with the message after the name.
+pub fn kind_named_in(message: &str) -> Option<(ErrorKind, &str)> {
+    let (name, rest) = message.split_once(": ")?;
+    let kind = match name {
+        "JSONParseError" => ErrorKind::ParseError,
+        "InvalidRequestError" => ErrorKind::InvalidRequest,
+        "MethodNotFoundError" => ErrorKind::MethodNotFound,
+        "InvalidParamsError" => ErrorKind::InvalidParams,
+        "InternalError" => ErrorKind::Internal,
+        "TaskNotFoundError" => ErrorKind::TaskNotFound,
+        "TaskNotCancelableError" => ErrorKind::TaskNotCancelable,
+        "PushNotificationNotSupportedError" => ErrorKind::PushNotificationNotSupported,
+        "UnsupportedOperationError" => ErrorKind::UnsupportedOperation,
+        "ContentTypeNotSupportedError" => ErrorKind::ContentTypeNotSupported,
+        "InvalidAgentResponseError" => ErrorKind::InvalidAgentResponse,
+        "AuthenticatedExtendedCardNotConfiguredError" => ErrorKind::ExtendedAgentCardNotConfigured,
+        _ => return None,
+    };
+    Some((kind, rest))
+}

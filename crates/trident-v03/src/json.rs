@@ -134,7 +134,8 @@ pub fn decode<T: DeserializeOwned>(shape: Shape, mut v: Value) -> Result<T, A2aE
                 .ok_or_else(|| invalid("params must be an object"))?;
             let m = obj
                 .get_mut("message")
-                .ok_or_else(|| invalid("\"message\" is required"))?;
+                .filter(|m| !m.is_null())
+                .ok_or_else(|| A2aError::invalid_field("message", "is required"))?;
             message_in(m)?;
             // v0.3 servers block unless `blocking` is `false`.
             let config = obj.entry("configuration").or_insert_with(|| json!({}));
@@ -222,9 +223,10 @@ fn role_in(name: &str) -> Result<&'static str, A2aError> {
     match name {
         "user" => Ok("ROLE_USER"),
         "agent" => Ok("ROLE_AGENT"),
-        other => Err(invalid(format!(
-            "unknown role {other:?} (v0.3 roles are \"user\" and \"agent\")"
-        ))),
+        other => Err(A2aError::invalid_field(
+            "role",
+            format!("unknown role {other:?} (v0.3 roles are \"user\" and \"agent\")"),
+        )),
     }
 }
 
@@ -318,8 +320,8 @@ fn message_in(v: &mut Value) -> Result<(), A2aError> {
             let r = role_in(r)?;
             m.insert("role".to_owned(), json!(r));
         }
-        None | Some(Value::Null) => return Err(invalid("\"role\" is required")),
-        Some(_) => return Err(invalid("\"role\" must be a string")),
+        None | Some(Value::Null) => return Err(A2aError::invalid_field("role", "is required")),
+        Some(_) => return Err(A2aError::invalid_field("role", "must be a string")),
     }
     let mut parts = m.remove("parts").unwrap_or_else(|| json!([]));
     if parts.is_null() {

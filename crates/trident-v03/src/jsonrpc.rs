@@ -152,10 +152,9 @@ pub fn request(method: Method, params: &[u8]) -> Result<A2aRequest, A2aError> {
             .try_to_v1()?,
         ),
         Method::PushConfigSet => {
+            // The task is `taskId`'s (the config's own `id` may be absent: v0.3 allowed it).
+            let parent = task_name(&string_field(&v, "taskId")?);
             let config: v03::TaskPushNotificationConfig = decode(Shape::TaskPushConfig, v)?;
-            let parent = crate::convert::parse_config_name(&config.name)
-                .map(|(t, _)| task_name(t))
-                .unwrap_or_default();
             A2aRequest::CreateTaskPushNotificationConfig(
                 v03::CreateTaskPushNotificationConfigRequest {
                     parent,

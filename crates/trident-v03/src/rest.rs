@@ -406,7 +406,7 @@ pub fn client_event(data: &str) -> Result<v03::StreamResponse, A2aError> {
 /// SDK's) or `{message}` (the Python SDK's); without a code the HTTP status decides, read as
 /// the v0.3 Python SDK maps its errors (409 not cancelable, 422 invalid params, 501
 /// unsupported, 502 invalid agent response, 404 task not found when the body has a message,
-/// else no such route).
+/// else no such route; 405 no such method on that route).
 pub fn client_error(status: u16, body: &[u8]) -> A2aError {
     let v: Option<Value> = serde_json::from_slice(body).ok();
     let v = v.as_ref().filter(|v| v.is_object());
@@ -419,7 +419,9 @@ pub fn client_error(status: u16, body: &[u8]) -> A2aError {
     }
     let kind = match status {
         404 if message.is_some() => ErrorKind::TaskNotFound,
-        404 => ErrorKind::MethodNotFound,
+        // No such route, or not with this method (the v0.3 Python SDK serves no DELETE of
+        // push configs): either way the agent does not offer the operation there.
+        404 | 405 => ErrorKind::MethodNotFound,
         409 => ErrorKind::TaskNotCancelable,
         422 => ErrorKind::InvalidParams,
         501 => ErrorKind::UnsupportedOperation,

@@ -437,3 +437,56 @@ fn our_v03_card_reads_back() {
         [("http://h/", "JSONRPC", "0.3.0"), ("h:1", "GRPC", "0.3.0")]
     );
 }
+
+/// The v0.3 Python SDK's gRPC handler names the error type in the status message (its status
+/// codes do not tell the kinds apart).
+#[test]
+fn v03_sdk_grpc_messages_name_the_kind() {
+    use crate::error::kind_named_in;
+    assert_eq!(
+        kind_named_in("TaskNotCancelableError: Task cannot be canceled"),
+        Some((ErrorKind::TaskNotCancelable, "Task cannot be canceled"))
+    );
+    assert_eq!(
+        kind_named_in("ContentTypeNotSupportedError: no"),
+        Some((ErrorKind::ContentTypeNotSupported, "no"))
+    );
+    assert_eq!(kind_named_in("Task not found"), None);
+    assert_eq!(kind_named_in("SomethingElse: x"), None);
+}
+
+/// A push config set without an id (v0.3 allowed it) reaches our server, which names it after
+/// the task as v0.3 servers did, on both HTTP bindings.
+#[test]
+fn a_push_config_without_an_id_is_named_after_its_task() {
+    let create = A2aRequest::CreateTaskPushNotificationConfig(pb::TaskPushNotificationConfig {
+        task_id: "t-9".into(),
+        url: "https://example.com/hook".into(),
+        ..Default::default()
+    });
+    for back in [
+        via_jsonrpc(create.clone()).expect("JSON-RPC"),
+        via_rest(create.clone()).expect("HTTP+JSON"),
+    ] {
+        let A2aRequest::CreateTaskPushNotificationConfig(c) = back else {
+            panic!("{back:?}")
+        };
+        assert_eq!((c.task_id.as_str(), c.id.as_str()), ("t-9", "t-9"));
+    }
+}
+
+/// A negative `historyLength` is refused by the client (v0.3 would read it as "all").
+#[test]
+fn a_negative_history_length_is_refused() {
+    let e = Call::of(
+        &cx(),
+        A2aRequest::GetTask(pb::GetTaskRequest {
+            id: "t".into(),
+            history_length: Some(-1),
+            ..Default::default()
+        }),
+    )
+    .expect_err("negative");
+    assert_eq!(e.kind(), ErrorKind::InvalidParams);
+    assert_eq!(e.violations()[0].field, "historyLength");
+}
