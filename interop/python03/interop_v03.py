@@ -5,7 +5,9 @@ Usage: python interop_v03.py http://127.0.0.1:PORT [--label NAME]
 
 The SDK's own `A2ACardResolver` reads Trident's (combined) card and its `ClientFactory` builds a
 client for each binding it supports (JSONRPC, HTTP+JSON, GRPC). Per binding: blocking send,
-streaming send, get with history, cancel, resubscribe, push-config set/get, and the error
+streaming send, get with history, cancel, resubscribe, push-config set/get, push delivery to a
+configuration set through the SDK (each POST read with the SDK's own `Task` model, the token in
+`X-A2A-Notification-Token`; the server must allow webhooks to 127.0.0.1), and the error
 cases; over JSON-RPC also push-config list/delete (the v0.3 client has no method for them: raw
 requests, answers validated with the SDK's own pydantic models) and an `A2A-Version: 1.0`
 request that must be refused. Every check prints one line; the last line is
@@ -93,6 +95,47 @@ async def last_task(client, message: Message) -> Task:
             raise AssertionError(f"expected a task, got {event!r}")
     assert task is not None, "no task"
     return task
+
+
+class Hooks:
+    """A webhook receiver on loopback (plain asyncio HTTP/1.1, one request per connection):
+    each POST's lower-cased headers and body, queued by path."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.queues: dict[str, asyncio.Queue] = {}
+        self.server = None
+
+    def queue(self, path: str) -> asyncio.Queue:
+        return self.queues.setdefault(path, asyncio.Queue())
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self.serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            path = lines[0].split(" ")[1]
+            headers = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    name, value = line.split(":", 1)
+                    headers[name.strip().lower()] = value.strip()
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            await writer.drain()
+            await self.queue(path).put((headers, body))
+        finally:
+            writer.close()
+
+    async def next(self, path: str):
+        return await asyncio.wait_for(self.queue(path).get(), TIMEOUT)
+
+
+hooks = Hooks()
 
 
 async def binding_checks(base: str, card, transport: str, http: httpx.AsyncClient) -> None:
@@ -183,6 +226,31 @@ async def binding_checks(base: str, card, transport: str, http: httpx.AsyncClien
         assert got.push_notification_config.id == "cfg-1", got
         assert got.push_notification_config.url == "http://127.0.0.1:9/hook", got
 
+    async def push_delivery():
+        # The configuration is set through the v0.3 SDK on this binding: Trident must POST
+        # what a v0.3 agent's sender POSTs (the Task, in the SDK's own model) to it.
+        task = await last_task(blocking, user("input"))
+        path = f"/{tag}-{task.id}"
+        config = TaskPushNotificationConfig(
+            task_id=task.id,
+            push_notification_config=PushNotificationConfig(
+                id="cfg-push", url=hooks.url + path, token=f"tok-{tag}"
+            ),
+        )
+        await blocking.set_task_callback(config)
+        done = await last_task(blocking, user("Ada", task_id=task.id, context_id=task.context_id))
+        assert done.status.state == TaskState.completed, done.status.state
+        while True:
+            headers, body = await hooks.next(path)
+            assert headers.get("x-a2a-notification-token") == f"tok-{tag}", headers
+            assert headers.get("content-type", "").startswith("application/json"), headers
+            posted = Task.model_validate_json(body)
+            assert posted.id == task.id, posted
+            if posted.status.state == TaskState.completed:
+                break
+        text = posted.artifacts[0].parts[0].root.text
+        assert text == "Hello, Ada!", text
+
     async def unknown_task():
         try:
             await blocking.get_task(TaskQueryParams(id="no-such-task"))
@@ -220,6 +288,7 @@ async def binding_checks(base: str, card, transport: str, http: httpx.AsyncClien
         ("cancel", cancel),
         ("resubscribe", resubscribe),
         ("push-config-set-get", push_set_get),
+        ("push-delivery (v0.3 Task body)", push_delivery),
         ("error-task-not-found", unknown_task),
         ("error-task-not-cancelable", cancel_completed),
     ]:
@@ -290,6 +359,7 @@ async def main() -> int:
     args = parser.parse_args()
     LABEL = args.label
     base = args.base_url.rstrip("/")
+    await hooks.start()
     async with httpx.AsyncClient(timeout=TIMEOUT) as http:
         card = None
         try:

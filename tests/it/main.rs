@@ -23,6 +23,7 @@ mod otlp;
 mod process;
 mod proxied;
 mod push;
+mod push_v03;
 mod readme;
 mod recovery;
 mod security;

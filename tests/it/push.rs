@@ -503,15 +503,19 @@ impl trident_core::store::PushConfigStore for FlakyListing {
         &self,
         scope: &trident_core::store::Scope,
         config: &pb::TaskPushNotificationConfig,
+        generation: trident_core::Generation,
     ) -> Result<(), trident_core::store::StoreError> {
-        self.inner.put(scope, config).await
+        self.inner.put(scope, config, generation).await
     }
     async fn get(
         &self,
         scope: &trident_core::store::Scope,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<pb::TaskPushNotificationConfig>, trident_core::store::StoreError> {
+    ) -> Result<
+        Option<(pb::TaskPushNotificationConfig, trident_core::Generation)>,
+        trident_core::store::StoreError,
+    > {
         trident_core::store::PushConfigStore::get(&*self.inner, scope, task_id, id).await
     }
     async fn list(

@@ -199,6 +199,7 @@ async fn undelivered_push_notifications_resume_at_start_up() {
                 url,
                 ..Default::default()
             },
+            trident_core::Generation::V1,
         )
         .await
         .expect("config");

@@ -13,6 +13,9 @@
 //! - `grpc`: success messages, `trident-first-seq`, status codes and decoded
 //!   `grpc-status-details-bin`.
 //! - `encoders`: every `ErrorKind` through the three encoders, against the spec's Appendix A.
+//! - `v03`: A2A v0.3 on the JSON-RPC endpoint and the `/v1/...` routes (every method and route,
+//!   SSE frames, error bodies); `v03_grpc`: v0.3's `a2a.v1.A2AService` (every RPC, streams,
+//!   statuses).
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -26,6 +29,7 @@ mod grpc;
 mod jsonrpc;
 mod rest;
 mod v03;
+mod v03_grpc;
 
 // ---- normalization ----
 

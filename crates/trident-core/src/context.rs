@@ -32,6 +32,38 @@ impl Principal {
     }
 }
 
+/// The generation of the A2A protocol a call was written in, whatever version the service
+/// then handles it as: the v0.3 adapters translate a v0.3 request into the 1.0 call and mark
+/// its context [`Generation::V03`]. The engine records it with the push configurations the call
+/// creates, so their notifications take the payload shape that generation's clients expect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Generation {
+    /// A2A 1.0 (and every call made in process).
+    #[default]
+    V1,
+    /// A2A 0.3, translated by the compatibility layer.
+    V03,
+}
+
+impl Generation {
+    /// The protocol version it names (`1.0`, `0.3`).
+    pub const fn version(self) -> &'static str {
+        match self {
+            Generation::V1 => "1.0",
+            Generation::V03 => "0.3",
+        }
+    }
+
+    /// The generation whose [`version`](Self::version) is `v`.
+    pub fn from_version(v: &str) -> Option<Self> {
+        match v {
+            "1.0" => Some(Generation::V1),
+            "0.3" => Some(Generation::V03),
+            _ => None,
+        }
+    }
+}
+
 /// A protocol binding, as named in `AgentInterface.protocolBinding`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Binding {
@@ -135,6 +167,9 @@ pub struct CallContext {
     /// server records connection info, as `trident_server::serve` does; `None` in process).
     /// Per-caller limits key anonymous callers by its IP.
     pub peer: Option<std::net::SocketAddr>,
+    /// The protocol generation the caller wrote the call in (set to [`Generation::V03`] by
+    /// the v0.3 adapters; 1.0 otherwise).
+    pub generation: Generation,
 }
 
 /// A W3C trace context (<https://www.w3.org/TR/trace-context/>).

@@ -181,10 +181,14 @@ impl GrpcService for V03Server {
         req: Request<v03::ListTaskPushNotificationConfigRequest>,
     ) -> Result<Response<v03::ListTaskPushNotificationConfigResponse>, Status> {
         let (cx, req) = split(req, "ListTaskPushNotificationConfig")?;
+        // v0.3's list has no pages: every configuration, gathered in trident-v03.
         unary(
-            self.svc
-                .list_task_push_notification_configs(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
+            trident_v03::call::list_push_configs(
+                self.svc.as_ref(),
+                &cx,
+                req.try_to_v1().map_err(bad)?,
+            )
+            .await,
         )
     }
 

@@ -37,7 +37,10 @@ pub(crate) async fn handle(
         Ok(r) => r,
         Err(e) => return error(e),
     };
-    let reply = match request.call(svc, &cx).await.and_then(rpc::reply) {
+    let reply = match trident_v03::call::call(svc, &cx, request)
+        .await
+        .and_then(rpc::reply)
+    {
         Ok(r) => r,
         Err(e) => return error(e),
     };

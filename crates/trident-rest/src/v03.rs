@@ -97,7 +97,7 @@ async fn call(
         .map(crate::server::serde_urlencoded_pairs)
         .unwrap_or_default();
     let request = rest::request(&route, &query, &body)?;
-    rest::reply(request.call(svc, cx).await?)
+    rest::reply(trident_v03::call::call(svc, cx, request).await?)
 }
 
 fn sse(events: trident_core::EventStream, keep_alive: Duration) -> Response {

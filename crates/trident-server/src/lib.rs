@@ -40,6 +40,7 @@ pub use proxy::{ForwardedHeader, IpNet, ProxyOptions};
 pub use trident_grpc::GrpcOptions;
 pub use trident_jsonrpc::JsonRpcOptions;
 pub use trident_rest::RestOptions;
+pub use trident_v03::push::task_body as v03_push_body;
 pub use trident_v03::version::Protocols;
 
 /// Where the JSON-RPC endpoint is mounted.

@@ -494,8 +494,10 @@ impl PushConfigStore for TimedStores {
         &self,
         scope: &Scope,
         config: &pb::TaskPushNotificationConfig,
+        generation: trident_core::Generation,
     ) -> Result<(), StoreError> {
-        self.time(6, self.inner.push.put(scope, config)).await
+        self.time(6, self.inner.push.put(scope, config, generation))
+            .await
     }
 
     async fn get(
@@ -503,7 +505,8 @@ impl PushConfigStore for TimedStores {
         scope: &Scope,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Option<(pb::TaskPushNotificationConfig, trident_core::Generation)>, StoreError>
+    {
         self.time(7, self.inner.push.get(scope, task_id, id)).await
     }
 

@@ -23,6 +23,10 @@ const SQLITE: &[Migration] = &[
         version: 2,
         sql: include_str!("migrations/sqlite/0002_snapshots.sql"),
     },
+    Migration {
+        version: 3,
+        sql: include_str!("migrations/sqlite/0003_push_protocol.sql"),
+    },
 ];
 
 const POSTGRES: &[Migration] = &[
@@ -34,12 +38,16 @@ const POSTGRES: &[Migration] = &[
         version: 2,
         sql: include_str!("migrations/postgres/0002_snapshots.sql"),
     },
+    Migration {
+        version: 3,
+        sql: include_str!("migrations/postgres/0003_push_protocol.sql"),
+    },
 ];
 
 /// The newest SQLite schema version this binary knows.
-pub const SQLITE_VERSION: i64 = 2;
+pub const SQLITE_VERSION: i64 = 3;
 /// The newest PostgreSQL schema version this binary knows.
-pub const POSTGRES_VERSION: i64 = 2;
+pub const POSTGRES_VERSION: i64 = 3;
 
 const CREATE_SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS trident_schema (\
      version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL)";

@@ -11,8 +11,8 @@ use sqlx::Row as _;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 use trident_core::store::{
-    EventLog, LoggedEvent, Notice, NoticeFeed, PushConfigStore, Scope, StoreError, TaskPage,
-    TaskQuery, TaskRecord, TaskStore, events_continue,
+    EventLog, Generation, LoggedEvent, Notice, NoticeFeed, PushConfigStore, Scope, StoreError,
+    TaskPage, TaskQuery, TaskRecord, TaskStore, events_continue,
 };
 use trident_proto as pb;
 
@@ -501,17 +501,20 @@ impl PushConfigStore for PgStore {
         &self,
         scope: &Scope,
         config: &pb::TaskPushNotificationConfig,
+        generation: Generation,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO push_configs (tenant, owner, task_id, id, body) \
-             VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = EXCLUDED.body",
+            "INSERT INTO push_configs (tenant, owner, task_id, id, body, protocol) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (tenant, owner, task_id, id) \
+             DO UPDATE SET body = EXCLUDED.body, protocol = EXCLUDED.protocol",
         )
         .bind(&*scope.tenant)
         .bind(&*scope.owner)
         .bind(&config.task_id)
         .bind(&config.id)
         .bind(config.encode_to_vec())
+        .bind(generation.version())
         .execute(&self.pool)
         .await
         .map_err(write_failed)?;
@@ -523,7 +526,7 @@ impl PushConfigStore for PgStore {
         scope: &Scope,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Option<(pb::TaskPushNotificationConfig, Generation)>, StoreError> {
         self.reads.push_config(scope, task_id, id).await
     }
 

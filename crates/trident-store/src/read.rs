@@ -6,7 +6,9 @@
 
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Database, Pool, Row as _};
-use trident_core::store::{LoggedEvent, Scope, StoreError, TaskPage, TaskQuery, TaskRecord};
+use trident_core::store::{
+    Generation, LoggedEvent, Scope, StoreError, TaskPage, TaskQuery, TaskRecord,
+};
 use trident_proto as pb;
 
 use crate::codec::{
@@ -215,10 +217,10 @@ where
         scope: &Scope,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Option<(pb::TaskPushNotificationConfig, Generation)>, StoreError> {
         let rows = self
             .rows(
-                "SELECT body FROM push_configs \
+                "SELECT body, protocol FROM push_configs \
                  WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND id = $4",
                 vec![
                     Val::Str(scope.tenant.to_string()),
@@ -229,7 +231,14 @@ where
             )
             .await?;
         rows.first()
-            .map(|r| decode_push(r.try_get::<&[u8], _>(0).map_err(backend)?))
+            .map(|r| {
+                let config = decode_push(r.try_get::<&[u8], _>(0).map_err(backend)?)?;
+                let protocol = r.try_get::<String, _>(1).map_err(backend)?;
+                let generation = Generation::from_version(&protocol).ok_or_else(|| {
+                    StoreError::Backend(format!("unknown push config protocol {protocol:?}"))
+                })?;
+                Ok((config, generation))
+            })
             .transpose()
     }
 

@@ -12,8 +12,8 @@ use prost::Message as _;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions as _, Connection as _};
 use trident_core::store::{
-    EventLog, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery, TaskRecord,
-    TaskStore, events_continue, now_ms,
+    EventLog, Generation, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery,
+    TaskRecord, TaskStore, events_continue, now_ms,
 };
 use trident_proto as pb;
 
@@ -240,12 +240,14 @@ impl PushConfigStore for SqliteStore {
         &self,
         scope: &Scope,
         config: &pb::TaskPushNotificationConfig,
+        generation: Generation,
     ) -> Result<(), StoreError> {
         let op = Op::PushPut {
             scope: scope.clone(),
             task_id: config.task_id.clone(),
             id: config.id.clone(),
             body: config.encode_to_vec(),
+            protocol: generation.version(),
         };
         match self.write(op).await? {
             Out::Unit => Ok(()),
@@ -258,7 +260,7 @@ impl PushConfigStore for SqliteStore {
         scope: &Scope,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Option<(pb::TaskPushNotificationConfig, Generation)>, StoreError> {
         self.reads.push_config(scope, task_id, id).await
     }
 

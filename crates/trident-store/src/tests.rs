@@ -254,7 +254,11 @@ async fn sqlite_data_survives_reopening() {
             .commit(&scope, &rec, None, &[ev("kept", 1), ev("kept", 2)])
             .await
             .expect("commit");
-        stores.push.put(&scope, &cfg).await.expect("put");
+        stores
+            .push
+            .put(&scope, &cfg, trident_core::Generation::V03)
+            .await
+            .expect("put");
     }
     let stores = open(&format!("sqlite://{}", dir.db().display()))
         .await
@@ -276,7 +280,7 @@ async fn sqlite_data_survives_reopening() {
     );
     assert_eq!(
         stores.push.get(&scope, "kept", "cfg").await.expect("get"),
-        Some(cfg)
+        Some((cfg, trident_core::Generation::V03))
     );
 }
 
@@ -378,6 +382,16 @@ async fn sqlite_reopened_after_chunk_appends_reads_the_task() {
     );
 }
 
+/// A push configuration as stored before migration 3 (no `protocol` column).
+fn old_config() -> pb::TaskPushNotificationConfig {
+    pb::TaskPushNotificationConfig {
+        id: "cfg".into(),
+        task_id: "old".into(),
+        url: "https://hook.example.com/".into(),
+        ..Default::default()
+    }
+}
+
 /// The version 1 schema, as a binary before the snapshot table created it, with one task.
 const SQLITE_V1: &str = include_str!("migrations/sqlite/0001_init.sql");
 const POSTGRES_V1: &str = include_str!("migrations/postgres/0001_init.sql");
@@ -427,12 +441,25 @@ async fn sqlite_a_version_1_database_migrates() {
                 .await
                 .expect("v1 event");
         }
+        sqlx::query("INSERT INTO push_configs VALUES ('t', 'o', 'old', 'cfg', ?)")
+            .bind(old_config().encode_to_vec())
+            .execute(&mut conn)
+            .await
+            .expect("v1 push config");
         conn.close().await.expect("close");
     }
     let stores = open(&format!("sqlite:{}", dir.db().display()))
         .await
         .expect("migrate");
-    assert_eq!(sqlite_version(&dir.db()).await, [1, 2]);
+    assert_eq!(
+        sqlite_version(&dir.db()).await,
+        (1..=crate::SQLITE_VERSION).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        stores.push.get(&scope, "old", "cfg").await.expect("get"),
+        Some((old_config(), trident_core::Generation::V1)),
+        "a configuration from before migration 3 was made through 1.0"
+    );
     assert_eq!(
         stores.tasks.get(&scope, "old").await.expect("get"),
         Some(rec.clone()),
@@ -476,11 +503,12 @@ async fn sqlite_version(path: &std::path::Path) -> Vec<i64> {
 async fn sqlite_migrations_apply_once_and_refuse_newer_databases() {
     let dir = TempDir::new();
     drop(SqliteStore::open(dir.db()).await.expect("from empty"));
-    assert_eq!(sqlite_version(&dir.db()).await, [1, crate::SQLITE_VERSION]);
+    let all = (1..=crate::SQLITE_VERSION).collect::<Vec<_>>();
+    assert_eq!(sqlite_version(&dir.db()).await, all);
     drop(SqliteStore::open(dir.db()).await.expect("reopen migrated"));
     assert_eq!(
         sqlite_version(&dir.db()).await,
-        [1, crate::SQLITE_VERSION],
+        all,
         "reopening applies nothing"
     );
 
@@ -715,11 +743,12 @@ async fn postgres_migrations_apply_once_and_refuse_newer_databases() {
         let first = PgStore::connect_in_schema(&url, &schema)
             .await
             .expect("from empty");
-        assert_eq!(versions(&first).await, [1, 2]);
+        let all = (1..=i32::try_from(crate::POSTGRES_VERSION).expect("small")).collect::<Vec<_>>();
+        assert_eq!(versions(&first).await, all);
         let again = PgStore::connect_in_schema(&url, &schema)
             .await
             .expect("reopen migrated");
-        assert_eq!(versions(&again).await, [1, 2], "reopening applies nothing");
+        assert_eq!(versions(&again).await, all, "reopening applies nothing");
         sqlx::query("INSERT INTO trident_schema (version, applied_ms) VALUES (999, 0)")
             .execute(again.pool())
             .await
@@ -833,6 +862,11 @@ async fn postgres_a_version_1_schema_migrates() {
                     .await
                     .expect("v1 event");
             }
+            sqlx::query("INSERT INTO push_configs VALUES ('t', 'o', 'old', 'cfg', $1)")
+                .bind(old_config().encode_to_vec())
+                .execute(&mut conn)
+                .await
+                .expect("v1 push config");
             conn.close().await.expect("close");
         }
         let store = Arc::new(
@@ -841,6 +875,11 @@ async fn postgres_a_version_1_schema_migrates() {
                 .expect("migrate"),
         );
         let stores = stores(store);
+        assert_eq!(
+            stores.push.get(&scope, "old", "cfg").await.expect("get"),
+            Some((old_config(), trident_core::Generation::V1)),
+            "a configuration from before migration 3 was made through 1.0"
+        );
         assert_eq!(
             stores.tasks.get(&scope, "old").await.expect("get"),
             Some(rec.clone()),

@@ -10,7 +10,8 @@ use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
 use trident_core::store::{
-    Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery, TaskRecord, apply,
+    Generation, Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery,
+    TaskRecord, apply,
 };
 
 /// The PostgreSQL server the tests of a shared store run against: `TRIDENT_TEST_POSTGRES`
@@ -871,7 +872,8 @@ pub async fn leases_renew_and_lapse(stores: &Stores) {
     assert_eq!(all, ["l1", "l2", "l3"], "tasks without a lease never lapse");
 }
 
-/// put replaces, list pages by id, delete is idempotent, scopes never leak.
+/// put replaces (the generation too), list pages by id, delete is idempotent, scopes never
+/// leak; get returns the protocol generation the configuration was put with.
 pub async fn push_configs_crud(stores: &Stores) {
     let scope = Scope::new("", "push");
     let cfg = |id: &str, url: &str| pb::TaskPushNotificationConfig {
@@ -883,24 +885,40 @@ pub async fn push_configs_crud(stores: &Stores) {
     for id in ["c", "a", "b"] {
         stores
             .push
-            .put(&scope, &cfg(id, "http://one"))
+            .put(&scope, &cfg(id, "http://one"), Generation::V1)
             .await
             .expect("put");
     }
     stores
         .push
-        .put(&scope, &cfg("a", "http://two"))
+        .put(&scope, &cfg("b", "http://one"), Generation::V03)
+        .await
+        .expect("put v0.3");
+    stores
+        .push
+        .put(&scope, &cfg("a", "http://two"), Generation::V03)
         .await
         .expect("replace");
-    assert_eq!(
-        stores
-            .push
-            .get(&scope, "t", "a")
-            .await
-            .expect("get")
-            .map(|c| c.url),
-        Some("http://two".into())
-    );
+    let got = |id: &'static str| {
+        let scope = &scope;
+        async move {
+            stores
+                .push
+                .get(scope, "t", id)
+                .await
+                .expect("get")
+                .map(|(c, g)| (c.url, g))
+        }
+    };
+    assert_eq!(got("a").await, Some(("http://two".into(), Generation::V03)));
+    assert_eq!(got("b").await, Some(("http://one".into(), Generation::V03)));
+    assert_eq!(got("c").await, Some(("http://one".into(), Generation::V1)));
+    stores
+        .push
+        .put(&scope, &cfg("b", "http://one"), Generation::V1)
+        .await
+        .expect("replace through 1.0");
+    assert_eq!(got("b").await, Some(("http://one".into(), Generation::V1)));
     assert_eq!(
         stores
             .push

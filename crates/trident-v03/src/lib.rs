@@ -12,6 +12,8 @@
 //! - [`jsonrpc`]: the v0.3 JSON-RPC methods;
 //! - [`error`]: v0.3 error codes and bodies, derived from the one `ErrorKind` table;
 //! - [`card`]: the v0.3 card members and the combined card;
+//! - [`push`]: the body of a push notification to a configuration created through v0.3;
+//! - [`call`]: the one service call of a v0.3 request (a push-config list gathers every page);
 //! - [`version`]: which protocol version a request speaks.
 //!
 //! # Lossy
@@ -21,8 +23,8 @@
 //! - `tenant` (every request, `AgentInterface.tenant`): v0.3 has no tenancy; v0.3 requests are
 //!   served for the default tenant.
 //! - `ListTasks` (and with it `statusTimestampAfter`, `pageSize`, `includeArtifacts`): no v0.3
-//!   method or route; `ListTaskPushNotificationConfigs` pagination: v0.3 JSON-RPC answers one
-//!   page (the server's default page size).
+//!   method or route; `ListTaskPushNotificationConfigs` pagination (v0.3 lists have no pages:
+//!   a v0.3 list gathers every page of the 1.0 list, see [`call`]).
 //! - `Part.mediaType`/`filename` of text and data parts (v0.3 has them on file parts only).
 //! - A data part whose value is not a JSON object: v0.3 data must be an object, so it travels
 //!   as `{"value": <the value>}` and comes back as that object.
@@ -41,12 +43,14 @@
 //! - v0.3-only members dropped on the way in: `metadata` of `tasks/get`, `tasks/cancel` and
 //!   the push-config params.
 
+pub mod call;
 pub mod card;
 pub mod client;
 pub mod convert;
 pub mod error;
 pub mod json;
 pub mod jsonrpc;
+pub mod push;
 pub mod rest;
 pub mod version;
 

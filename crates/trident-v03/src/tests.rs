@@ -483,3 +483,129 @@ fn combined_card_serves_both_generations() {
     let back: pb::AgentCard = serde_json::from_value(both).expect("valid");
     assert_eq!(back, card);
 }
+
+/// A service whose only answer is a push-config list of `total` configurations in pages of
+/// `page`, continuing after the id in the page token; `repeat` makes every token the same.
+struct Pages {
+    total: usize,
+    page: usize,
+    repeat: bool,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl trident_core::AroundCall for Pages {
+    async fn call(
+        &self,
+        _cx: &trident_core::CallContext,
+        req: A2aRequest,
+    ) -> Result<trident_core::A2aReply, A2aError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let A2aRequest::ListTaskPushNotificationConfigs(req) = req else {
+            return Err(A2aError::internal("only lists here"));
+        };
+        assert_eq!(req.page_size, 0, "the service's default page size");
+        let start = if req.page_token.is_empty() {
+            0
+        } else {
+            req.page_token.parse::<usize>().expect("our token") + 1
+        };
+        let end = (start + self.page).min(self.total);
+        let configs = (start..end)
+            .map(|i| pb::TaskPushNotificationConfig {
+                id: i.to_string(),
+                task_id: req.task_id.clone(),
+                url: format!("https://hook.example.com/{i}"),
+                ..Default::default()
+            })
+            .collect();
+        let next_page_token = match (end < self.total, self.repeat) {
+            (false, _) => String::new(),
+            (true, true) => "0".to_owned(),
+            (true, false) => (end - 1).to_string(),
+        };
+        Ok(trident_core::A2aReply::ListTaskPushNotificationConfigs(
+            pb::ListTaskPushNotificationConfigsResponse {
+                configs,
+                next_page_token,
+            },
+        ))
+    }
+}
+
+fn pages(total: usize, page: usize, repeat: bool) -> Pages {
+    Pages {
+        total,
+        page,
+        repeat,
+        calls: Default::default(),
+    }
+}
+
+#[tokio::test]
+async fn a_v03_list_gathers_every_page() {
+    let cx = trident_core::CallContext::new();
+    let v03_list = |size: i32| {
+        A2aRequest::ListTaskPushNotificationConfigs(
+            v03::ListTaskPushNotificationConfigRequest {
+                parent: "tasks/t".into(),
+                page_size: size,
+                page_token: String::new(),
+            }
+            .try_to_v1()
+            .expect("request"),
+        )
+    };
+    for (total, page) in [(0, 3), (1, 3), (3, 3), (7, 3), (250, 100)] {
+        let svc = pages(total, page, false);
+        // A page size sent by a v0.3 gRPC client does not cut the list.
+        let reply = crate::call::call(&svc, &cx, v03_list(2))
+            .await
+            .expect("list");
+        let trident_core::A2aReply::ListTaskPushNotificationConfigs(list) = reply else {
+            panic!("a list");
+        };
+        let ids: Vec<String> = list.configs.iter().map(|c| c.id.clone()).collect();
+        let want: Vec<String> = (0..total).map(|i| i.to_string()).collect();
+        assert_eq!(ids, want, "{total} in pages of {page}");
+        assert_eq!(list.next_page_token, "");
+        assert_eq!(
+            svc.calls.load(std::sync::atomic::Ordering::SeqCst),
+            total.div_ceil(page).max(1),
+            "one call per page"
+        );
+    }
+    // Other requests are one call, unchanged.
+    let svc = pages(1, 1, false);
+    let get = A2aRequest::GetTask(pb::GetTaskRequest {
+        id: "t".into(),
+        ..Default::default()
+    });
+    let e = crate::call::call(&svc, &cx, get)
+        .await
+        .expect_err("not a list");
+    assert_eq!(e.message(), "only lists here");
+}
+
+#[tokio::test]
+async fn a_v03_list_refuses_a_service_that_pages_forever() {
+    let cx = trident_core::CallContext::new();
+    let req = pb::ListTaskPushNotificationConfigsRequest {
+        task_id: "t".into(),
+        ..Default::default()
+    };
+    let e = crate::call::list_push_configs(&pages(10, 2, true), &cx, req.clone())
+        .await
+        .expect_err("a repeated token");
+    assert_eq!(e.kind(), ErrorKind::Internal);
+    assert!(e.message().contains("repeated a page token"), "{e}");
+    let many = pages(crate::call::MAX_PAGES + 1, 1, false);
+    let e = crate::call::list_push_configs(&many, &cx, req)
+        .await
+        .expect_err("too many pages");
+    assert!(e.message().contains("pages"), "{e}");
+    assert_eq!(
+        many.calls.load(std::sync::atomic::Ordering::SeqCst),
+        crate::call::MAX_PAGES
+    );
+}

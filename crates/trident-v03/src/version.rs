@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use trident_core::{A2aError, CallContext, ErrorKind, PROTOCOL_VERSION};
+use trident_core::{A2aError, CallContext, ErrorKind, Generation, PROTOCOL_VERSION};
 
 /// The protocol generations a server answers (`--protocols 1.0,0.3`; both by default).
 /// `--protocols 0.3` serves v0.3 alone: a v0.3-only agent, whose card is a plain v0.3 card
@@ -93,7 +93,8 @@ pub fn is_v03(v: &str) -> bool {
 }
 
 /// Admits a v0.3-shaped call: its `A2A-Version` (in `cx.version`) must be absent or 0.3. The
-/// call is then a 1.0 call to the service, so `cx.version` becomes 1.0.
+/// call is then a 1.0 call to the service, so `cx.version` becomes 1.0, and `cx.generation`
+/// says it was written in v0.3 (push configurations it creates notify in v0.3's shape).
 pub fn admit_v03(cx: &mut CallContext, what: &str) -> Result<(), A2aError> {
     match cx
         .version
@@ -115,5 +116,6 @@ pub fn admit_v03(cx: &mut CallContext, what: &str) -> Result<(), A2aError> {
         }
     }
     cx.version = Some(PROTOCOL_VERSION.to_owned());
+    cx.generation = Generation::V03;
     Ok(())
 }

@@ -812,10 +812,13 @@ impl ServerBuilder {
                     webhook_policy: policy,
                     ..config.unwrap_or_default()
                 };
+                // Configurations created through v0.3 are notified in v0.3's shape (also
+                // those stored before 0.3 was turned off).
                 let mut builder = Engine::builder(executor)
                     .stores(stores)
                     .card(card.clone())
-                    .config(config);
+                    .config(config)
+                    .v03_push_body(trident_server::v03_push_body);
                 if let Some(t) = transport {
                     builder = builder.webhooks(t);
                 }

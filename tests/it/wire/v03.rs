@@ -504,3 +504,486 @@ async fn v03_off_is_method_not_found() {
         card.text
     );
 }
+
+/// `tasks/resubscribe` on a working task (its SSE frames whole, ended by `tasks/cancel`), the
+/// frames of `message/stream` whole, and `agent/getAuthenticatedExtendedCard`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jsonrpc_v03_resubscribe_frames_and_extended_card() {
+    let f = server(Variant::default()).await;
+    let origin = origin(&f);
+    let http = reqwest::Client::new();
+    let mut names = Names::default();
+    let mut check = Check::new();
+
+    // message/stream, every frame: `id:` is the event's sequence number, `data:` a JSON-RPC
+    // response echoing the request's id with one bare event.
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/",
+        &[],
+        rpc(
+            1,
+            "message/stream",
+            json!({"message": user("m-1", "stream 2")}),
+        ),
+    )
+    .await;
+    let frames = parse_sse(&r.text);
+    if let Some(first) = frames
+        .first()
+        .and_then(|f| f.data.first())
+        .and_then(|d| serde_json::from_str::<Value>(d).ok())
+    {
+        names.learn_at(&first, "/result/id", "<stream>");
+        names.learn_at(&first, "/result/contextId", "<stream-ctx>");
+    }
+    let frames: Vec<Value> = frames.iter().map(|f| f.to_json(&names)).collect();
+    let frame = |id: u64, result: Value| json!({"id": id.to_string(), "data": {"jsonrpc": "2.0", "id": 1, "result": result}});
+    let status = |state: &str, last: bool| {
+        json!({"kind": "status-update", "taskId": "<stream>", "contextId": "<stream-ctx>",
+               "status": {"state": state, "timestamp": "<ts>"}, "final": last})
+    };
+    let chunk = |i: u32, more: Value| {
+        let mut v = json!({"kind": "artifact-update", "taskId": "<stream>",
+                           "contextId": "<stream-ctx>",
+                           "artifact": {"artifactId": "stream", "parts": [
+                               {"kind": "text", "text": format!("chunk {i} of stream 2")}]}});
+        if let (Some(o), Some(extra)) = (v.as_object_mut(), more.as_object()) {
+            o.extend(extra.clone());
+        }
+        v
+    };
+    check.eq(
+        "message/stream frames",
+        &json!(frames),
+        &json!([
+            frame(
+                1,
+                json!({"kind": "task", "id": "<stream>", "contextId": "<stream-ctx>",
+                            "status": {"state": "submitted", "timestamp": "<ts>"},
+                            "history": [{"kind": "message", "messageId": "m-1", "role": "user",
+                                         "taskId": "<stream>", "contextId": "<stream-ctx>",
+                                         "parts": [{"kind": "text", "text": "stream 2"}]}]})
+            ),
+            frame(2, status("working", false)),
+            frame(3, chunk(0, json!({}))),
+            frame(4, chunk(1, json!({"append": true, "lastChunk": true}))),
+            frame(5, status("completed", true)),
+        ]),
+    );
+
+    // tasks/resubscribe to a working task: the task, then what happens to it (here its
+    // cancellation, the final event).
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/",
+        &[],
+        rpc(
+            2,
+            "message/send",
+            json!({"message": user("m-2", "slow"), "configuration": {"blocking": false}}),
+        ),
+    )
+    .await;
+    let raw = r.json();
+    names.learn_at(&raw, "/result/id", "<slow>");
+    names.learn_at(&raw, "/result/contextId", "<slow-ctx>");
+    let working = json!({"kind": "task", "id": "<slow>", "contextId": "<slow-ctx>",
+                         "status": {"state": "working", "timestamp": "<ts>"},
+                         "history": [{"kind": "message", "messageId": "m-2", "role": "user",
+                                      "taskId": "<slow>", "contextId": "<slow-ctx>",
+                                      "parts": [{"kind": "text", "text": "slow"}]}]});
+    check.eq(
+        "message/send (not blocking)",
+        &r.summary(&names)["body"],
+        &json!({"jsonrpc": "2.0", "id": 2, "result": working}),
+    );
+    let subscription = send(
+        &http,
+        &origin,
+        &names,
+        Call {
+            method: "POST",
+            path: "/",
+            headers: &[("content-type", "application/json")],
+            body: Some(rpc(3, "tasks/resubscribe", json!({"id": "<slow>"})).to_string()),
+        },
+    )
+    .await;
+    let mut canceled = working.clone();
+    canceled["status"]["state"] = json!("canceled");
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/",
+        &[],
+        rpc(4, "tasks/cancel", json!({"id": "<slow>"})),
+    )
+    .await;
+    check.eq(
+        "tasks/cancel",
+        &r.summary(&names)["body"],
+        &json!({"jsonrpc": "2.0", "id": 4, "result": canceled}),
+    );
+    let r = read(subscription).await;
+    check.eq(
+        "tasks/resubscribe content type",
+        &json!(r.header("content-type")),
+        &json!("text/event-stream"),
+    );
+    let frames: Vec<Value> = parse_sse(&r.text)
+        .iter()
+        .map(|f| f.to_json(&names))
+        .collect();
+    check.eq(
+        "tasks/resubscribe frames",
+        &json!(frames),
+        &json!([
+            {"id": "2", "data": {"jsonrpc": "2.0", "id": 3, "result": working}},
+            {"id": "3", "data": {"jsonrpc": "2.0", "id": 3, "result": {
+                "kind": "status-update", "taskId": "<slow>", "contextId": "<slow-ctx>",
+                "status": {"state": "canceled", "timestamp": "<ts>"}, "final": true}}},
+        ]),
+    );
+
+    // tasks/resubscribe to an unknown task: the error as the JSON-RPC answer.
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/",
+        &[],
+        rpc(5, "tasks/resubscribe", json!({"id": "nope"})),
+    )
+    .await;
+    check.eq(
+        "tasks/resubscribe unknown task",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {
+            "jsonrpc": "2.0", "id": 5, "error": {"code": -32001, "message": "task nope not found",
+                                                 "data": {"reason": "TASK_NOT_FOUND",
+                                                          "taskId": "nope"}}}}),
+    );
+
+    // agent/getAuthenticatedExtendedCard: not declared here.
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/",
+        &[],
+        rpc(6, "agent/getAuthenticatedExtendedCard", json!({})),
+    )
+    .await;
+    check.eq(
+        "agent/getAuthenticatedExtendedCard (no extended card)",
+        &r.summary(&names)["body"],
+        // v0.3 clients call it only when the card says `supportsAuthenticatedExtendedCard`: an
+        // agent without one answers as 1.0 does.
+        &json!({"jsonrpc": "2.0", "id": 6, "error": {
+            "code": -32004, "message": "this agent has no extended agent card",
+            "data": {"reason": "UNSUPPORTED_OPERATION"}}}),
+    );
+
+    // With an extended card: anonymous callers are refused, authenticated ones get the v0.3
+    // card (`url`, `preferredTransport`, `protocolVersion`, no 1.0 members).
+    let f = server(Variant {
+        extended_card: Some(Some(super::jsonrpc::extended_card())),
+        ..Default::default()
+    })
+    .await;
+    let origin = super::origin(&f);
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/",
+        &[],
+        rpc(7, "agent/getAuthenticatedExtendedCard", json!({})),
+    )
+    .await;
+    check.eq(
+        "agent/getAuthenticatedExtendedCard (anonymous)",
+        &r.summary(&names)["body"],
+        &json!({"jsonrpc": "2.0", "id": 7, "error": {
+            "code": -31401, "message": "the extended agent card requires authentication",
+            "data": {"reason": "UNAUTHENTICATED"}}}),
+    );
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/",
+        &[("authorization", "Bearer token-alice")],
+        rpc(8, "agent/getAuthenticatedExtendedCard", json!({})),
+    )
+    .await;
+    check.eq(
+        "agent/getAuthenticatedExtendedCard",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {
+        "jsonrpc": "2.0", "id": 8, "result": {
+            "protocolVersion": "0.3.0",
+            "name": "Demo (extended)",
+            "description": "What authenticated callers see",
+            "url": "https://agent.example.com/",
+            "preferredTransport": "JSONRPC",
+            "additionalInterfaces": [{"url": "https://agent.example.com/", "transport": "JSONRPC"}],
+            "version": "2.0.0",
+            "capabilities": {"streaming": true},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "secret", "name": "Secret skill",
+                        "description": "Only for members", "tags": ["members"]}],
+            "supportsAuthenticatedExtendedCard": true,
+        }}}),
+    );
+    check.finish();
+}
+
+/// The `/v1/...` routes the first REST test leaves out, whole: cancel, subscribe (GET and
+/// POST), one push config read and deleted, the extended card, and their errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rest_v03_remaining_routes() {
+    let f = server(Variant {
+        extended_card: Some(Some(super::jsonrpc::extended_card())),
+        ..Default::default()
+    })
+    .await;
+    let origin = origin(&f);
+    let http = reqwest::Client::new();
+    let mut names = Names::default();
+    let mut check = Check::new();
+    let get = |path: &'static str, headers: &'static [(&'static str, &'static str)]| Call {
+        method: "GET",
+        path,
+        headers,
+        body: None,
+    };
+
+    // A working task, subscribed to over GET and POST, then canceled.
+    let body = json!({"message": {"messageId": "m-1", "role": "ROLE_USER", "content": [{"text": "slow"}]},
+                      "configuration": {"blocking": false}});
+    let r = post(&http, &origin, &names, "/v1/message:send", &[], body).await;
+    let raw = r.json();
+    names.learn_at(&raw, "/task/id", "<slow>");
+    names.learn_at(&raw, "/task/contextId", "<ctx>");
+    let working = json!({"id": "<slow>", "contextId": "<ctx>",
+                         "status": {"state": "TASK_STATE_WORKING", "timestamp": "<ts>"},
+                         "history": [{"messageId": "m-1", "role": "ROLE_USER", "taskId": "<slow>",
+                                      "contextId": "<ctx>", "content": [{"text": "slow"}]}]});
+    check.eq(
+        "POST /v1/message:send (not blocking)",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {"task": working}}),
+    );
+    let by_get = send(
+        &http,
+        &origin,
+        &names,
+        get("/v1/tasks/<slow>:subscribe", &[]),
+    )
+    .await;
+    let by_post = send(
+        &http,
+        &origin,
+        &names,
+        Call {
+            method: "POST",
+            path: "/v1/tasks/<slow>:subscribe",
+            headers: &[],
+            body: None,
+        },
+    )
+    .await;
+    let mut canceled = working.clone();
+    canceled["status"]["state"] = json!("TASK_STATE_CANCELLED");
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/v1/tasks/<slow>:cancel",
+        &[],
+        json!({}),
+    )
+    .await;
+    check.eq(
+        "POST /v1/tasks/{id}:cancel",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": canceled}),
+    );
+    let frames = json!([
+        {"id": "2", "data": {"task": working}},
+        {"id": "3", "data": {"statusUpdate": {"taskId": "<slow>", "contextId": "<ctx>",
+                                              "status": {"state": "TASK_STATE_CANCELLED",
+                                                         "timestamp": "<ts>"},
+                                              "final": true}}},
+    ]);
+    for (case, response) in [
+        ("GET /v1/tasks/{id}:subscribe", by_get),
+        ("POST /v1/tasks/{id}:subscribe", by_post),
+    ] {
+        let r = read(response).await;
+        let got: Vec<Value> = parse_sse(&r.text)
+            .iter()
+            .map(|f| f.to_json(&names))
+            .collect();
+        check.eq(
+            case,
+            &json!({"contentType": r.header("content-type"), "frames": got}),
+            &json!({"contentType": "text/event-stream", "frames": frames}),
+        );
+    }
+
+    // One push config: created, read (without its secrets), deleted.
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/v1/tasks/<slow>/pushNotificationConfigs",
+        &[],
+        json!({"parent": "tasks/<slow>", "configId": "c-1",
+               "config": {"pushNotificationConfig": {"url": "https://client.example.com/h",
+                                                     "token": "secret-token"}}}),
+    )
+    .await;
+    check.eq(
+        "POST /v1/tasks/{id}/pushNotificationConfigs",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {
+            "name": "tasks/<slow>/pushNotificationConfigs/c-1",
+            "pushNotificationConfig": {"id": "c-1", "url": "https://client.example.com/h",
+                                       "token": "secret-token"}}}),
+    );
+    let r = read(
+        send(
+            &http,
+            &origin,
+            &names,
+            get("/v1/tasks/<slow>/pushNotificationConfigs/c-1", &[]),
+        )
+        .await,
+    )
+    .await;
+    check.eq(
+        "GET /v1/tasks/{id}/pushNotificationConfigs/{cid}",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {
+            "name": "tasks/<slow>/pushNotificationConfigs/c-1",
+            "pushNotificationConfig": {"id": "c-1", "url": "https://client.example.com/h"}}}),
+    );
+    let delete = Call {
+        method: "DELETE",
+        path: "/v1/tasks/<slow>/pushNotificationConfigs/c-1",
+        headers: &[],
+        body: None,
+    };
+    let r = read(send(&http, &origin, &names, delete).await).await;
+    check.eq(
+        "DELETE /v1/tasks/{id}/pushNotificationConfigs/{cid}",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {}}),
+    );
+    let r = read(
+        send(
+            &http,
+            &origin,
+            &names,
+            get("/v1/tasks/<slow>/pushNotificationConfigs/c-1", &[]),
+        )
+        .await,
+    )
+    .await;
+    check.eq(
+        "GET /v1/tasks/{id}/pushNotificationConfigs/{deleted}",
+        &r.summary(&names),
+        &json!({"status": 404, "contentType": "application/json", "body": {
+            "code": -32001, "message": "task <slow> has no push notification config c-1",
+            "data": {"reason": "TASK_NOT_FOUND", "taskId": "<slow>", "configId": "c-1"}}}),
+    );
+    let r = read(
+        send(
+            &http,
+            &origin,
+            &names,
+            get("/v1/tasks/<slow>/pushNotificationConfigs", &[]),
+        )
+        .await,
+    )
+    .await;
+    check.eq(
+        "GET /v1/tasks/{id}/pushNotificationConfigs (none)",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {}}),
+    );
+
+    // Errors of the task routes.
+    let r = post(
+        &http,
+        &origin,
+        &names,
+        "/v1/tasks/<slow>:cancel",
+        &[],
+        json!({}),
+    )
+    .await;
+    check.eq(
+        "POST /v1/tasks/{canceled}:cancel",
+        &r.summary(&names),
+        // Canceling a canceled task answers it again (the engine's documented choice).
+        &json!({"status": 200, "contentType": "application/json", "body": canceled}),
+    );
+    let r = read(send(&http, &origin, &names, get("/v1/tasks/nope:subscribe", &[])).await).await;
+    check.eq(
+        "GET /v1/tasks/{unknown}:subscribe",
+        &r.summary(&names),
+        &json!({"status": 404, "contentType": "application/json", "body": {
+            "code": -32001, "message": "task nope not found",
+            "data": {"reason": "TASK_NOT_FOUND", "taskId": "nope"}}}),
+    );
+
+    // GET /v1/card: the extended card, v0.3's form, for authenticated callers only.
+    let r = read(send(&http, &origin, &names, get("/v1/card", &[])).await).await;
+    check.eq(
+        "GET /v1/card (anonymous)",
+        &r.summary(&names),
+        &json!({"status": 401, "contentType": "application/json", "body": {
+            "code": -31401, "message": "the extended agent card requires authentication",
+            "data": {"reason": "UNAUTHENTICATED"}}}),
+    );
+    let r = read(
+        send(
+            &http,
+            &origin,
+            &names,
+            get("/v1/card", &[("authorization", "Bearer token-alice")]),
+        )
+        .await,
+    )
+    .await;
+    check.eq(
+        "GET /v1/card",
+        &r.summary(&names),
+        &json!({"status": 200, "contentType": "application/json", "body": {
+            "protocolVersion": "0.3.0",
+            "name": "Demo (extended)",
+            "description": "What authenticated callers see",
+            "url": "https://agent.example.com/",
+            "preferredTransport": "JSONRPC",
+            "additionalInterfaces": [{"url": "https://agent.example.com/", "transport": "JSONRPC"}],
+            "version": "2.0.0",
+            "capabilities": {"streaming": true},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "secret", "name": "Secret skill",
+                        "description": "Only for members", "tags": ["members"]}],
+            "supportsAuthenticatedExtendedCard": true,
+        }}),
+    );
+    check.finish();
+}

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use trident_proto as pb;
 
+pub use crate::context::Generation;
+
 /// Whose data a call may touch: a tenant and an owning principal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Scope {
@@ -326,19 +328,21 @@ pub trait EventLog: Send + Sync + 'static {
 /// delivery cursor (the outbox: events after it are still to be sent).
 #[async_trait::async_trait]
 pub trait PushConfigStore: Send + Sync + 'static {
-    /// Creates or replaces a configuration (`task_id` and `id` must be set).
+    /// Creates or replaces a configuration (`task_id` and `id` must be set), recording the
+    /// protocol generation it was created through (its notifications' payload shape).
     async fn put(
         &self,
         scope: &Scope,
         config: &pb::TaskPushNotificationConfig,
+        generation: Generation,
     ) -> Result<(), StoreError>;
-    /// Reads one configuration.
+    /// Reads one configuration and the generation it was created through.
     async fn get(
         &self,
         scope: &Scope,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError>;
+    ) -> Result<Option<(pb::TaskPushNotificationConfig, Generation)>, StoreError>;
     /// Lists a task's configurations ordered by id, starting after `after`; returns at most
     /// `limit` and whether more follow.
     async fn list(

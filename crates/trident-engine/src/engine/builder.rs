@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use super::{Engine, EngineConfig, Inner, WebhookTransport, cluster};
+use super::{Engine, EngineConfig, Inner, V03TaskBody, WebhookTransport, cluster};
 use crate::AgentExecutor;
 use crate::auth::Authorizer;
 use crate::store::{Sharded, Stores};
@@ -17,6 +17,7 @@ pub struct EngineBuilder {
     extended_card: Option<pb::AgentCard>,
     stores: Option<Stores>,
     webhooks: Option<Arc<dyn WebhookTransport>>,
+    v03_body: Option<V03TaskBody>,
     authorizer: Option<Arc<dyn Authorizer>>,
     config: EngineConfig,
 }
@@ -53,6 +54,15 @@ impl EngineBuilder {
         self
     }
 
+    /// Writes the notifications of push configurations created through an A2A v0.3 request
+    /// (see [`trident_core::Generation`]) with `body`: v0.3 POSTs the task itself, in v0.3's
+    /// JSON. The engine does not speak v0.3; the server builder passes the compatibility
+    /// layer's encoder. Without one, such configurations are notified in 1.0's shape.
+    pub fn v03_push_body(mut self, body: V03TaskBody) -> Self {
+        self.v03_body = Some(body);
+        self
+    }
+
     /// Engine settings.
     pub fn config(mut self, config: EngineConfig) -> Self {
         self.config = config;
@@ -79,6 +89,7 @@ impl EngineBuilder {
                 extended_card: self.extended_card,
                 stores: self.stores.unwrap_or_else(crate::store::in_memory),
                 webhooks: self.webhooks,
+                v03_body: self.v03_body,
                 authorizer: self.authorizer,
                 config: self.config,
                 live: Sharded::new(),
@@ -104,6 +115,7 @@ impl Engine {
             extended_card: None,
             stores: None,
             webhooks: None,
+            v03_body: None,
             authorizer: None,
             config: EngineConfig::default(),
         }

@@ -314,7 +314,7 @@ impl A2aService for Engine {
         self.inner
             .stores
             .push
-            .put(&scope, &req)
+            .put(&scope, &req, cx.generation)
             .await
             .map_err(store_error)?;
         w.has_push = Some(true);
@@ -346,7 +346,7 @@ impl A2aService for Engine {
             .get(&scope, &req.task_id, &req.id)
             .await
             .map_err(store_error)?
-            .map(redact_push_secrets)
+            .map(|(config, _)| redact_push_secrets(config))
             .ok_or_else(|| {
                 A2aError::new(
                     ErrorKind::TaskNotFound,

@@ -44,7 +44,9 @@ pub use config::{EngineConfig, Limits};
 pub use policy::{
     AllowEntryError, Destination, PolicyError, WebhookPolicy, non_public, webhook_destination,
 };
-pub use push::{RetryPolicy, WebhookError, WebhookRequest, WebhookTransport, webhook_request};
+pub use push::{
+    RetryPolicy, V03TaskBody, WebhookError, WebhookRequest, WebhookTransport, webhook_request,
+};
 
 /// The A2A engine: implements [`A2aService`](trident_core::A2aService) for one agent.
 #[derive(Clone)]
@@ -68,6 +70,8 @@ pub(crate) struct Inner {
     extended_card: Option<pb::AgentCard>,
     pub(crate) stores: Stores,
     pub(crate) webhooks: Option<Arc<dyn WebhookTransport>>,
+    /// Writes the body of a v0.3 configuration's notification ([`EngineBuilder::v03_push_body`]).
+    pub(crate) v03_body: Option<V03TaskBody>,
     authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) config: EngineConfig,
     live: Sharded<Arc<Live>>,

@@ -14,7 +14,7 @@ use trident_proto as pb;
 use super::Inner;
 use super::live::{Live, LiveGuard, Writer};
 use crate::A2aError;
-use crate::store::now_ms;
+use crate::store::{Generation, now_ms};
 
 /// One webhook call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,13 +72,26 @@ impl Default for RetryPolicy {
     }
 }
 
-/// Builds the request for one event and configuration.
+/// Writes a task as the body of an A2A v0.3 push notification (v0.3 POSTs the task itself, in
+/// its JSON-RPC JSON: `kind: "task"`, lower-case states). Chosen by the server builder
+/// ([`EngineBuilder::v03_push_body`](super::EngineBuilder::v03_push_body)), so the engine
+/// needs no v0.3 model.
+pub type V03TaskBody = fn(&pb::Task) -> Result<Vec<u8>, A2aError>;
+
+/// Builds the request for one event and configuration created through `generation`: 1.0's
+/// `application/a2a+json` with both token headers, or v0.3's `application/json` with
+/// `X-A2A-Notification-Token` (what the v0.3 SDKs' senders write).
 pub fn webhook_request(
     config: &pb::TaskPushNotificationConfig,
+    generation: Generation,
     seq: u64,
     body: Vec<u8>,
 ) -> WebhookRequest {
-    let mut headers = vec![("content-type", "application/a2a+json".to_owned())];
+    let content_type = match generation {
+        Generation::V1 => "application/a2a+json",
+        Generation::V03 => "application/json",
+    };
+    let mut headers = vec![("content-type", content_type.to_owned())];
     if let Some(auth) = config
         .authentication
         .as_ref()
@@ -93,7 +106,9 @@ pub fn webhook_request(
     }
     if !config.token.is_empty() {
         headers.push(("x-a2a-notification-token", config.token.clone()));
-        headers.push(("a2a-notification-token", config.token.clone()));
+        if generation == Generation::V1 {
+            headers.push(("a2a-notification-token", config.token.clone()));
+        }
     }
     WebhookRequest {
         url: config.url.clone(),
@@ -337,8 +352,9 @@ enum LaneReport {
 }
 
 /// One configuration's deliveries: the task's events after `pos`, in order, each retried
-/// on its own, until caught up. Re-reads the configuration before each event (it may have
-/// been replaced or deleted).
+/// on its own, until caught up. Re-reads the configuration before each POST (it may have
+/// been replaced or deleted). A configuration created through v0.3 is sent the task itself
+/// (v0.3's payload) once per batch of events: the task as it stands after them.
 async fn lane(
     inner: Arc<Inner>,
     live: Arc<Live>,
@@ -364,8 +380,13 @@ async fn lane(
             let _ = report.send((id, LaneReport::Done(pos)));
             return;
         }
-        while let Some(event) = batch.pop_front() {
-            let config = match inner.stores.push.get(&live.scope, &live.task_id, &id).await {
+        while let Some(next) = batch.front().map(|e| e.seq) {
+            let (config, generation) = match inner
+                .stores
+                .push
+                .get(&live.scope, &live.task_id, &id)
+                .await
+            {
                 Ok(Some(c)) => c,
                 Ok(None) => {
                     let _ = report.send((id, LaneReport::Deleted));
@@ -378,16 +399,53 @@ async fn lane(
                     return;
                 }
             };
-            match serde_json::to_vec(&*event.event) {
+            // Without the v0.3 encoder (an engine built without it), 1.0's payload.
+            let (seq, body, shape) = match (generation, inner.v03_body) {
+                (Generation::V03, Some(encode)) => {
+                    let last = batch.back().map_or(next, |e| e.seq);
+                    match inner.stores.tasks.get(&live.scope, &live.task_id).await {
+                        Ok(Some(record)) => {
+                            batch.clear();
+                            let body = encode(&record.task).map_err(|e| e.to_string());
+                            // The stored task may already include later events: published
+                            // ones it covers need no POST of their own.
+                            let published = live.progress().borrow().seq;
+                            (
+                                last.max(record.last_seq.min(published)),
+                                body,
+                                Generation::V03,
+                            )
+                        }
+                        Ok(None) => {
+                            batch.clear();
+                            (last, Err("the task is gone".to_owned()), Generation::V03)
+                        }
+                        Err(e) => {
+                            tracing::warn!(task = %live.task_id, config = %id, error = %e, "push delivery paused: cannot read the task");
+                            tokio::time::sleep(PAUSE).await;
+                            let _ = report.send((id, LaneReport::Done(pos)));
+                            return;
+                        }
+                    }
+                }
+                _ => {
+                    let Some(event) = batch.pop_front() else {
+                        break;
+                    };
+                    let body = serde_json::to_vec(&*event.event).map_err(|e| e.to_string());
+                    (event.seq, body, Generation::V1)
+                }
+            };
+            match body {
                 Ok(body) => {
-                    let request = webhook_request(&config, event.seq, body);
+                    let request = webhook_request(&config, shape, seq, body);
                     send_with_retry(transport.as_ref(), &request, inner.config.push_retry).await;
                 }
                 Err(e) => {
-                    tracing::warn!(task = %live.task_id, seq = event.seq, error = %e, "push delivery skipped an event it cannot encode");
+                    tracing::warn!(task = %live.task_id, seq, error = %e, "push delivery skipped an event it cannot encode");
                 }
             }
-            pos = event.seq;
+            pos = seq;
             let _ = report.send((id.clone(), LaneReport::At(pos)));
         }
     }

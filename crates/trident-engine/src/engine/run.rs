@@ -11,7 +11,7 @@ use trident_proto::wkt::Timestamp;
 
 use super::live::{Hold, Live, LiveGuard, Writer};
 use super::{Inner, store_error};
-use crate::store::{Scope, StoreError, TaskRecord, lock_std};
+use crate::store::{Generation, Scope, StoreError, TaskRecord, lock_std};
 use crate::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
 
 /// What the caller of SendMessage waits for.
@@ -27,7 +27,8 @@ pub(crate) enum First {
 /// A task to create on the first task event of a new turn.
 pub(crate) struct Creation {
     pub(crate) message: pb::Message,
-    pub(crate) push: Option<pb::TaskPushNotificationConfig>,
+    /// A push configuration given with the message, and the protocol generation it came in.
+    pub(crate) push: Option<(pb::TaskPushNotificationConfig, Generation)>,
     /// Which of the new task's commits may be held back (see [`Hold`]).
     pub(crate) hold: Hold,
 }
@@ -400,11 +401,11 @@ impl Run {
             }
         };
         let has_push = push.is_some();
-        if let Some(config) = push {
+        if let Some((config, generation)) = push {
             self.inner
                 .stores
                 .push
-                .put(&self.scope, &config)
+                .put(&self.scope, &config, generation)
                 .await
                 .map_err(store_error)?;
         }

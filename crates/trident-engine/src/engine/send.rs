@@ -84,7 +84,7 @@ impl Inner {
             let hold = if inline { Hold::Turn } else { Hold::Off };
             let creation = Creation {
                 message,
-                push,
+                push: push.map(|p| (p, cx.generation)),
                 hold,
             };
             let (run, first) = Run::new_task(
@@ -197,7 +197,7 @@ impl Inner {
             if let Some(p) = &push {
                 self.stores
                     .push
-                    .put(&live.scope, p)
+                    .put(&live.scope, p, cx.generation)
                     .await
                     .map_err(store_error)?;
                 w.has_push = Some(true);

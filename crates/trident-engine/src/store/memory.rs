@@ -11,8 +11,8 @@ use std::time::Duration;
 use trident_proto as pb;
 
 use super::{
-    EventLog, ListCursor, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery,
-    TaskRecord, TaskStore,
+    EventLog, Generation, ListCursor, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage,
+    TaskQuery, TaskRecord, TaskStore,
 };
 
 /// A task's push delivery cursor and who holds it.
@@ -344,7 +344,7 @@ pub struct MemoryStore {
     tasks: Sharded<Stored>,
     /// Streams reading a task's log ([`EventLog::hold`]): a held task is not evicted.
     holds: Arc<Sharded<usize>>,
-    push: Sharded<BTreeMap<String, pb::TaskPushNotificationConfig>>,
+    push: Sharded<BTreeMap<String, (pb::TaskPushNotificationConfig, Generation)>>,
     deliveries: Sharded<Delivery>,
     retention: Retention,
     clock: Clock,
@@ -813,12 +813,13 @@ impl PushConfigStore for MemoryStore {
         &self,
         scope: &Scope,
         config: &pb::TaskPushNotificationConfig,
+        generation: Generation,
     ) -> Result<(), StoreError> {
         self.push
             .shard(&config.task_id)
             .slot(scope, &config.task_id)
             .or_default()
-            .insert(config.id.clone(), config.clone());
+            .insert(config.id.clone(), (config.clone(), generation));
         Ok(())
     }
 
@@ -827,7 +828,7 @@ impl PushConfigStore for MemoryStore {
         scope: &Scope,
         task_id: &str,
         id: &str,
-    ) -> Result<Option<pb::TaskPushNotificationConfig>, StoreError> {
+    ) -> Result<Option<(pb::TaskPushNotificationConfig, Generation)>, StoreError> {
         Ok(self
             .push
             .shard(task_id)
@@ -851,7 +852,7 @@ impl PushConfigStore for MemoryStore {
                 after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
                 std::ops::Bound::Unbounded,
             ))
-            .map(|(_, c)| c.clone());
+            .map(|(_, (c, _))| c.clone());
         let page: Vec<_> = iter.by_ref().take(limit).collect();
         Ok((page, iter.next().is_some()))
     }

@@ -96,6 +96,8 @@ pub(super) enum Op {
         task_id: String,
         id: String,
         body: Vec<u8>,
+        /// The generation it was created through (`Generation::version`).
+        protocol: &'static str,
     },
     PushDelete {
         scope: Scope,
@@ -296,12 +298,14 @@ fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, StoreError> {
             task_id,
             id,
             body,
+            protocol,
         } => {
             run(
                 conn,
-                "INSERT INTO push_configs (tenant, owner, task_id, id, body) VALUES (?, ?, ?, ?, ?) \
-                 ON CONFLICT (tenant, owner, task_id, id) DO UPDATE SET body = excluded.body",
-                params![&*scope.tenant, &*scope.owner, task_id, id, body],
+                "INSERT INTO push_configs (tenant, owner, task_id, id, body, protocol) \
+                 VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, owner, task_id, id) \
+                 DO UPDATE SET body = excluded.body, protocol = excluded.protocol",
+                params![&*scope.tenant, &*scope.owner, task_id, id, body, protocol],
             )?;
             Ok(Out::Unit)
         }

@@ -181,7 +181,10 @@ async fn a_leased_or_undelivered_task_stays_and_its_configs_go_with_it() {
         url: "http://127.0.0.1:9/hook".into(),
         ..Default::default()
     };
-    store.put(&s, &config).await.expect("put");
+    store
+        .put(&s, &config, trident_core::Generation::V1)
+        .await
+        .expect("put");
     assert_eq!(
         store
             .claim_delivery(&s, "pushed", "node", i64::MAX, 0)
