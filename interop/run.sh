@@ -230,7 +230,9 @@ run_client js "$base_url" node "$here/js/interop.mjs" "$base_url"
 run_client python03 "$base_url" "$venv03/bin/python" "$here/python03/interop_v03.py" "$base_url"
 run_client js03 "$base_url" node "$here/js03/interop_v03.mjs" "$base_url"
 # The same v0.3 clients through `trident gateway` in front of the 1.0-only agent.
-run_client python03-gw "$rev_url" "$venv03/bin/python" "$here/python03/interop_v03.py" "$rev_url" --label python03-gw
+# (Push deliveries come in 1.0's shape there: the 1.0 agent holds the configuration.)
+run_client python03-gw "$rev_url" "$venv03/bin/python" "$here/python03/interop_v03.py" "$rev_url" \
+  --label python03-gw --push-shape 1.0
 run_client js03-gw "$rev_url" node "$here/js03/interop_v03.mjs" "$rev_url" --label js03-gw
 # The 1.0 clients through `trident gateway` in front of the v0.3 SDK agent: every check runs;
 # those v0.3 cannot hold are listed in gateway03-expected.md and must fail exactly as listed.
