@@ -2,13 +2,21 @@
 // Trident server.
 //
 // Usage: node interop.mjs http://127.0.0.1:PORT [--binding JSONRPC|HTTP+JSON|GRPC ...] [--check NAME ...]
+//        [--label NAME] [--expect-differences FILE]
 //
 // For each binding the SDK's own ClientFactory reads the server's agent card and builds the
 // client, with `preferredTransports: [binding]` choosing among the card's interfaces. Every
 // check prints one line; the script ends with `interop: N passed, M failed` and exits non-zero
 // when anything failed. With INTEROP_SUBTOTAL=1 (set by interop/run.sh, which prints the one
 // total line itself) the closing line is `js subtotal passed=N failed=M` instead.
+//
+// `--label NAME` replaces `js` in those lines. `--expect-differences FILE` (a markdown table, e.g.
+// interop/gateway03-expected.md, rows `| client | binding | check | fails with | why |`) names the
+// checks that must FAIL with an error containing "fails with" (for a server that cannot hold them,
+// e.g. a v0.3 agent behind `trident gateway`): such a check counts as passed only when it fails
+// that way, and as failed when it passes or fails otherwise; a row matching no check run fails too.
 
+import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -23,6 +31,9 @@ import {
 } from '@a2a-js/sdk/errors';
 
 const CHECK_TIMEOUT_MS = 30_000;
+// A check listed as an expected difference may fail by hanging (e.g. a stream that never
+// starts): it gets this long instead.
+const DIFFERENCE_TIMEOUT_MS = 10_000;
 const BINDINGS = ['JSONRPC', 'HTTP+JSON', 'GRPC'];
 
 class CheckFailed extends Error {
@@ -492,39 +503,89 @@ function describe(e) {
   return `${e?.name ?? 'Error'}: ${e?.message ?? e}${cause}`;
 }
 
-async function run(baseUrl, bindings, only) {
+// The rows of the expected-differences table for `client` (or `*`): "binding check" -> {failsWith, why}.
+function loadExpectedDifferences(path, client) {
+  const rows = new Map();
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    if (!line.startsWith('|')) continue;
+    const cells = line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
+    if (cells.length !== 5 || cells[0] === 'client' || /^[-: ]*$/.test(cells[0])) continue;
+    const [who, binding, check, failsWith, why] = cells.map((c) => c.replace(/^`|`$/g, ''));
+    if (who === client || who === '*') rows.set(`${binding} ${check}`, { failsWith, why });
+  }
+  return rows;
+}
+
+async function run(baseUrl, bindings, only, label, expected) {
   let passed = 0;
   let failed = 0;
+  const used = new Set();
+  const expectation = (binding, name) => {
+    for (const key of [`${binding} ${name}`, `* ${name}`]) {
+      if (expected.has(key)) {
+        used.add(key);
+        return expected.get(key);
+      }
+    }
+    return undefined;
+  };
   for (const binding of bindings) {
     const b = new Binding(baseUrl, binding);
     try {
       await withTimeout(b.open(), CHECK_TIMEOUT_MS);
     } catch (e) {
-      console.log(`FAIL js ${binding} client-from-card: ${describe(e)}`);
+      console.log(`FAIL ${label} ${binding} client-from-card: ${describe(e)}`);
       failed++;
       continue;
     }
     for (const [name, check] of CHECKS) {
       if (only.size && !only.has(name)) continue;
+      const differs = expectation(binding, name);
       const start = performance.now();
+      let detail;
       try {
-        const detail = await withTimeout(check(b), CHECK_TIMEOUT_MS);
-        passed++;
-        console.log(`ok   js ${binding} ${name} (${Math.round(performance.now() - start)} ms): ${detail}`);
+        detail = await withTimeout(check(b), differs ? DIFFERENCE_TIMEOUT_MS : CHECK_TIMEOUT_MS);
       } catch (e) {
-        failed++;
-        console.log(`FAIL js ${binding} ${name}: ${describe(e)}`);
-        if (process.env.INTEROP_VERBOSE && !(e instanceof CheckFailed)) console.error(e);
+        if (differs && describe(e).includes(differs.failsWith)) {
+          passed++;
+          console.log(`ok   ${label} ${binding} ${name}: expected difference (${differs.why}): ${describe(e).slice(0, 200)}`);
+        } else {
+          failed++;
+          const want = differs ? ` (expected to fail with ${JSON.stringify(differs.failsWith)})` : '';
+          console.log(`FAIL ${label} ${binding} ${name}${want}: ${describe(e)}`);
+          if (process.env.INTEROP_VERBOSE && !(e instanceof CheckFailed)) console.error(e);
+        }
+        continue;
       }
+      if (differs) {
+        failed++;
+        console.log(
+          `FAIL ${label} ${binding} ${name}: passed, but is listed as an expected difference (fails with ${JSON.stringify(differs.failsWith)}): ${detail}`,
+        );
+      } else {
+        passed++;
+        console.log(`ok   ${label} ${binding} ${name} (${Math.round(performance.now() - start)} ms): ${detail}`);
+      }
+    }
+  }
+  if (!only.size) {
+    for (const key of expected.keys()) {
+      if (used.has(key)) continue;
+      failed++;
+      console.log(`FAIL ${label} expected-differences: the row (${key}) matches no check run`);
     }
   }
   return { passed, failed };
 }
 
 function parseArgs(argv) {
-  const args = { baseUrl: undefined, bindings: [], checks: new Set() };
+  const args = { baseUrl: undefined, bindings: [], checks: new Set(), label: 'js', expected: new Map() };
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--binding') {
+    if (argv[i] === '--label') {
+      args.label = argv[++i];
+    } else if (argv[i] === '--expect-differences') {
+      args.expected = loadExpectedDifferences(argv[++i], 'js');
+    } else if (argv[i] === '--binding') {
       const v = argv[++i];
       if (!BINDINGS.includes(v)) throw new Error(`--binding must be one of ${BINDINGS}`);
       args.bindings.push(v);
@@ -536,7 +597,11 @@ function parseArgs(argv) {
       throw new Error(`unexpected argument ${argv[i]}`);
     }
   }
-  if (!args.baseUrl) throw new Error('usage: node interop.mjs http://127.0.0.1:PORT [--binding B] [--check NAME]');
+  if (!args.baseUrl) {
+    throw new Error(
+      'usage: node interop.mjs http://127.0.0.1:PORT [--binding B] [--check NAME] [--label NAME] [--expect-differences FILE]',
+    );
+  }
   if (args.bindings.length === 0) args.bindings = BINDINGS;
   return args;
 }
@@ -546,13 +611,13 @@ let result;
 try {
   const card = await fetch(`${args.baseUrl}/.well-known/agent-card.json`, { signal: AbortSignal.timeout(5000) });
   if (!card.ok) throw new Error(`HTTP ${card.status}`);
-  result = await run(args.baseUrl, args.bindings, args.checks);
+  result = await run(args.baseUrl, args.bindings, args.checks, args.label, args.expected);
 } catch (e) {
-  console.log(`FAIL js agent-card: ${describe(e)}`);
+  console.log(`FAIL ${args.label} agent-card: ${describe(e)}`);
   result = { passed: 0, failed: 1 };
 }
 if (process.env.INTEROP_SUBTOTAL) {
-  console.log(`js subtotal passed=${result.passed} failed=${result.failed}`);
+  console.log(`${args.label} subtotal passed=${result.passed} failed=${result.failed}`);
 } else {
   console.log(`interop: ${result.passed} passed, ${result.failed} failed`);
 }

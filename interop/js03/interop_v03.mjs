@@ -1,12 +1,17 @@
 // Interop checks: the official A2A **v0.3** JS SDK (@a2a-js/sdk 0.3.14) against a running Trident
-// server's v0.3 compatibility layer, over the transports it ships without extra peers: JSON-RPC
-// and HTTP+JSON (its gRPC transport needs @grpc/grpc-js; the v0.3 Python client covers gRPC).
-// Usage: node interop_v03.mjs http://127.0.0.1:PORT. Last line: `js03 subtotal passed=N failed=M`
-// (INTEROP_SUBTOTAL=1) or `interop: N passed, M failed`.
+// server's v0.3 compatibility layer over all three of its transports: JSON-RPC, HTTP+JSON and gRPC
+// (`@a2a-js/sdk/client/grpc`, with its peers @grpc/grpc-js and @bufbuild/protobuf pinned in
+// package.json), each built from the URL the card's `additionalInterfaces` gives for it.
+// Usage: node interop_v03.mjs http://127.0.0.1:PORT [--label NAME]. Last line: `js03 subtotal
+// passed=N failed=M` (INTEROP_SUBTOTAL=1) or `interop: N passed, M failed`; `--label` replaces
+// `js03` in every line (interop/run.sh also runs this against `trident gateway` in front of a
+// 1.0-only agent).
 import { randomUUID } from "node:crypto";
 import { JsonRpcTransport, RestTransport } from "@a2a-js/sdk/client";
+import { GrpcTransport } from "@a2a-js/sdk/client/grpc";
 
 const base = process.argv[2].replace(/\/$/, "");
+const label = process.argv[3] === "--label" && process.argv[4] ? process.argv[4] : "js03";
 let passed = 0;
 let failed = 0;
 
@@ -17,10 +22,10 @@ async function check(name, fn) {
       new Promise((_, reject) => setTimeout(() => reject(new Error("timeout")), 30000)),
     ]);
     passed++;
-    console.log(`ok   js03 ${name}`);
+    console.log(`ok   ${label} ${name}`);
   } catch (e) {
     failed++;
-    console.log(`FAIL js03 ${name}: ${e?.stack ?? e}`);
+    console.log(`FAIL ${label} ${name}: ${e?.stack ?? e}`);
   }
 }
 
@@ -56,6 +61,7 @@ const byTransport = Object.fromEntries(
 for (const [tag, transport] of [
   ["jsonrpc", new JsonRpcTransport({ endpoint: byTransport.JSONRPC })],
   ["rest", new RestTransport({ endpoint: byTransport["HTTP+JSON"] })],
+  ["grpc", new GrpcTransport({ endpoint: byTransport.GRPC })],
 ]) {
   await check(`${tag} send-blocking`, async () => {
     const task = await transport.sendMessage({ message: user("hello js"), configuration: { blocking: true } });
@@ -105,13 +111,13 @@ for (const [tag, transport] of [
     try {
       await transport.getTask({ id: "no-such-task" });
     } catch (e) {
-      assert(/not found|-32001|404/i.test(String(e?.message ?? e)) || e?.constructor?.name === "TaskNotFoundError", String(e));
+      assert(/not found|-32001|404|NOT_FOUND/i.test(String(e?.message ?? e)) || e?.constructor?.name === "TaskNotFoundError", String(e));
       return;
     }
     throw new Error("no error for an unknown task");
   });
 }
 
-if (process.env.INTEROP_SUBTOTAL) console.log(`js03 subtotal passed=${passed} failed=${failed}`);
+if (process.env.INTEROP_SUBTOTAL) console.log(`${label} subtotal passed=${passed} failed=${failed}`);
 else console.log(`interop: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

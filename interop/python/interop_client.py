@@ -7,6 +7,13 @@ client for that binding (`ClientConfig.supported_protocol_bindings=[binding]`). 
 prints one line; the script ends with `interop: N passed, M failed` and exits non-zero when
 anything failed. With INTEROP_SUBTOTAL=1 (set by interop/run.sh, which prints the one total
 line itself) the closing line is `python subtotal passed=N failed=M` instead.
+
+`--label NAME` replaces `python` in those lines. `--expect-differences FILE` (a markdown table,
+e.g. interop/gateway03-expected.md, rows `| client | binding | check | fails with | why |`) names
+the checks that must FAIL with an error containing "fails with" (for a server that cannot hold
+them, e.g. a v0.3 agent behind `trident gateway`): such a check counts as passed only when it
+fails that way, and as failed when it passes or fails otherwise; a row that matches no check run
+is a failure too.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ from a2a.utils.errors import (
 )
 
 CHECK_TIMEOUT = 30.0
+# A check listed as an expected difference may fail by hanging (e.g. a stream that never
+# starts): it gets this long instead.
+DIFFERENCE_TIMEOUT = 10.0
 IDLE_SECONDS = 17.0
 BINDINGS = [TransportProtocol.JSONRPC.value, TransportProtocol.HTTP_JSON.value, TransportProtocol.GRPC.value]
 TRANSPORT_CLASS = {
@@ -547,29 +557,73 @@ CHECKS: list[tuple[str, Callable[[Binding], Awaitable[str]]]] = [
 ]
 
 
+def load_expected_differences(path: str, client: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """The rows of `path` for `client` (or `*`): (binding or `*`, check) -> (fails with, why)."""
+    rows: dict[tuple[str, str], tuple[str, str]] = {}
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            if not line.startswith('|'):
+                continue
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            if len(cells) != 5 or cells[0] == 'client' or set(cells[0]) <= set('-: '):
+                continue
+            who, binding, check, fails_with, why = cells
+            if who in (client, '*'):
+                rows[(binding.strip('`'), check.strip('`'))] = (fails_with.strip('`'), why)
+    return rows
+
+
 class Results:
-    def __init__(self) -> None:
+    def __init__(self, label: str = 'python', expected: dict[tuple[str, str], tuple[str, str]] | None = None) -> None:
         self.passed = 0
         self.failed = 0
+        self.label = label
+        self.expected = expected or {}
+        self.used: set[tuple[str, str]] = set()
+
+    def expectation(self, binding: str, name: str) -> tuple[str, str] | None:
+        for key in ((binding, name), ('*', name)):
+            if key in self.expected:
+                self.used.add(key)
+                return self.expected[key]
+        return None
 
     async def run_check(self, binding: str, name: str, check: Callable[[], Awaitable[str]], timeout: float) -> None:
+        label = self.label
+        differs = self.expectation(binding, name)
+        if differs is not None:
+            timeout = min(timeout, DIFFERENCE_TIMEOUT)
         start = time.monotonic()
         try:
             detail = await asyncio.wait_for(check(), timeout)
         except Exception as e:  # noqa: BLE001
-            self.failed += 1
             kind = 'timeout' if isinstance(e, TimeoutError) else type(e).__name__
-            print(f'FAIL python {binding} {name}: {kind}: {e}', flush=True)
+            if differs is not None and differs[0] in f'{kind}: {e}':
+                self.passed += 1
+                print(f'ok   {label} {binding} {name}: expected difference ({differs[1]}): {kind}: {short(e)}', flush=True)
+                return
+            self.failed += 1
+            want = f' (expected to fail with {differs[0]!r})' if differs is not None else ''
+            print(f'FAIL {label} {binding} {name}{want}: {kind}: {e}', flush=True)
             if os.environ.get('INTEROP_VERBOSE') and not isinstance(e, CheckFailed):
                 traceback.print_exc()
         else:
-            self.passed += 1
             ms = (time.monotonic() - start) * 1000
-            print(f'ok   python {binding} {name} ({ms:.0f} ms): {detail}', flush=True)
+            if differs is not None:
+                self.failed += 1
+                print(f'FAIL {label} {binding} {name}: passed, but is listed as an expected difference '
+                      f'(fails with {differs[0]!r}): {detail}', flush=True)
+                return
+            self.passed += 1
+            print(f'ok   {label} {binding} {name} ({ms:.0f} ms): {detail}', flush=True)
+
+    def unused_rows(self) -> None:
+        for binding, name in sorted(set(self.expected) - self.used):
+            self.failed += 1
+            print(f'FAIL {self.label} expected-differences: the row ({binding}, {name}) matches no check run', flush=True)
 
 
-async def run(base_url: str, bindings: list[str], only: set[str]) -> tuple[int, int]:
-    results = Results()
+async def run(base_url: str, bindings: list[str], only: set[str], results: Results) -> tuple[int, int]:
     # The idle-stream checks wait IDLE_SECONDS each: run them alongside everything else.
     idle = [
         asyncio.create_task(
@@ -588,7 +642,7 @@ async def run(base_url: str, bindings: list[str], only: set[str]) -> tuple[int, 
         try:
             await asyncio.wait_for(b.open(), CHECK_TIMEOUT)
         except Exception as e:  # noqa: BLE001
-            print(f'FAIL python {binding} client-from-card: {type(e).__name__}: {e}', flush=True)
+            print(f'FAIL {results.label} {binding} client-from-card: {type(e).__name__}: {e}', flush=True)
             results.failed += 1
             continue
         try:
@@ -598,6 +652,8 @@ async def run(base_url: str, bindings: list[str], only: set[str]) -> tuple[int, 
         finally:
             await b.close()
     await asyncio.gather(*idle)
+    if not only:
+        results.unused_rows()
     return results.passed, results.failed
 
 
@@ -606,19 +662,26 @@ def main() -> int:
     parser.add_argument('base_url', help='server origin, e.g. http://127.0.0.1:8080')
     parser.add_argument('--binding', action='append', choices=BINDINGS, help='default: all three')
     parser.add_argument('--check', action='append', default=[], help='run only these checks')
+    parser.add_argument('--label', default='python', help='the name in the output lines')
+    parser.add_argument(
+        '--expect-differences', metavar='FILE', help='checks that must fail, and how (see above)'
+    )
     args = parser.parse_args()
+    label = args.label
+    expected = load_expected_differences(args.expect_differences, 'python') if args.expect_differences else {}
 
     # Fail fast (and clearly) when the server is not there at all.
     try:
         httpx.get(f'{args.base_url}/.well-known/agent-card.json', timeout=5).raise_for_status()
     except Exception as e:  # noqa: BLE001
-        print(f'FAIL python agent-card: {e}', flush=True)
+        print(f'FAIL {label} agent-card: {e}', flush=True)
         passed, failed = 0, 1
     else:
-        passed, failed = asyncio.run(run(args.base_url, args.binding or BINDINGS, set(args.check)))
+        results = Results(label, expected)
+        passed, failed = asyncio.run(run(args.base_url, args.binding or BINDINGS, set(args.check), results))
 
     if os.environ.get('INTEROP_SUBTOTAL'):
-        print(f'python subtotal passed={passed} failed={failed}', flush=True)
+        print(f'{label} subtotal passed={passed} failed={failed}', flush=True)
     else:
         print(f'interop: {passed} passed, {failed} failed', flush=True)
     return 1 if failed else 0

@@ -1,7 +1,7 @@
 """Interop checks: the official A2A **v0.3** Python SDK (PyPI `a2a-sdk==0.3.26`) against a running
 Trident server's v0.3 compatibility layer.
 
-Usage: python interop_v03.py http://127.0.0.1:PORT
+Usage: python interop_v03.py http://127.0.0.1:PORT [--label NAME] [--push-shape 0.3|1.0]
 
 The SDK's own `A2ACardResolver` reads Trident's (combined) card and its `ClientFactory` builds a
 client for each binding it supports (JSONRPC, HTTP+JSON, GRPC). Per binding: blocking send,
@@ -11,12 +11,16 @@ configuration set through the SDK (each POST read with the SDK's own `Task` mode
 cases; over JSON-RPC also push-config list/delete (the v0.3 client has no method for them: raw
 requests, answers validated with the SDK's own pydantic models) and an `A2A-Version: 1.0`
 request that must be refused. Every check prints one line; the last line is
-`python03 subtotal passed=N failed=M` (INTEROP_SUBTOTAL=1) or `interop: N passed, M failed`.
+`python03 subtotal passed=N failed=M` (INTEROP_SUBTOTAL=1) or `interop: N passed, M failed`;
+`--label NAME` replaces `python03` in those lines (interop/run.sh also runs this script against
+`trident gateway` in front of a 1.0-only agent).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import os
 import sys
 import traceback
@@ -46,6 +50,10 @@ from a2a.types import (
 )
 
 TIMEOUT = 30.0
+LABEL = "python03"
+# "0.3", or "1.0" through `trident gateway` in front of a 1.0 agent: the upstream holds the
+# configuration as a 1.0 one and notifies in 1.0's shape (README "A2A v0.3 clients").
+PUSH_SHAPE = "0.3"
 passed = 0
 failed = 0
 
@@ -54,10 +62,10 @@ def report(ok: bool, name: str, detail: str = "") -> None:
     global passed, failed
     if ok:
         passed += 1
-        print(f"ok   python03 {name}")
+        print(f"ok   {LABEL} {name}")
     else:
         failed += 1
-        print(f"FAIL python03 {name}: {detail}")
+        print(f"FAIL {LABEL} {name}: {detail}")
 
 
 async def check(name: str, coro) -> None:
@@ -236,6 +244,18 @@ async def binding_checks(base: str, card, transport: str, http: httpx.AsyncClien
         await blocking.set_task_callback(config)
         done = await last_task(blocking, user("Ada", task_id=task.id, context_id=task.context_id))
         assert done.status.state == TaskState.completed, done.status.state
+        while PUSH_SHAPE == "1.0":
+            # A 1.0 StreamResponse: exactly one of task / statusUpdate / artifactUpdate.
+            headers, body = await hooks.next(path)
+            assert headers.get("a2a-notification-token") == f"tok-{tag}", headers
+            assert headers.get("content-type", "").startswith("application/a2a+json"), headers
+            posted = json.loads(body)
+            kinds = [k for k in ("task", "statusUpdate", "artifactUpdate", "message") if k in posted]
+            assert len(kinds) == 1, posted
+            event = posted[kinds[0]]
+            assert event.get("id", event.get("taskId")) == task.id, posted
+            if event.get("status", {}).get("state") == "TASK_STATE_COMPLETED":
+                return
         while True:
             headers, body = await hooks.next(path)
             assert headers.get("x-a2a-notification-token") == f"tok-{tag}", headers
@@ -284,7 +304,7 @@ async def binding_checks(base: str, card, transport: str, http: httpx.AsyncClien
         ("cancel", cancel),
         ("resubscribe", resubscribe),
         ("push-config-set-get", push_set_get),
-        ("push-delivery (v0.3 Task body)", push_delivery),
+        (f"push-delivery ({'v0.3 Task' if PUSH_SHAPE == '0.3' else '1.0 StreamResponse'} body)", push_delivery),
         ("error-task-not-found", unknown_task),
         ("error-task-not-cancelable", cancel_completed),
     ]:
@@ -348,7 +368,15 @@ async def jsonrpc_raw_checks(base: str, http: httpx.AsyncClient) -> None:
 
 
 async def main() -> int:
-    base = sys.argv[1].rstrip("/")
+    global LABEL, PUSH_SHAPE
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("base_url")
+    parser.add_argument("--label", default=LABEL)
+    parser.add_argument("--push-shape", choices=["0.3", "1.0"], default=PUSH_SHAPE)
+    args = parser.parse_args()
+    LABEL = args.label
+    PUSH_SHAPE = args.push_shape
+    base = args.base_url.rstrip("/")
     await hooks.start()
     async with httpx.AsyncClient(timeout=TIMEOUT) as http:
         card = None
@@ -368,7 +396,7 @@ async def main() -> int:
                 await binding_checks(base, card, transport, http)
         await jsonrpc_raw_checks(base, http)
     if os.environ.get("INTEROP_SUBTOTAL"):
-        print(f"python03 subtotal passed={passed} failed={failed}")
+        print(f"{LABEL} subtotal passed={passed} failed={failed}")
     else:
         print(f"interop: {passed} passed, {failed} failed")
     return 1 if failed else 0

@@ -55,6 +55,41 @@ pub enum Transport {
     V03JsonRpc,
     /// Our v0.3 HTTP+JSON client to that server.
     V03Rest,
+    /// Our gRPC client (speaking v0.3, `a2a.v1.A2AService`) to `interop/python03/agent.py`, the
+    /// demo agent built with the official v0.3 Python SDK (the interpreter comes from
+    /// `TRIDENT_INTEROP_PYTHON03`).
+    Py03Grpc,
+    /// Our JSON-RPC client (speaking v0.3) to the v0.3 Python SDK agent.
+    Py03JsonRpc,
+    /// Our HTTP+JSON client (speaking v0.3) to the v0.3 Python SDK agent.
+    Py03Rest,
+}
+
+/// Which official Python SDK built the agent of a `Py*` transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PythonSdk {
+    /// `a2a-sdk` 1.x (A2A 1.0): `interop/python/agent.py` under `$TRIDENT_INTEROP_PYTHON`.
+    V1,
+    /// `a2a-sdk` 0.3.x (A2A 0.3): `interop/python03/agent.py` under `$TRIDENT_INTEROP_PYTHON03`.
+    V03,
+}
+
+impl PythonSdk {
+    /// The environment variable naming the interpreter with this SDK installed.
+    fn interpreter_var(self) -> &'static str {
+        match self {
+            PythonSdk::V1 => "TRIDENT_INTEROP_PYTHON",
+            PythonSdk::V03 => "TRIDENT_INTEROP_PYTHON03",
+        }
+    }
+
+    /// The agent script, relative to the workspace root.
+    fn script(self) -> &'static str {
+        match self {
+            PythonSdk::V1 => "interop/python/agent.py",
+            PythonSdk::V03 => "interop/python03/agent.py",
+        }
+    }
 }
 
 impl Transport {
@@ -64,7 +99,18 @@ impl Transport {
             Transport::PyGrpc | Transport::GatewayGrpc => Some(trident_client::Binding::Grpc),
             Transport::PyJsonRpc => Some(trident_client::Binding::JsonRpc),
             Transport::PyRest | Transport::GatewayRest => Some(trident_client::Binding::Rest),
+            Transport::Py03Grpc => Some(trident_client::Binding::Grpc),
+            Transport::Py03JsonRpc => Some(trident_client::Binding::JsonRpc),
+            Transport::Py03Rest => Some(trident_client::Binding::Rest),
             _ => None,
+        }
+    }
+
+    /// The SDK of the Python agent a transport reaches.
+    fn python_sdk(self) -> PythonSdk {
+        match self {
+            Transport::Py03Grpc | Transport::Py03JsonRpc | Transport::Py03Rest => PythonSdk::V03,
+            _ => PythonSdk::V1,
         }
     }
 
@@ -191,7 +237,13 @@ pub async fn spawn_server_with(
 impl Fixture {
     pub async fn new(transport: Transport, variant: Variant) -> Self {
         if let Some(binding) = transport.python_binding() {
-            return Self::python(binding, variant, transport.via_gateway()).await;
+            return Self::python(
+                transport.python_sdk(),
+                binding,
+                variant,
+                transport.via_gateway(),
+            )
+            .await;
         }
         let mut card = trident_core::default_card("Demo", "Every demo behaviour");
         let caps = card.capabilities.get_or_insert_with(Default::default);
@@ -251,7 +303,10 @@ impl Fixture {
             | Transport::PyJsonRpc
             | Transport::PyRest
             | Transport::GatewayGrpc
-            | Transport::GatewayRest => unreachable!("handled above"),
+            | Transport::GatewayRest
+            | Transport::Py03Grpc
+            | Transport::Py03JsonRpc
+            | Transport::Py03Rest => unreachable!("handled above"),
             Transport::V03Grpc => Arc::new(
                 trident_grpc::V03Client::connect_with(
                     &interfaces.grpc,
@@ -290,19 +345,27 @@ impl Fixture {
         }
     }
 
-    /// Starts the Python SDK agent and connects our client of `binding` to it, through its card
-    /// — or, `via_gateway`, starts it serving JSON-RPC only and connects to `trident gateway` in
-    /// front of it.
-    async fn python(binding: trident_client::Binding, variant: Variant, via_gateway: bool) -> Self {
+    /// Starts the Python agent of `sdk` and connects our client of `binding` to it, through its
+    /// card (a v0.3 card makes our client speak v0.3) — or, `via_gateway`, starts it serving
+    /// JSON-RPC only and connects to `trident gateway` in front of it.
+    async fn python(
+        sdk: PythonSdk,
+        binding: trident_client::Binding,
+        variant: Variant,
+        via_gateway: bool,
+    ) -> Self {
         assert!(
             variant == Variant::default(),
             "the Python SDK agent has no capability switches: {variant:?}"
         );
-        let agent = PythonAgent::start(if via_gateway {
-            &["--jsonrpc-only"][..]
-        } else {
-            &[]
-        })
+        let agent = PythonAgent::start_sdk(
+            sdk,
+            if via_gateway {
+                &["--jsonrpc-only"][..]
+            } else {
+                &[]
+            },
+        )
         .await;
         let gateway = if via_gateway {
             Some(crate::process::Trident::gateway(&agent.card_url, &[]).await)
@@ -315,8 +378,10 @@ impl Fixture {
         let card = trident_client::fetch_card(&card_url)
             .await
             .expect("the agent's card");
-        let (_, interface) = trident_client::choose(&card, &[binding])
-            .unwrap_or_else(|| panic!("the Python agent's card offers {binding:?}"));
+        // `Auto`: the 1.x interface of the binding, else (a v0.3 agent's card) its 0.3 one.
+        let (_, interface) =
+            trident_client::choose_for(&card, &[binding], trident_client::Protocol::Auto)
+                .unwrap_or_else(|| panic!("the Python agent's card offers {binding:?}"));
         let svc = trident_client::client(binding, &interface)
             .await
             .expect("client of the Python agent");
@@ -366,7 +431,8 @@ impl Fixture {
         let card = trident_client::fetch_card(&card_url)
             .await
             .expect("the server's card");
-        let (binding, interface) = trident_client::choose(&card, &[binding])?;
+        let (binding, interface) =
+            trident_client::choose_for(&card, &[binding], trident_client::Protocol::Auto)?;
         Some(trident_conformance::Wire {
             binding,
             interface,
@@ -400,8 +466,9 @@ impl trident_conformance::Target for Local {
     }
 }
 
-/// `interop/python/agent.py` running under `$TRIDENT_INTEROP_PYTHON` on free loopback ports;
-/// killed on drop. Its stderr is discarded unless `TRIDENT_INTEROP_VERBOSE` is set.
+/// A Python SDK agent (`interop/python/agent.py` under `$TRIDENT_INTEROP_PYTHON`, or the v0.3
+/// one: [`PythonSdk`]) running on free loopback ports; killed on drop. Its stderr is discarded
+/// unless `TRIDENT_INTEROP_VERBOSE` is set.
 pub struct PythonAgent {
     child: std::process::Child,
     /// The URL of its agent card.
@@ -413,13 +480,18 @@ pub struct PythonAgent {
 }
 
 impl PythonAgent {
-    /// Starts the agent with these extra arguments and waits until it serves.
+    /// Starts the 1.0 SDK's agent with these extra arguments and waits until it serves.
     pub async fn start(extra: &[&str]) -> Self {
-        let python = std::env::var_os("TRIDENT_INTEROP_PYTHON").expect(
-            "TRIDENT_INTEROP_PYTHON names a Python with the official a2a-sdk (see interop/run.sh)",
-        );
-        let script =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("interop/python/agent.py");
+        Self::start_sdk(PythonSdk::V1, extra).await
+    }
+
+    /// Starts the agent built with `sdk` with these extra arguments and waits until it serves.
+    pub async fn start_sdk(sdk: PythonSdk, extra: &[&str]) -> Self {
+        let var = sdk.interpreter_var();
+        let python = std::env::var_os(var).unwrap_or_else(|| {
+            panic!("{var} names a Python with the official a2a-sdk (see interop/run.sh)")
+        });
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(sdk.script());
         let stderr = if std::env::var_os("TRIDENT_INTEROP_VERBOSE").is_some() {
             std::process::Stdio::inherit()
         } else {
