@@ -171,6 +171,8 @@ struct Counters {
     first_error: Mutex<Option<String>>,
     response_bytes: AtomicU64,
     stop: AtomicBool,
+    /// Request ids from this one on are not sent (a counted load).
+    limit: Option<u64>,
 }
 
 impl Counters {
@@ -183,6 +185,19 @@ impl Counters {
 
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// The id of the next request to send, or `None` once the load is stopped or has sent
+    /// its count.
+    fn next(&self) -> Option<u64> {
+        if self.stopped() {
+            return None;
+        }
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        match self.limit {
+            Some(limit) if n >= limit => None,
+            _ => Some(n),
+        }
     }
 }
 
@@ -213,7 +228,31 @@ impl Load {
         target: &Target,
         connections: usize,
     ) -> Result<Load, String> {
-        let counters = Arc::new(Counters::default());
+        Self::start_with(binding, target, connections, Counters::default()).await
+    }
+
+    /// Like [`Load::start`], but the workers send `requests` requests in all and then end
+    /// ([`Load::finish`] waits for them).
+    pub async fn start_counted(
+        binding: Binding,
+        target: &Target,
+        connections: usize,
+        requests: u64,
+    ) -> Result<Load, String> {
+        let counters = Counters {
+            limit: Some(requests),
+            ..Counters::default()
+        };
+        Self::start_with(binding, target, connections, counters).await
+    }
+
+    async fn start_with(
+        binding: Binding,
+        target: &Target,
+        connections: usize,
+        counters: Counters,
+    ) -> Result<Load, String> {
+        let counters = Arc::new(counters);
         let mut workers = Vec::with_capacity(connections);
         match binding {
             Binding::Rest | Binding::Jsonrpc => {
@@ -257,6 +296,12 @@ impl Load {
     /// Stops sending, waits for the requests in flight and returns the totals.
     pub async fn stop(self) -> Summary {
         self.counters.stop.store(true, Ordering::Relaxed);
+        self.finish().await
+    }
+
+    /// Waits for the workers to end (a counted load's end once all are sent) and returns the
+    /// totals.
+    pub async fn finish(self) -> Summary {
         for worker in self.workers {
             if let Err(e) = worker.await {
                 self.counters.fail(format!("worker ended abnormally: {e}"));
@@ -417,8 +462,7 @@ async fn http_worker(
     path: String,
     counters: Arc<Counters>,
 ) {
-    while !counters.stopped() {
-        let n = counters.next_id.fetch_add(1, Ordering::Relaxed);
+    while let Some(n) = counters.next() {
         let body = match binding {
             Binding::Jsonrpc => payload::jsonrpc_body(n),
             _ => payload::rest_body(n),
@@ -491,8 +535,7 @@ async fn http_call(
 
 async fn grpc_worker(channel: Channel, counters: Arc<Counters>) {
     let mut client = A2aServiceClient::new(channel);
-    while !counters.stopped() {
-        let n = counters.next_id.fetch_add(1, Ordering::Relaxed);
+    while let Some(n) = counters.next() {
         let sent = Instant::now();
         match client.send_message(grpc_request(n)).await {
             Ok(response) => {

@@ -69,6 +69,11 @@ enum Command {
         /// The server's pid, to report its CPU time per request.
         #[arg(long)]
         server_pid: Option<u32>,
+        /// Send this many requests (no warm-up, `--duration` ignored) and print the exact
+        /// number answered: a fixed amount of work, for instruction counts under callgrind
+        /// (`bench/profile-sqlite.sh`).
+        #[arg(long)]
+        requests: Option<u64>,
     },
     /// Measure every binding against the raw and the Trident server; print markdown tables.
     Run {
@@ -214,15 +219,17 @@ fn main() -> ExitCode {
             duration,
             warmup,
             server_pid,
-        } => client_runtime().and_then(|rt| {
-            rt.block_on(load(
+            requests,
+        } => client_runtime().and_then(|rt| match requests {
+            Some(n) => rt.block_on(load_count(binding, target, connections, n)),
+            None => rt.block_on(load(
                 binding,
                 target,
                 connections,
                 secs(duration)?,
                 secs(warmup)?,
                 server_pid,
-            ))
+            )),
         }),
         Command::Run {
             duration,
@@ -374,6 +381,29 @@ async fn load(
         print!(", server {us:.2} µs/req ({:.0}% of a core)", util * 100.0);
     }
     println!(", {} errors", summary.errors);
+    match summary.first_error {
+        Some(e) => Err(format!("{} requests failed; first: {e}", summary.errors)),
+        None => Ok(()),
+    }
+}
+
+/// Sends `n` requests (`connections` in flight) and prints how many were answered correctly.
+async fn load_count(
+    binding: Binding,
+    target: SocketAddr,
+    connections: usize,
+    n: u64,
+) -> Result<(), String> {
+    let connections = connections.clamp(1, usize::try_from(n.max(1)).unwrap_or(usize::MAX));
+    let load = Load::start_counted(binding, &Target::single(target), connections, n).await?;
+    let summary = load.finish().await;
+    println!(
+        "{} {target}: {} answered, {} errors, {} connections",
+        binding.name(),
+        summary.ok,
+        summary.errors,
+        connections
+    );
     match summary.first_error {
         Some(e) => Err(format!("{} requests failed; first: {e}", summary.errors)),
         None => Ok(()),
