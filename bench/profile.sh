@@ -9,7 +9,8 @@
 # (`callgrind_control -z`), exactly REQUESTS more are sent (`trident-bench load --requests`),
 # and the counters are dumped (`callgrind_control --dump`). The dump holds the cost of those
 # REQUESTS requests alone (no start-up, no warm-up): Ir / REQUESTS is the figure. The dumps are
-# kept in OUT for `callgrind_annotate` (top functions, inclusive and exclusive).
+# kept in OUT; bench/callgrind_top.py prints their top functions per request, exclusive and
+# inclusive (callgrind_annotate 3.19 folds a dump taken with --dump into one entry).
 #
 # Usage: bash bench/profile.sh [--requests N] [--warmup N] [--connections C] [--store SPEC]
 #                              [--bindings "jsonrpc rest grpc"] [--servers "raw trident"]
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$(dirname "$0")/.."
-for tool in valgrind callgrind_control callgrind_annotate; do
+for tool in valgrind callgrind_control python3; do
     command -v "$tool" >/dev/null || { echo "$tool is needed (apt-get install valgrind)" >&2; exit 1; }
 done
 if [ "$build" = 1 ]; then
@@ -134,11 +135,12 @@ for binding in $bindings; do
     echo "| $binding | ${r:--} | ${t:--} | ${ratio:--} |"
 done
 echo
-echo "Dumps: $out/<server>-<binding>.out; e.g."
-echo "  callgrind_annotate --inclusive=yes $out/trident-jsonrpc.out | head -n $((top + 25))"
-if [ -f "$out/trident-jsonrpc.out" ] || [ -f "$out/trident-$(echo "$bindings" | awk '{print $1}').out" ]; then
-    first=$(echo "$bindings" | awk '{print $1}')
-    echo
-    echo "Top $top exclusive, trident-$first:"
-    callgrind_annotate "$out/trident-$first.out" 2>/dev/null | sed -n "/^Ir/,\$p" | head -n $((top + 3))
-fi
+echo "Dumps: $out/<server>-<binding>.out (callgrind format). Top functions per request:"
+echo "  python3 bench/callgrind_top.py $out/trident-jsonrpc.out $requests $top"
+for binding in $bindings; do
+    if [ -f "$out/trident-$binding.out" ]; then
+        echo
+        echo "trident-$binding:"
+        python3 bench/callgrind_top.py "$out/trident-$binding.out" "$requests" "$top"
+    fi
+done
