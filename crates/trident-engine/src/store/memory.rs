@@ -207,12 +207,6 @@ impl Log {
     }
 }
 
-/// Whether a task committed as `record` is kept encoded: ended and leased by nobody, nothing
-/// will change it any more (as a rule).
-fn packs(record: &TaskRecord) -> bool {
-    record.task.state().is_terminal() && record.lease.is_none()
-}
-
 /// A stored task: its body and what later appends changed (the events themselves are in the
 /// log).
 #[derive(Debug)]
@@ -236,14 +230,9 @@ impl Stored {
         Self {
             ended: 0,
             log: Log::default(),
-            // A task stored as ended is packed at once (see `write`): no snapshot to clone.
-            body: if packs(record) {
-                Body::Packed(Box::default())
-            } else {
-                Body::Open {
-                    snapshot: Box::new(record.task.clone()),
-                    seq: record.last_seq,
-                }
+            body: Body::Open {
+                snapshot: Box::new(record.task.clone()),
+                seq: record.last_seq,
             },
             last_seq: record.last_seq,
             turn: record.turn,
@@ -589,7 +578,7 @@ impl MemoryStore {
             log.extend_from_slice(events);
         }
         if !fresh {
-            if snapshot && !packs(record) {
+            if snapshot {
                 stored.body = Body::Open {
                     snapshot: Box::new(record.task.clone()),
                     seq: record.last_seq,
@@ -602,7 +591,7 @@ impl MemoryStore {
             (false, mark) if mark != 0 => stored.ended = 0,
             _ => {}
         }
-        if packs(record) {
+        if stored.state.is_terminal() && stored.lease.is_none() {
             // Nothing will change it any more (as a rule): keep it encoded.
             use prost::Message as _;
             stored.body = Body::Packed(record.task.encode_to_vec().into_boxed_slice());
