@@ -35,7 +35,7 @@ pub use limits::{CallerLimits, Limited};
 /// OTLP export of the spans and metrics (cargo feature `otlp`).
 #[cfg(feature = "otlp")]
 pub use observe::otlp;
-pub use observe::{Metrics, Observed, observed_stores};
+pub use observe::{CALL_TARGET, Metrics, Observed, observed_stores};
 pub use proxy::{ForwardedHeader, IpNet, ProxyOptions};
 pub use trident_grpc::GrpcOptions;
 pub use trident_jsonrpc::JsonRpcOptions;

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Top functions of a callgrind dump, exclusive (self) and inclusive, per request.
+
+Usage: callgrind_top.py DUMP REQUESTS [K]
+
+Reads the callgrind format directly (name compression, `calls=` lines), so it works on the
+dumps `callgrind_control --dump` writes. Inclusive cost = self + the cost of calls made
+(recursion counted once per call site, as callgrind records it).
+"""
+import re
+import sys
+from collections import defaultdict
+
+
+def parse(path):
+    names = {"fn": {}, "cfn": {}}
+    self_cost = defaultdict(int)
+    incl_calls = defaultdict(int)
+    fn = None
+    after_calls = False
+    total = 0
+    comp = {}
+
+    def name(kind, value):
+        m = re.match(r"\((\d+)\)(?: (.*))?", value)
+        if not m:
+            return value
+        key, label = m.group(1), m.group(2)
+        if label is not None:
+            comp[key] = label
+        return comp.get(key, value)
+
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            c = line[0]
+            if c.isdigit() or c in "+-*":
+                parts = line.split()
+                if len(parts) < 2:
+                    continue
+                cost = int(parts[1])
+                if after_calls:
+                    incl_calls[fn] += cost
+                    after_calls = False
+                else:
+                    self_cost[fn] += cost
+                    total += cost
+                continue
+            if line.startswith("fn="):
+                fn = name("fn", line[3:])
+            elif line.startswith("cfn=") or line.startswith("cfi=") or line.startswith("cob="):
+                if line.startswith("cfn="):
+                    name("fn", line[4:])
+            elif line.startswith("calls="):
+                after_calls = True
+    return self_cost, incl_calls, total
+
+
+def main():
+    path, requests = sys.argv[1], int(sys.argv[2])
+    k = int(sys.argv[3]) if len(sys.argv) > 3 else 25
+    self_cost, incl_calls, total = parse(path)
+    print(f"total: {total / requests:,.0f} Ir/request")
+    short = lambda n: (n if len(n) <= 110 else n[:107] + "...")
+    print(f"\ntop {k} exclusive (Ir/request, share):")
+    for fn, c in sorted(self_cost.items(), key=lambda x: -x[1])[:k]:
+        print(f"{c / requests:>10,.0f} {100 * c / total:5.1f}%  {short(fn)}")
+    incl = {fn: self_cost.get(fn, 0) + incl_calls.get(fn, 0) for fn in set(self_cost) | set(incl_calls)}
+    print(f"\ntop {k} inclusive (Ir/request, share):")
+    for fn, c in sorted(incl.items(), key=lambda x: -x[1])[:k]:
+        print(f"{c / requests:>10,.0f} {100 * c / total:5.1f}%  {short(fn)}")
+
+
+if __name__ == "__main__":
+    main()
