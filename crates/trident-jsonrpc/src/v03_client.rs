@@ -13,7 +13,7 @@ use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, read_body};
 use trident_v03::client::{self as v03c, Call};
 use trident_v03::jsonrpc::{self as rpc, Method};
 
-use crate::client::{chunks, transport_error};
+use crate::client::{chunks, post_envelope, transport_error};
 
 /// A JSON-RPC client of one A2A v0.3 interface.
 #[derive(Debug)]
@@ -72,31 +72,14 @@ impl V03Client {
         stream: bool,
     ) -> reqwest::RequestBuilder {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = serde_json::json!({
-            "jsonrpc": "2.0", "id": id, "method": method.name(), "params": params,
-        });
-        let mut builder = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header(
-                "accept",
-                if stream {
-                    "text/event-stream"
-                } else {
-                    "application/json"
-                },
-            )
-            .body(body.to_string());
-        let params = cx.outgoing_service_params();
-        for (name, value) in &self.headers {
-            if !params.iter().any(|(n, _)| name.as_str() == *n) {
-                builder = builder.header(name, value);
-            }
-        }
-        for (name, value) in params {
-            builder = builder.header(name, value);
-        }
+        let mut builder = post_envelope(
+            &self.http,
+            &self.url,
+            &self.headers,
+            cx,
+            (id, method.name(), params),
+            stream,
+        );
         // v0.3's name of the extensions header, beside 1.0's.
         if !cx.extensions.is_empty() {
             builder = builder.header("x-a2a-extensions", cx.extensions.join(","));

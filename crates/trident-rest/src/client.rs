@@ -34,6 +34,26 @@ pub(crate) fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -
     A2aError::caused_by(format_args!("HTTP+JSON {what}"), e, timed_out)
 }
 
+/// `builder` with the client's `defaults` headers, then the call's service parameters
+/// ([`CallContext::outgoing_service_params`]), which win over a default of the same name. The
+/// 1.0 and the v0.3 client both send through it.
+pub(crate) fn with_call_headers(
+    mut builder: reqwest::RequestBuilder,
+    defaults: &reqwest::header::HeaderMap,
+    cx: &CallContext,
+) -> reqwest::RequestBuilder {
+    let params = cx.outgoing_service_params();
+    for (name, value) in defaults {
+        if !params.iter().any(|(n, _)| name.as_str() == *n) {
+            builder = builder.header(name, value);
+        }
+    }
+    for (name, value) in params {
+        builder = builder.header(name, value);
+    }
+    builder
+}
+
 /// The chunks of a response body, their failures described with their cause.
 pub(crate) fn chunks(
     response: reqwest::Response,
@@ -111,16 +131,7 @@ impl RestClient {
         let url = format!("{}{}", self.base, path_of(route, &bound));
         let method = reqwest::Method::from_bytes(route.method.as_bytes())
             .map_err(|e| A2aError::internal(e.to_string()))?;
-        let mut builder = self.http.request(method, url);
-        let params = cx.outgoing_service_params();
-        for (name, value) in &self.headers {
-            if !params.iter().any(|(n, _)| name.as_str() == *n) {
-                builder = builder.header(name, value);
-            }
-        }
-        for (name, value) in params {
-            builder = builder.header(name, value);
-        }
+        let mut builder = with_call_headers(self.http.request(method, url), &self.headers, cx);
         builder = builder.header(
             "accept",
             if stream {

@@ -11,7 +11,7 @@ use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, read_body};
 use trident_v03::client::{self as v03c, Call};
 use trident_v03::rest::{self, HttpCall};
 
-use crate::client::{chunks, transport_error};
+use crate::client::{chunks, transport_error, with_call_headers};
 
 /// An HTTP+JSON client of one A2A v0.3 interface.
 #[derive(Debug, Clone)]
@@ -67,15 +67,7 @@ impl V03Client {
         if !call.query.is_empty() {
             builder = builder.query(&call.query);
         }
-        let params = cx.outgoing_service_params();
-        for (name, value) in &self.headers {
-            if !params.iter().any(|(n, _)| name.as_str() == *n) {
-                builder = builder.header(name, value);
-            }
-        }
-        for (name, value) in params {
-            builder = builder.header(name, value);
-        }
+        builder = with_call_headers(builder, &self.headers, cx);
         if !cx.extensions.is_empty() {
             builder = builder.header("x-a2a-extensions", cx.extensions.join(","));
         }
