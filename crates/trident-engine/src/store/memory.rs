@@ -255,14 +255,28 @@ struct Stored {
 }
 
 impl Stored {
-    fn new(record: &TaskRecord) -> Self {
+    /// A new task stored from `record` with its first `events`; `packs` keeps it encoded at
+    /// once (see [`MemoryStore::write`]), built from the record without a copy of the task.
+    fn new(record: &TaskRecord, events: &[LoggedEvent], packs: bool) -> Self {
+        let (body, log) = if packs {
+            use prost::Message as _;
+            (
+                Body::Packed(record.task.encode_to_vec().into_boxed_slice()),
+                Log::pack(events),
+            )
+        } else {
+            (
+                Body::Open {
+                    snapshot: Box::new(record.task.clone()),
+                    seq: record.last_seq,
+                },
+                Log::Open(events.to_vec()),
+            )
+        };
         Self {
             ended: 0,
-            log: Log::default(),
-            body: Body::Open {
-                snapshot: Box::new(record.task.clone()),
-                seq: record.last_seq,
-            },
+            log,
+            body,
             last_seq: record.last_seq,
             turn: record.turn,
             lease: record.lease.clone(),
@@ -567,6 +581,15 @@ impl MemoryStore {
                 })
     }
 
+    /// Queues a task that just became terminal, or takes one that no longer is out of the queue.
+    fn settled(&self, scope: &Scope, id: &str, stored: &mut Stored) {
+        match (stored.state.is_terminal(), stored.ended) {
+            (true, 0) => self.note_ended(scope, id, stored),
+            (false, mark) if mark != 0 => stored.ended = 0,
+            _ => {}
+        }
+    }
+
     /// Checks and performs a commit; `snapshot` stores `record.task` as the task's snapshot.
     fn write(
         &self,
@@ -591,38 +614,37 @@ impl MemoryStore {
             return Err(StoreError::Conflict);
         }
         let stored_seq = stored;
-        let (stored, fresh) = match slot {
-            Entry::Occupied(o) => (o.into_mut(), false),
+        // A task nothing will change any more (as a rule) is kept encoded: see below.
+        let packs = record.task.state().is_terminal() && record.lease.is_none();
+        let stored = match slot {
+            Entry::Occupied(o) => o.into_mut(),
             Entry::Vacant(v) => {
+                // A new task: its log is `events`, its body the record (encoded at once when
+                // it packs).
                 self.held.fetch_add(1, Ordering::Relaxed);
-                (v.insert(Stored::new(record)), true)
+                let stored = v.insert(Stored::new(record, events, packs));
+                self.settled(scope, id, stored);
+                drop(tasks);
+                self.enforce();
+                return Ok(());
             }
         };
         if !events.is_empty() {
-            // A new task's log is empty, so a new task is never left behind by this error.
             let log = stored.log.open();
             if log.last().map_or(0, |e| e.seq) != stored_seq {
                 return Err(StoreError::Conflict);
             }
             log.extend_from_slice(events);
         }
-        // A task nothing will change any more (as a rule) is kept encoded: see below.
-        let packs = record.task.state().is_terminal() && record.lease.is_none();
-        if !fresh {
-            // (A snapshot the packing below replaces at once is not worth a copy of the task.)
-            if snapshot && !packs {
-                stored.body = Body::Open {
-                    snapshot: Box::new(record.task.clone()),
-                    seq: record.last_seq,
-                };
-            }
-            stored.update(record);
+        // (A snapshot the packing below replaces at once is not worth a copy of the task.)
+        if snapshot && !packs {
+            stored.body = Body::Open {
+                snapshot: Box::new(record.task.clone()),
+                seq: record.last_seq,
+            };
         }
-        match (stored.state.is_terminal(), stored.ended) {
-            (true, 0) => self.note_ended(scope, id, stored),
-            (false, mark) if mark != 0 => stored.ended = 0,
-            _ => {}
-        }
+        stored.update(record);
+        self.settled(scope, id, stored);
         if packs {
             // Nothing will change it any more (as a rule): keep it encoded.
             use prost::Message as _;
