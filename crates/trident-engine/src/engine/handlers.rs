@@ -63,7 +63,7 @@ impl A2aService for Engine {
                         None => guard.live.writer.lock().await.record.task.clone(),
                     }
                 } else {
-                    self.inner.settle(&guard.live, after, cx).await?
+                    self.inner.settle(guard, after, cx).await?
                 };
                 trim_history(&mut task, history_length);
                 pb::send_message_response::Payload::Task(task)

@@ -302,6 +302,11 @@ impl Live {
         self.progress.subscribe()
     }
 
+    /// The latest committed position.
+    pub(crate) fn progress_now(&self) -> Progress {
+        *self.progress.borrow()
+    }
+
     /// Commits `events`, which the caller already applied to the task in `w` with
     /// [`crate::store::apply`]: numbers them, then persists and publishes them (nobody sees an
     /// event before it is durable) and starts push delivery when the task has webhooks. The
@@ -346,7 +351,7 @@ impl Live {
         let last = w.held.last().map_or(prev, |e| e.seq);
         w.record.last_seq = last;
         if w.hold == Hold::Off || w.held_bytes > HOLD_MAX_BYTES {
-            self.store(inner, w).await?;
+            self.store(inner, w, true).await?;
         }
         Ok(last)
     }
@@ -359,12 +364,33 @@ impl Live {
         w: &mut Writer,
     ) -> Result<(), StoreError> {
         w.hold = Hold::Off;
-        self.store(inner, w).await
+        self.store(inner, w, true).await
+    }
+
+    /// [`Live::end_hold`] for the blocking caller of a new task whose turn ran inline to its
+    /// end and who answers with the task and lets it go: a task stored for the first time is
+    /// not registered. Nothing runs it any more (its executor returned), nothing pushes (an
+    /// inline turn has no webhook) and only this caller knows its id, so registering it
+    /// would only be undone when the caller drops it: requests that come later read it
+    /// from the store, as they would once it was released.
+    pub(crate) async fn end_hold_finished(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+    ) -> Result<(), StoreError> {
+        w.hold = Hold::Off;
+        self.store(inner, w, false).await
     }
 
     /// Stores, publishes and delivers the held events (see [`Live::commit`]). A task stored
-    /// for the first time is registered, and holds no more commits: requests can find it now.
-    async fn store(self: &Arc<Self>, inner: &Arc<Inner>, w: &mut Writer) -> Result<(), StoreError> {
+    /// for the first time is registered (unless `register` is false, see
+    /// [`Live::end_hold_finished`]), and holds no more commits: requests can find it now.
+    async fn store(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        register: bool,
+    ) -> Result<(), StoreError> {
         let Some(first) = w.held.first().map(|e| e.seq) else {
             return Ok(());
         };
@@ -400,7 +426,9 @@ impl Live {
         if w.unstored {
             w.unstored = false;
             w.hold = Hold::Off;
-            inner.register(self);
+            if register {
+                inner.register(self);
+            }
         }
         self.publish(logged, state);
         if state.is_terminal() && lock_std(&self.fault).is_some() {

@@ -37,14 +37,28 @@ impl Inner {
 
     /// Unregisters a live task when the caller holds the last reference besides the map.
     pub(crate) fn release(&self, live: &Arc<Live>) {
+        self.release_sole(live);
+    }
+
+    /// [`Inner::release`], and whether the caller's reference is then the only one: nobody
+    /// else holds the task, and no request can find it any more (it may take the task's state
+    /// instead of copying it).
+    pub(crate) fn release_sole(&self, live: &Arc<Live>) -> bool {
+        // Not even the map holds it (it was never registered, or is released already), and
+        // only the map hands out new references.
+        if Arc::strong_count(live) == 1 {
+            return true;
+        }
+        // Counted under the shard's lock: nobody takes a reference from the map meanwhile.
         let mut shard = self.live.shard(&live.task_id);
-        if Arc::strong_count(live) <= 2
+        let sole = Arc::strong_count(live) <= 2
             && shard
                 .get_in(&live.scope, &live.task_id)
-                .is_some_and(|l| Arc::ptr_eq(l, live))
-        {
+                .is_some_and(|l| Arc::ptr_eq(l, live));
+        if sole {
             shard.remove_in(&live.scope, &live.task_id);
         }
+        sole
     }
 
     /// The live task `id`, loading it from the store; `TaskNotFound` when not visible.

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use super::live::{Hold, Live, LiveGuard};
+use super::live::{Hold, Live, LiveGuard, Progress};
 use super::run::{Creation, First, Run};
 use super::{Inner, store_error, validate};
-use crate::store::StoreError;
+use crate::store::{Scope, StoreError};
 use crate::{A2aError, CallContext, Operation, RequestContext};
 
 impl Inner {
@@ -44,7 +44,8 @@ impl Inner {
             .and_then(|c| c.task_push_notification_config.clone());
         if let Some(p) = &push {
             self.require_push()?;
-            self.check_webhook(&p.url).await?;
+            // Boxed: a cold branch whose future would otherwise make every call's larger.
+            Box::pin(self.check_webhook(&p.url)).await?;
         }
         let return_immediately = configuration.as_ref().is_some_and(|c| c.return_immediately);
         let cancel = CancellationToken::new();
@@ -96,9 +97,12 @@ impl Inner {
                 cancel,
             );
             let drive = run.clone().drive(self.executor.clone(), ctx);
+            // The turn ran inline to its end (its executor returned).
+            let mut finished = false;
             if inline {
                 let mut drive = Box::pin(drive);
-                if futures::poll!(drive.as_mut()).is_pending() {
+                finished = futures::poll!(drive.as_mut()).is_ready();
+                if !finished {
                     // The agent waits on something: its turn continues in the background and
                     // stores what it holds (the switch runs in the spawned task, so it happens
                     // even if this caller goes away).
@@ -118,7 +122,12 @@ impl Inner {
                         // Whatever the turn committed so far (all of it when it ran to its
                         // end inline) is stored before the caller can answer with it.
                         let mut w = live.writer.lock().await;
-                        live.end_hold(self, &mut w).await.map_err(store_error)?;
+                        let stored = if finished {
+                            live.end_hold_finished(self, &mut w).await
+                        } else {
+                            live.end_hold(self, &mut w).await
+                        };
+                        stored.map_err(store_error)?;
                     }
                     Ok(Started::Task {
                         guard: LiveGuard {
@@ -136,7 +145,20 @@ impl Inner {
             };
         }
 
-        // A follow-up to an existing task.
+        // Boxed: the follow-up's future is large, and a task's creation (the hot path) does
+        // not need to carry it.
+        Box::pin(self.follow_up(cx, scope, message, push, ctx)).await
+    }
+
+    /// Starts the turn of a follow-up `message` to an existing task.
+    async fn follow_up(
+        self: &Arc<Self>,
+        cx: &CallContext,
+        scope: Scope,
+        mut message: pb::Message,
+        mut push: Option<pb::TaskPushNotificationConfig>,
+        mut ctx: RequestContext,
+    ) -> Result<Started, A2aError> {
         let guard = self.live(&scope, &message.task_id).await?;
         let live = guard.live.clone();
         let wait_until = tokio::time::Instant::now() + self.config.turn_end_wait;
@@ -219,19 +241,50 @@ impl Inner {
     }
 
     /// Waits until the task is terminal or interrupted (after `after`), the caller leaves, or
-    /// its deadline passes; returns the task as it is then. When the turn's progress can no
-    /// longer be stored ([`Live::fault`]), returns that error at once.
+    /// its deadline passes; returns the task as it is then, and lets the live task go. When
+    /// the turn's progress can no longer be stored ([`Live::fault`]), returns that error at
+    /// once.
     pub(crate) async fn settle(
         self: &Arc<Self>,
-        live: &Arc<Live>,
+        guard: LiveGuard,
         after: u64,
         cx: &CallContext,
     ) -> Result<pb::Task, A2aError> {
+        let live = &guard.live;
+        if !settled(&live.progress_now(), after) {
+            // Boxed: a turn that ran inline to its end (the hot path) has settled already and
+            // need not carry the wait's future.
+            Box::pin(self.wait_settled(live, after, cx)).await?;
+        }
+        // The caller answers with the task: what its turn still holds is stored first.
+        let mut w = live.writer.lock().await;
+        if let Err(e) = live.end_hold(self, &mut w).await {
+            let error = store_error(e);
+            live.fault(self, &mut w, error.clone());
+            return Err(error);
+        }
+        if self.release_sole(live) {
+            // Nobody else holds the task nor can find it in memory any more (requests read
+            // it from the store, which has all of it): the answer takes it instead of a copy.
+            return Ok(std::mem::take(&mut w.record.task));
+        }
+        Ok(w.record.task.clone())
+    }
+
+    /// Waits until the task is settled after `after` ([`Inner::settle`]), the caller leaves,
+    /// or its deadline passes. When the turn's progress can no longer be stored
+    /// ([`Live::fault`]), returns that error at once.
+    async fn wait_settled(
+        &self,
+        live: &Arc<Live>,
+        after: u64,
+        cx: &CallContext,
+    ) -> Result<(), A2aError> {
         let mut progress = live.progress();
         let deadline = cx.deadline.map(tokio::time::Instant::from_std);
         loop {
             let p = *progress.borrow_and_update();
-            if p.seq > after && (p.state.is_terminal() || p.state.is_interrupted()) {
+            if settled(&p, after) {
                 break;
             }
             if p.fault
@@ -252,15 +305,14 @@ impl Inner {
                 () = sleep => break,
             }
         }
-        // The caller answers with the task: what its turn still holds is stored first.
-        let mut w = live.writer.lock().await;
-        if let Err(e) = live.end_hold(self, &mut w).await {
-            let error = store_error(e);
-            live.fault(self, &mut w, error.clone());
-            return Err(error);
-        }
-        Ok(w.record.task.clone())
+        Ok(())
     }
+}
+
+/// Whether a blocking caller's wait is over: the task is terminal or interrupted after
+/// `after`.
+fn settled(p: &Progress, after: u64) -> bool {
+    p.seq > after && (p.state.is_terminal() || p.state.is_interrupted())
 }
 
 /// What SendMessage waits for first.
