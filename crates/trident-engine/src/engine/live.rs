@@ -147,16 +147,28 @@ impl Live {
         capacity: usize,
         recent: Vec<LoggedEvent>,
     ) -> Self {
+        let task_id = record.task.id.as_str().into();
+        let snapshot_len = record.task.encoded_len();
+        Self::with(scope, task_id, record, snapshot_len, capacity, recent)
+    }
+
+    fn with(
+        scope: Scope,
+        task_id: Arc<str>,
+        record: TaskRecord,
+        snapshot_len: usize,
+        capacity: usize,
+        recent: Vec<LoggedEvent>,
+    ) -> Self {
         let progress = Progress {
             seq: record.last_seq,
             state: record.task.state(),
             fault: false,
         };
         let next = record.last_seq + 1;
-        let snapshot_len = record.task.encoded_len();
         Self {
             scope,
-            task_id: record.task.id.as_str().into(),
+            task_id,
             writer: tokio::sync::Mutex::new(Writer {
                 record,
                 running: false,
@@ -186,14 +198,16 @@ impl Live {
 
     /// A task about to be created from `record` (`last_seq` 0, its creating events not
     /// committed yet), not stored and not registered: its first stored commit stores the
-    /// snapshot and registers it (see [`Hold`]).
+    /// snapshot and registers it (see [`Hold`]), and sets `snapshot_len`. `task_id` is
+    /// `record.task.id`.
     pub(crate) fn new_unstored(
         scope: Scope,
+        task_id: Arc<str>,
         record: TaskRecord,
         capacity: usize,
         hold: Hold,
     ) -> Self {
-        let mut live = Self::new(scope, record, capacity, Vec::new());
+        let mut live = Self::with(scope, task_id, record, 0, capacity, Vec::new());
         {
             let w = live.writer.get_mut();
             w.unstored = true;

@@ -413,6 +413,7 @@ impl Run {
         record.turn = self.turn;
         let live = Arc::new(Live::new_unstored(
             self.scope.clone(),
+            self.task_id.clone(),
             record,
             self.inner.config.tail_capacity,
             hold,

@@ -66,9 +66,9 @@ impl Inner {
             // Time-ordered ids (UUIDv7): a new task lands at the end of the stores' primary
             // key and event indexes instead of a random page, so a durable commit dirties
             // fewer pages.
-            let task_id = uuid::Uuid::now_v7().to_string();
+            let task_id = time_ordered_id();
             if message.context_id.is_empty() {
-                message.context_id = uuid::Uuid::now_v7().to_string();
+                message.context_id = time_ordered_id();
             }
             message.task_id = task_id.clone();
             if let Some(p) = push.as_mut() {
@@ -313,6 +313,15 @@ impl Inner {
 /// `after`.
 fn settled(p: &Progress, after: u64) -> bool {
     p.seq > after && (p.state.is_terminal() || p.state.is_interrupted())
+}
+
+/// A new UUIDv7, hyphenated lowercase (what `to_string` writes, without the formatter).
+fn time_ordered_id() -> String {
+    let mut buf = uuid::Uuid::encode_buffer();
+    uuid::Uuid::now_v7()
+        .hyphenated()
+        .encode_lower(&mut buf)
+        .to_owned()
 }
 
 /// What SendMessage waits for first.

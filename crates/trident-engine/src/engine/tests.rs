@@ -362,3 +362,40 @@ async fn a_turn_that_never_waits_is_one_store_write() {
         "submitted, artifact, completed: {events:?}"
     );
 }
+
+/// Issue 15: the blocking caller of a turn that ran inline to its end answers with the task it
+/// held last (moved, not copied) and leaves nothing in memory: the answer is the task as
+/// stored, and the task is read back from the store.
+#[tokio::test]
+async fn an_inline_turn_answers_with_the_stored_task_and_keeps_nothing_live() {
+    let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
+    let cx = CallContext::new();
+    let answer = engine
+        .send_message(
+            &cx,
+            pb::SendMessageRequest {
+                message: Some(pb::Message::user("m1", vec![pb::Part::text("hi")])),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("send");
+    let Some(pb::send_message_response::Payload::Task(task)) = answer.payload else {
+        panic!("expected a task, got {answer:?}");
+    };
+    assert_eq!(task.state(), pb::TaskState::Completed);
+    assert_eq!(task.artifacts.len(), 1, "the echo's artifact: {task:?}");
+    assert_eq!(engine.stats().live_tasks, 0, "nothing held in memory");
+    let read = engine
+        .get_task(
+            &cx,
+            pb::GetTaskRequest {
+                id: task.id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("get");
+    assert_eq!(read, task, "the answer is the task as stored");
+    assert_eq!(engine.stats().live_tasks, 0);
+}
