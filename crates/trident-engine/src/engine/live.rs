@@ -149,20 +149,31 @@ impl Live {
     ) -> Self {
         let task_id = record.task.id.as_str().into();
         let snapshot_len = record.task.encoded_len();
-        Self::with(scope, task_id, record, snapshot_len, capacity, recent)
+        let state = record.task.state();
+        Self::with(
+            scope,
+            task_id,
+            record,
+            state,
+            snapshot_len,
+            capacity,
+            recent,
+        )
     }
 
+    /// A live task whose progress says `state`.
     fn with(
         scope: Scope,
         task_id: Arc<str>,
         record: TaskRecord,
+        state: pb::TaskState,
         snapshot_len: usize,
         capacity: usize,
         recent: Vec<LoggedEvent>,
     ) -> Self {
         let progress = Progress {
             seq: record.last_seq,
-            state: record.task.state(),
+            state,
             fault: false,
         };
         let next = record.last_seq + 1;
@@ -207,14 +218,11 @@ impl Live {
         capacity: usize,
         hold: Hold,
     ) -> Self {
-        let mut live = Self::with(scope, task_id, record, 0, capacity, Vec::new());
-        {
-            let w = live.writer.get_mut();
-            w.unstored = true;
-            w.hold = hold;
-        }
-        live.progress
-            .send_modify(|p| p.state = pb::TaskState::Submitted);
+        let submitted = pb::TaskState::Submitted;
+        let mut live = Self::with(scope, task_id, record, submitted, 0, capacity, Vec::new());
+        let w = live.writer.get_mut();
+        w.unstored = true;
+        w.hold = hold;
         live
     }
 
