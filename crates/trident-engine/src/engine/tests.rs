@@ -218,6 +218,24 @@ impl AgentExecutor for Patient {
     }
 }
 
+/// Sends a new user message `text` (id `m1`, blocking) and returns the task it answers with.
+async fn send_text(engine: &Engine, cx: &CallContext, text: &str) -> pb::Task {
+    let answer = engine
+        .send_message(
+            cx,
+            pb::SendMessageRequest {
+                message: Some(pb::Message::user("m1", vec![pb::Part::text(text)])),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("send");
+    let Some(pb::send_message_response::Payload::Task(task)) = answer.payload else {
+        panic!("expected a task, got {answer:?}");
+    };
+    task
+}
+
 /// Creates a task with `Patient`, answers its question with `return_immediately`, and returns
 /// the task id and the receiver of what the executor heard (after "started").
 async fn follow_up_running(
@@ -225,19 +243,7 @@ async fn follow_up_running(
     mut heard: tokio::sync::mpsc::UnboundedReceiver<&'static str>,
 ) -> (String, tokio::sync::mpsc::UnboundedReceiver<&'static str>) {
     let cx = CallContext::new();
-    let first = engine
-        .send_message(
-            &cx,
-            pb::SendMessageRequest {
-                message: Some(pb::Message::user("m1", vec![pb::Part::text("go")])),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("first turn");
-    let Some(pb::send_message_response::Payload::Task(task)) = first.payload else {
-        panic!("expected a task, got {first:?}");
-    };
+    let task = send_text(engine, &cx, "go").await;
     assert_eq!(task.state(), pb::TaskState::InputRequired);
     let mut answer = pb::Message::user("m2", vec![pb::Part::text("here")]);
     answer.task_id.clone_from(&task.id);
@@ -336,19 +342,7 @@ async fn a_turn_that_never_waits_is_one_store_write() {
     let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo))
         .stores(stores)
         .build();
-    let answer = engine
-        .send_message(
-            &CallContext::new(),
-            pb::SendMessageRequest {
-                message: Some(pb::Message::user("m1", vec![pb::Part::text("hi")])),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("send");
-    let Some(pb::send_message_response::Payload::Task(task)) = answer.payload else {
-        panic!("expected a task, got {answer:?}");
-    };
+    let task = send_text(&engine, &CallContext::new(), "hi").await;
     assert_eq!(task.state(), pb::TaskState::Completed);
     assert_eq!(store.snapshots.load(Ordering::Relaxed), 1, "one commit");
     assert_eq!(store.appends.load(Ordering::Relaxed), 0, "no other write");
@@ -370,19 +364,7 @@ async fn a_turn_that_never_waits_is_one_store_write() {
 async fn an_inline_turn_answers_with_the_stored_task_and_keeps_nothing_live() {
     let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
     let cx = CallContext::new();
-    let answer = engine
-        .send_message(
-            &cx,
-            pb::SendMessageRequest {
-                message: Some(pb::Message::user("m1", vec![pb::Part::text("hi")])),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("send");
-    let Some(pb::send_message_response::Payload::Task(task)) = answer.payload else {
-        panic!("expected a task, got {answer:?}");
-    };
+    let task = send_text(&engine, &cx, "hi").await;
     assert_eq!(task.state(), pb::TaskState::Completed);
     assert_eq!(task.artifacts.len(), 1, "the echo's artifact: {task:?}");
     assert_eq!(engine.stats().live_tasks, 0, "nothing held in memory");
