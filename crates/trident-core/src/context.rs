@@ -216,6 +216,18 @@ impl TraceContext {
     }
 }
 
+/// Every service parameter [`CallContext::from_service_params`] reads, by its lowercase name.
+const SERVICE_PARAMS: [&str; 8] = [
+    "a2a-version",
+    "a2a-extensions",
+    "x-a2a-extensions",
+    "last-event-id",
+    "authorization",
+    "traceparent",
+    "tracestate",
+    crate::deadline::TIMEOUT_HEADER,
+];
+
 impl CallContext {
     /// An anonymous context speaking A2A 1.0.
     pub fn new() -> Self {
@@ -287,6 +299,34 @@ impl CallContext {
             .and_then(crate::deadline::parse_timeout)
             .and_then(|d| Instant::now().checked_add(d));
         cx
+    }
+
+    /// [`from_service_params`](Self::from_service_params) over all of a request's service
+    /// parameters at once, as `(name, value)` pairs in the order they were sent (HTTP headers
+    /// or gRPC metadata, whose names are lowercase): the first value of each name counts, as a
+    /// lookup by name finds it. One pass over the pairs instead of one hashed lookup per
+    /// parameter read.
+    ///
+    /// ```
+    /// use trident_core::CallContext;
+    /// let cx = CallContext::from_service_param_pairs([
+    ///     ("content-type", &b"application/json"[..]),
+    ///     ("a2a-version", b"1.0"),
+    ///     ("a2a-version", b"0.3"),
+    /// ]);
+    /// assert_eq!(cx.version.as_deref(), Some("1.0"));
+    /// ```
+    pub fn from_service_param_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    ) -> Self {
+        let index = |name: &str| SERVICE_PARAMS.iter().position(|p| *p == name);
+        let mut found: [Option<&'a [u8]>; SERVICE_PARAMS.len()] = [None; SERVICE_PARAMS.len()];
+        for (name, value) in pairs {
+            if let Some(i) = index(name) {
+                found[i].get_or_insert(value);
+            }
+        }
+        Self::from_service_params(|name| index(name).and_then(|i| found[i]))
     }
 
     /// Client side: the service parameters a client sends for this call (lowercase names, as
@@ -384,3 +424,6 @@ impl CallContext {
         self
     }
 }
+
+#[cfg(test)]
+mod tests;

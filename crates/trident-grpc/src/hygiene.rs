@@ -26,6 +26,9 @@ pub use trident_core::{MAX_JSON_DEPTH, MAX_JSON_VALUES};
 
 /// The gRPC message header: a compressed flag and a big-endian `u32` length.
 const HEADER: usize = 5;
+/// The request header naming the messages' compression (a constant: no name parsing per
+/// request).
+const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
 
 /// What [`Hygiene`] checks for one service.
 #[derive(Debug)]
@@ -172,7 +175,7 @@ where
         // the ones the service does not accept, before reading the body).
         let encoded = request
             .headers()
-            .get("grpc-encoding")
+            .get(&GRPC_ENCODING)
             .is_some_and(|v| v.as_bytes() != b"identity");
         let message = self.rules.requests.get(request.uri().path()).cloned();
         let (parts, body) = request.into_parts();
@@ -254,13 +257,27 @@ impl Checked {
             }
             let header = match self.current {
                 Some(header) => header,
+                None if self.buf.is_empty() && data.len() >= HEADER => {
+                    // A whole frame at the start of the chunk (the usual case) is passed on
+                    // as a slice of it, without a copy.
+                    let header = self.header(&data[..HEADER])?;
+                    if data.len() >= HEADER + header.len {
+                        let frame = data.split_to(HEADER + header.len);
+                        self.complete(header, frame)?;
+                        continue;
+                    }
+                    self.buf.reserve(HEADER + header.len);
+                    self.buf.put(data.split_to(HEADER));
+                    self.current = Some(header);
+                    header
+                }
                 None => {
                     let take = (HEADER - self.buf.len()).min(data.len());
                     self.buf.put(data.split_to(take));
                     if self.buf.len() < HEADER {
                         continue;
                     }
-                    let header = self.header()?;
+                    let header = self.header(&self.buf[..HEADER])?;
                     self.buf.reserve(header.len);
                     self.current = Some(header);
                     header
@@ -270,15 +287,15 @@ impl Checked {
             let take = missing.min(data.len());
             self.buf.put(data.split_to(take));
             if take == missing {
-                self.complete(header)?;
+                let frame = self.buf.split().freeze();
+                self.complete(header, frame)?;
             }
         }
         Ok(())
     }
 
-    /// Reads and checks the header at the start of `buf`.
-    fn header(&self) -> Result<Header, A2aError> {
-        let mut bytes = &self.buf[..HEADER];
+    /// Reads and checks a message header (`HEADER` bytes).
+    fn header(&self, mut bytes: &[u8]) -> Result<Header, A2aError> {
         let flag = bytes.get_u8();
         let len = usize::try_from(bytes.get_u32()).unwrap_or(usize::MAX);
         let compressed = match flag {
@@ -310,9 +327,8 @@ impl Checked {
         Ok(Header { compressed, len })
     }
 
-    /// The frame in `buf` is complete: pre-scan it and queue it.
-    fn complete(&mut self, header: Header) -> Result<(), A2aError> {
-        let frame = self.buf.split().freeze();
+    /// `frame` (header and payload) is complete: pre-scan it and queue it.
+    fn complete(&mut self, header: Header, frame: Bytes) -> Result<(), A2aError> {
         self.current = None;
         if let (Some(message), false) = (&self.message, header.compressed) {
             let bounds = Bounds {

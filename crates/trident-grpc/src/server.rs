@@ -162,7 +162,9 @@ where
 /// The call context of a request: service parameters from the metadata (the deadline from
 /// `grpc-timeout` among them).
 fn context(md: &MetadataMap) -> CallContext {
-    let mut cx = CallContext::from_service_params(|name| md.get(name).map(|v| v.as_bytes()));
+    let mut cx = CallContext::from_service_param_pairs(
+        md.as_ref().iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
     cx.binding = Some(trident_core::Binding::Grpc);
     cx
 }

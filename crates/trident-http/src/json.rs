@@ -113,31 +113,7 @@ impl std::fmt::Debug for JsonReply {
 /// deeper than [`MAX_JSON_DEPTH`] before it is decoded. Malformed JSON passes: the parser
 /// reports it properly.
 fn check_json_shape(json: &[u8]) -> Result<(), A2aError> {
-    let (mut values, mut depth, mut max_depth) = (0usize, 0usize, 0usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in json {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                values += 1;
-                depth += 1;
-                max_depth = max_depth.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => values += 1,
-            _ => {}
-        }
-    }
+    let (values, max_depth) = json_shape(json);
     if values > MAX_JSON_VALUES {
         return Err(A2aError::new(
             ErrorKind::InvalidParams,
@@ -153,6 +129,38 @@ fn check_json_shape(json: &[u8]) -> Result<(), A2aError> {
         .with_meta("maxDepth", MAX_JSON_DEPTH.to_string()));
     }
     Ok(())
+}
+
+/// The values (objects, arrays and their elements outside strings) and the deepest nesting
+/// of `json`, in one pass; malformed JSON is counted as far as it goes.
+fn json_shape(json: &[u8]) -> (usize, usize) {
+    let (mut values, mut depth, mut max_depth) = (0usize, 0usize, 0usize);
+    let mut i = 0;
+    while let Some(&b) = json.get(i) {
+        match b {
+            b'"' => {
+                // Skip the string: up to the next quote not escaped by a backslash.
+                i += 1;
+                while let Some(&c) = json.get(i) {
+                    match c {
+                        b'\\' => i += 2,
+                        b'"' => break,
+                        _ => i += 1,
+                    }
+                }
+            }
+            b'{' | b'[' => {
+                values += 1;
+                depth += 1;
+                max_depth = max_depth.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' => values += 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    (values, max_depth)
 }
 
 /// Parses the ProtoJSON of a request; an empty body or `null` is the empty request. Malformed

@@ -21,6 +21,10 @@ pub fn is_json_media_type(content_type: Option<&str>) -> bool {
     let Some(value) = content_type else {
         return false;
     };
+    if value == "application/json" {
+        // What nearly every client sends.
+        return true;
+    }
     let essence = value.split(';').next().unwrap_or_default().trim();
     let Some((kind, sub)) = essence.split_once('/') else {
         return false;

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use jsonrpsee_types::ErrorObjectOwned;
 use serde_json::value::RawValue;
@@ -87,7 +87,8 @@ pub(crate) fn json(body: String) -> Response {
 
 /// Splices a serialized result into a response envelope without re-parsing it.
 pub(crate) fn success_envelope(id: &str, result: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(result.len() + id.len() + 32);
+    // `{"jsonrpc":"2.0","id":` (22 bytes), `,"result":` (10) and the closing `}`.
+    let mut out = Vec::with_capacity(result.len() + id.len() + 33);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id.as_bytes());
     out.extend_from_slice(br#","result":"#);
@@ -208,16 +209,31 @@ pub(crate) fn parse_call(
     Ok((id, method, params))
 }
 
-async fn handle(
-    State(st): State<AppState>,
-    principal: Option<axum::Extension<trident_core::Principal>>,
-    peer: Option<axum::Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+/// The call context of a request: its service parameters (headers), the principal the
+/// authentication layer found and the client's address.
+fn call_context(parts: &axum::http::request::Parts) -> CallContext {
+    let mut cx = CallContext::from_service_param_pairs(
+        parts
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
+    cx.binding = Some(trident_core::Binding::JsonRpc);
+    if let Some(p) = parts.extensions.get::<trident_core::Principal>() {
+        cx.principal = p.clone();
+    }
+    cx.peer = parts
+        .extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0);
+    cx
+}
+
+async fn handle(State(st): State<AppState>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
     // Checked before the body is read: a request that is not JSON is refused whatever it
     // holds (a `text/plain` POST is what any web page can send cross-origin).
-    let content_type = headers.get(header::CONTENT_TYPE);
+    let content_type = parts.headers.get(header::CONTENT_TYPE);
     if !trident_http::is_json_media_type(content_type.and_then(|v| v.to_str().ok())) {
         let e = trident_http::not_json(content_type.map(|v| v.as_bytes()));
         return json(error_json(NULL_ID, &e));
@@ -245,23 +261,13 @@ async fn handle(
         }
         Ok((id, Method::V1(op), params)) => (id, op, params),
         Ok((id, Method::V03(method), params)) => {
-            let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));
-            cx.binding = Some(trident_core::Binding::JsonRpc);
-            if let Some(axum::Extension(p)) = principal {
-                cx.principal = p;
-            }
-            cx.peer = peer.map(|axum::Extension(c)| c.0);
+            let cx = call_context(&parts);
             return crate::v03::handle(&*st.svc, cx, id, method, params, st.options.keep_alive)
                 .await;
         }
         Err((id, e)) => return json(error_json(id, &e)),
     };
-    let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));
-    cx.binding = Some(trident_core::Binding::JsonRpc);
-    if let Some(axum::Extension(p)) = principal {
-        cx.principal = p;
-    }
-    cx.peer = peer.map(|axum::Extension(c)| c.0);
+    let cx = call_context(&parts);
     match dispatch_json(&*st.svc, &cx, op, params, PathVars::default()).await {
         Ok(JsonReply::Unary(result)) => (
             [(header::CONTENT_TYPE, "application/json")],

@@ -66,13 +66,16 @@ pub mod fuzzing {
         ) -> Result<(Operation, Vec<u8>, String, PathVars), A2aError> {
             let matched = match_request(&self.routes, method, path, query, headers)
                 .map_err(|refusal| refusal.error)?;
-            let body = matched.route_has_body().then(|| body.to_vec());
+            let body = matched
+                .route_has_body()
+                .then(|| axum::body::Bytes::copy_from_slice(body));
             if let Some(body) = &body {
                 matched
                     .check_untyped_body(body)
                     .map_err(|refusal| refusal.error)?;
             }
             request_of(matched, &self.query, body)
+                .map(|(op, body, tenant, vars)| (op, body.into(), tenant, vars))
         }
     }
 

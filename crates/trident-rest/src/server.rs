@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -115,7 +115,9 @@ pub fn error_response(e: &A2aError) -> Response {
 }
 
 fn call_context(headers: &HeaderMap, query: &[(String, String)]) -> CallContext {
-    let mut cx = CallContext::from_service_params(|n| headers.get(n).map(|v| v.as_bytes()));
+    let mut cx = CallContext::from_service_param_pairs(
+        headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
     cx.binding = Some(trident_core::Binding::Rest);
     if cx.version.is_none() {
         // The spec allows the version as a query parameter too.
@@ -260,8 +262,7 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, Refusal> {
         Some(
             axum::body::to_bytes(body, st.options.max_body)
                 .await
-                .map_err(|e| too_large(&e, st.options.max_body))?
-                .to_vec(),
+                .map_err(|e| too_large(&e, st.options.max_body))?,
         )
     } else {
         None
@@ -402,8 +403,8 @@ fn too_large(e: &axum::Error, max: usize) -> Refusal {
 pub(crate) fn request_of(
     matched: Matched<'_>,
     table: &QueryTable,
-    body: Option<Vec<u8>>,
-) -> Result<(Operation, Vec<u8>, String, PathVars), A2aError> {
+    body: Option<Bytes>,
+) -> Result<(Operation, Bytes, String, PathVars), A2aError> {
     let Matched {
         route,
         bound,
@@ -413,7 +414,7 @@ pub(crate) fn request_of(
     let op = route.op;
     let body = match body {
         Some(body) => body,
-        None => query_json(&query, table.get(&op))?,
+        None => query_json(&query, table.get(&op))?.into(),
     };
     let mut tenant = bound.tenant.unwrap_or_default();
     if tenant.is_empty() && !route.body {

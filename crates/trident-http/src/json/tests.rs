@@ -46,3 +46,32 @@ fn deep_nesting_is_refused() {
     assert_eq!(err.kind(), ErrorKind::InvalidParams);
     assert!(err.message().contains("deeper"), "{err}");
 }
+
+#[test]
+fn the_shape_count_skips_strings_as_the_byte_at_a_time_count_did() {
+    // (values, deepest nesting) as the byte-at-a-time count it replaced found them.
+    let sent = send(3);
+    let cases: [(&[u8], (usize, usize)); 12] = [
+        (b"", (0, 0)),
+        (br#"{"a":[1,2,{"b":"x,y]"}]}"#, (5, 3)),
+        (br#"{"a":"\"[{,"}"#, (1, 1)),
+        (br#"{"a":"\\",[1,2]}"#, (4, 2)),
+        (br#"{"a":"unterminated [,{"#, (1, 1)),
+        (br#"{"a":"ends in a backslash\"#, (1, 1)),
+        (br#""\"#, (0, 0)),
+        (br#"[[[["\\\"",[]]]]]"#, (6, 5)),
+        (br#"}}}]]],,,"#, (3, 0)),
+        (br#"{"x":"a\\\\"}, [1]"#, (3, 1)),
+        (b"\"\\", (0, 0)),
+        (sent.as_bytes(), (10, 4)),
+    ];
+    for (case, counted) in cases {
+        assert_eq!(
+            json_shape(case),
+            counted,
+            "{}",
+            String::from_utf8_lossy(case)
+        );
+    }
+    assert_eq!(json_shape(br#"{"a":[1,{"b":"]"}]}"#), (4, 3));
+}
