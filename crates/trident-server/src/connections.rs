@@ -215,7 +215,7 @@ pub async fn serve_with_proxies(
     let shared = Arc::new(Shared {
         registry: Mutex::new(Registry::new(limits.max_connections, limits.idle_timeout)),
     });
-    let builder = Arc::new(builder(&limits));
+    let builders = Arc::new(Builders::new(&limits));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     // In a set of its own, so that it ends with this function even when it is dropped.
@@ -298,7 +298,7 @@ pub async fn serve_with_proxies(
                     id,
                     close,
                     shared: shared.clone(),
-                    builder: builder.clone(),
+                    builders: builders.clone(),
                     app: app.clone(),
                     body_timeout: limits.body_timeout,
                     stop: stop_rx.clone(),
@@ -333,6 +333,77 @@ fn is_per_connection(e: &std::io::Error) -> bool {
         e.kind(),
         ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock
     )
+}
+
+/// The connection builders, one per way a connection's protocol is known.
+///
+/// hyper-util's auto-detecting builder reads the connection's first bytes (at most the 24 of
+/// the HTTP/2 preface) into a buffer of its own and replays them to hyper, so hyper's first
+/// read of an HTTP/1.1 request returns those few bytes and its 8 KiB read buffer then grows,
+/// by `Vec` doubling, to 16 KiB — kept for the connection's life (an idle SSE stream's largest
+/// allocation). Peeking at the first bytes instead ([`sniff`]) lets hyper read them itself;
+/// the auto builder only serves what a peek cannot tell apart (a partial preface, an EOF).
+#[derive(Clone)]
+struct Builders {
+    auto: auto::Builder<TokioExecutor>,
+    http1: auto::Builder<TokioExecutor>,
+    http2: auto::Builder<TokioExecutor>,
+}
+
+impl Builders {
+    fn new(limits: &ConnectionLimits) -> Self {
+        let auto = builder(limits);
+        Self {
+            http1: auto.clone().http1_only(),
+            http2: auto.clone().http2_only(),
+            auto,
+        }
+    }
+
+    fn for_protocol(&self, protocol: Protocol) -> &auto::Builder<TokioExecutor> {
+        match protocol {
+            Protocol::Http1 => &self.http1,
+            Protocol::Http2 => &self.http2,
+            Protocol::Unknown => &self.auto,
+        }
+    }
+}
+
+/// What a connection's first bytes show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// Not the HTTP/2 preface: HTTP/1.x.
+    Http1,
+    /// The whole HTTP/2 preface (h2c with prior knowledge).
+    Http2,
+    /// A prefix of the preface, an EOF or an error: the auto builder reads on and decides.
+    Unknown,
+}
+
+/// The HTTP/2 connection preface (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The protocol of the bytes a connection starts with (as far as they arrived).
+fn protocol_of(first: &[u8]) -> Protocol {
+    if first.is_empty() {
+        Protocol::Unknown
+    } else if !H2_PREFACE.starts_with(first) {
+        Protocol::Http1
+    } else if first.len() == H2_PREFACE.len() {
+        Protocol::Http2
+    } else {
+        Protocol::Unknown
+    }
+}
+
+/// Waits for the connection's first bytes and tells its protocol from them, without reading
+/// them (one `MSG_PEEK`).
+async fn sniff(tcp: &TcpStream) -> Protocol {
+    let mut first = [0u8; H2_PREFACE.len()];
+    match tcp.peek(&mut first).await {
+        Ok(n) => protocol_of(&first[..n]),
+        Err(_) => Protocol::Unknown,
+    }
 }
 
 fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
@@ -374,7 +445,7 @@ struct Connection {
     /// Notified when the connection is to close (idle expiry or shed).
     close: Arc<Notify>,
     shared: Arc<Shared>,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builders: Arc<Builders>,
     app: axum::Router,
     body_timeout: Option<Duration>,
     stop: watch::Receiver<bool>,
@@ -389,7 +460,7 @@ async fn connection(c: Connection) {
         id,
         close,
         shared,
-        builder,
+        builders,
         app,
         body_timeout,
         mut stop,
@@ -424,13 +495,28 @@ async fn connection(c: Connection) {
     } else {
         peer
     };
+    let protocol = tokio::select! {
+        protocol = sniff(&tcp) => protocol,
+        () = close.notified() => {
+            shared.registry().remove(id);
+            return;
+        }
+        _ = stop.wait_for(|stopped| *stopped) => {
+            shared.registry().remove(id);
+            return;
+        }
+    };
     let service = hyper::service::service_fn({
         let shared = shared.clone();
         move |request: Request<Incoming>| {
             handle(request, peer, id, &shared, &app, body_timeout, &proxies)
         }
     });
-    let mut conn = pin!(builder.serve_connection(TokioIo::new(tcp), service));
+    let mut conn = pin!(
+        builders
+            .for_protocol(protocol)
+            .serve_connection(TokioIo::new(tcp), service)
+    );
     let mut graceful = false;
     let mut stopping = false;
     let mut closing = false;
