@@ -156,7 +156,9 @@ impl Run {
             Ok(r) => r,
             Err(_) => Err(A2aError::internal("the agent panicked")),
         };
-        self.finish(result).await;
+        // Boxed: inline, its state (store writes, locks) would size this future, which lives
+        // as long as the turn — an idle stream's agent waits inside it (2.4 KiB → a few words).
+        Box::pin(self.finish(result)).await;
     }
 
     async fn finish(&self, result: Result<(), A2aError>) {
