@@ -22,6 +22,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
+use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
@@ -343,29 +344,87 @@ fn is_per_connection(e: &std::io::Error) -> bool {
 /// by `Vec` doubling, to 16 KiB — kept for the connection's life (an idle SSE stream's largest
 /// allocation). Peeking at the first bytes instead ([`sniff`]) lets hyper read them itself;
 /// the auto builder only serves what a peek cannot tell apart (a partial preface, an EOF).
+/// HTTP/1.1 is served by hyper's own HTTP/1 builder (configured as the auto builder's), whose
+/// connection is half the size of the auto builder's (which has room for an HTTP/2 one).
 #[derive(Clone)]
 struct Builders {
     auto: auto::Builder<TokioExecutor>,
-    http1: auto::Builder<TokioExecutor>,
+    http1: hyper::server::conn::http1::Builder,
     http2: auto::Builder<TokioExecutor>,
 }
 
 impl Builders {
     fn new(limits: &ConnectionLimits) -> Self {
         let auto = builder(limits);
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout);
         Self {
-            http1: auto.clone().http1_only(),
+            http1,
             http2: auto.clone().http2_only(),
             auto,
         }
     }
 
-    fn for_protocol(&self, protocol: Protocol) -> &auto::Builder<TokioExecutor> {
+    /// Serves `tcp`, whose first bytes showed `protocol`, with `service`. Boxed, so that an
+    /// HTTP/1.1 connection takes only its own size.
+    fn serve<'a, S>(
+        &'a self,
+        protocol: Protocol,
+        tcp: TcpStream,
+        service: S,
+    ) -> Pin<Box<dyn Serving + Send + 'a>>
+    where
+        S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let io = TokioIo::new(tcp);
         match protocol {
-            Protocol::Http1 => &self.http1,
-            Protocol::Http2 => &self.http2,
-            Protocol::Unknown => &self.auto,
+            Protocol::Http1 => Box::pin(self.http1.serve_connection(io, service)),
+            Protocol::Http2 => Box::pin(self.http2.serve_connection(io, service)),
+            Protocol::Unknown => Box::pin(self.auto.serve_connection(io, service)),
         }
+    }
+}
+
+/// Why a connection ended with an error (only ever logged).
+type ConnectionError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A connection being served, whatever its builder.
+trait Serving {
+    /// Drives the connection; ready when it has ended.
+    fn poll_serve(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>>;
+    /// Stops taking new requests and ends the connection once those in flight are answered.
+    fn graceful_shutdown(self: Pin<&mut Self>);
+}
+
+impl<S> Serving for hyper::server::conn::http1::Connection<TokioIo<TcpStream>, S>
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>,
+{
+    fn poll_serve(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
+        self.poll(cx).map_err(Into::into)
+    }
+
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        hyper::server::conn::http1::Connection::graceful_shutdown(self);
+    }
+}
+
+impl<S> Serving for auto::Connection<'_, TokioIo<TcpStream>, S, TokioExecutor>
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    fn poll_serve(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
+        self.poll(cx)
+    }
+
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        auto::Connection::graceful_shutdown(self);
     }
 }
 
@@ -512,11 +571,7 @@ async fn connection(c: Connection) {
             handle(request, peer, id, &shared, &app, body_timeout, &proxies)
         }
     });
-    let mut conn = pin!(
-        builders
-            .for_protocol(protocol)
-            .serve_connection(TokioIo::new(tcp), service)
-    );
+    let mut conn = builders.serve(protocol, tcp, service);
     let mut graceful = false;
     let mut stopping = false;
     let mut closing = false;
@@ -524,7 +579,7 @@ async fn connection(c: Connection) {
     let mut force = pin!(force);
     loop {
         tokio::select! {
-            result = conn.as_mut() => {
+            result = std::future::poll_fn(|cx| conn.as_mut().poll_serve(cx)) => {
                 if let Err(e) = result {
                     tracing::trace!(%peer, error = %e, "connection ended");
                 }
@@ -569,7 +624,7 @@ fn handle(
     app: &axum::Router,
     body_timeout: Option<Duration>,
     proxies: &ProxyOptions,
-) -> impl Future<Output = Result<Response<Body>, Infallible>> + Send + use<> {
+) -> Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>> {
     shared.registry().start(id);
     let guard = InFlight {
         shared: shared.clone(),
@@ -594,7 +649,10 @@ fn handle(
     };
     let request = Request::from_parts(parts, body);
     let app = app.clone();
-    async move {
+    // Boxed: hyper keeps a slot the size of this future for the connection's life (an idle
+    // SSE stream's connection included); boxed, the slot is a pointer and the future's memory
+    // goes with the request.
+    Box::pin(async move {
         let response = match app.oneshot(request).await {
             Ok(response) => response,
             Err(never) => match never {},
@@ -612,7 +670,7 @@ fn handle(
                 guard: Some(guard),
             })
         }))
-    }
+    })
 }
 
 /// The answer to a request whose body did not arrive in time, whatever the handler made of

@@ -157,7 +157,7 @@ impl Run {
             Err(_) => Err(A2aError::internal("the agent panicked")),
         };
         // Boxed: inline, its state (store writes, locks) would size this future, which lives
-        // as long as the turn — an idle stream's agent waits inside it (2.4 KiB → a few words).
+        // as long as the turn: 2.4 KiB per idle stream, whose agent waits inside it.
         Box::pin(self.finish(result)).await;
     }
 
