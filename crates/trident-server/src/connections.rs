@@ -22,6 +22,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, Version, header};
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
+use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
@@ -215,7 +216,7 @@ pub async fn serve_with_proxies(
     let shared = Arc::new(Shared {
         registry: Mutex::new(Registry::new(limits.max_connections, limits.idle_timeout)),
     });
-    let builder = Arc::new(builder(&limits));
+    let builders = Arc::new(Builders::new(&limits));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     // In a set of its own, so that it ends with this function even when it is dropped.
@@ -298,7 +299,7 @@ pub async fn serve_with_proxies(
                     id,
                     close,
                     shared: shared.clone(),
-                    builder: builder.clone(),
+                    builders: builders.clone(),
                     app: app.clone(),
                     body_timeout: limits.body_timeout,
                     stop: stop_rx.clone(),
@@ -333,6 +334,135 @@ fn is_per_connection(e: &std::io::Error) -> bool {
         e.kind(),
         ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock
     )
+}
+
+/// The connection builders, one per way a connection's protocol is known.
+///
+/// hyper-util's auto-detecting builder reads the connection's first bytes (at most the 24 of
+/// the HTTP/2 preface) into a buffer of its own and replays them to hyper, so hyper's first
+/// read of an HTTP/1.1 request returns those few bytes and its 8 KiB read buffer then grows,
+/// by `Vec` doubling, to 16 KiB — kept for the connection's life (an idle SSE stream's largest
+/// allocation). Peeking at the first bytes instead ([`sniff`]) lets hyper read them itself;
+/// the auto builder only serves what a peek cannot tell apart (a partial preface, an EOF).
+/// HTTP/1.1 is served by hyper's own HTTP/1 builder (configured as the auto builder's), whose
+/// connection is half the size of the auto builder's (which has room for an HTTP/2 one).
+#[derive(Clone)]
+struct Builders {
+    auto: auto::Builder<TokioExecutor>,
+    http1: hyper::server::conn::http1::Builder,
+    http2: auto::Builder<TokioExecutor>,
+}
+
+impl Builders {
+    fn new(limits: &ConnectionLimits) -> Self {
+        let auto = builder(limits);
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout);
+        Self {
+            http1,
+            http2: auto.clone().http2_only(),
+            auto,
+        }
+    }
+
+    /// Serves `tcp`, whose first bytes showed `protocol`, with `service`. Boxed, so that an
+    /// HTTP/1.1 connection takes only its own size.
+    fn serve<'a, S>(
+        &'a self,
+        protocol: Protocol,
+        tcp: TcpStream,
+        service: S,
+    ) -> Pin<Box<dyn Serving + Send + 'a>>
+    where
+        S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>
+            + Send
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        let io = TokioIo::new(tcp);
+        match protocol {
+            Protocol::Http1 => Box::pin(self.http1.serve_connection(io, service)),
+            Protocol::Http2 => Box::pin(self.http2.serve_connection(io, service)),
+            Protocol::Unknown => Box::pin(self.auto.serve_connection(io, service)),
+        }
+    }
+}
+
+/// Why a connection ended with an error (only ever logged).
+type ConnectionError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A connection being served, whatever its builder.
+trait Serving {
+    /// Drives the connection; ready when it has ended.
+    fn poll_serve(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>>;
+    /// Stops taking new requests and ends the connection once those in flight are answered.
+    fn graceful_shutdown(self: Pin<&mut Self>);
+}
+
+impl<S> Serving for hyper::server::conn::http1::Connection<TokioIo<TcpStream>, S>
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>,
+{
+    fn poll_serve(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
+        self.poll(cx).map_err(Into::into)
+    }
+
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        hyper::server::conn::http1::Connection::graceful_shutdown(self);
+    }
+}
+
+impl<S> Serving for auto::Connection<'_, TokioIo<TcpStream>, S, TokioExecutor>
+where
+    S: Service<Request<Incoming>, Response = Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    fn poll_serve(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), ConnectionError>> {
+        self.poll(cx)
+    }
+
+    fn graceful_shutdown(self: Pin<&mut Self>) {
+        auto::Connection::graceful_shutdown(self);
+    }
+}
+
+/// What a connection's first bytes show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// Not the HTTP/2 preface: HTTP/1.x.
+    Http1,
+    /// The whole HTTP/2 preface (h2c with prior knowledge).
+    Http2,
+    /// A prefix of the preface, an EOF or an error: the auto builder reads on and decides.
+    Unknown,
+}
+
+/// The HTTP/2 connection preface (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The protocol of the bytes a connection starts with (as far as they arrived).
+fn protocol_of(first: &[u8]) -> Protocol {
+    if first.is_empty() {
+        Protocol::Unknown
+    } else if !H2_PREFACE.starts_with(first) {
+        Protocol::Http1
+    } else if first.len() == H2_PREFACE.len() {
+        Protocol::Http2
+    } else {
+        Protocol::Unknown
+    }
+}
+
+/// Waits for the connection's first bytes and tells its protocol from them, without reading
+/// them (one `MSG_PEEK`).
+async fn sniff(tcp: &TcpStream) -> Protocol {
+    let mut first = [0u8; H2_PREFACE.len()];
+    match tcp.peek(&mut first).await {
+        Ok(n) => protocol_of(&first[..n]),
+        Err(_) => Protocol::Unknown,
+    }
 }
 
 fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
@@ -374,7 +504,7 @@ struct Connection {
     /// Notified when the connection is to close (idle expiry or shed).
     close: Arc<Notify>,
     shared: Arc<Shared>,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builders: Arc<Builders>,
     app: axum::Router,
     body_timeout: Option<Duration>,
     stop: watch::Receiver<bool>,
@@ -389,7 +519,7 @@ async fn connection(c: Connection) {
         id,
         close,
         shared,
-        builder,
+        builders,
         app,
         body_timeout,
         mut stop,
@@ -424,13 +554,24 @@ async fn connection(c: Connection) {
     } else {
         peer
     };
+    let protocol = tokio::select! {
+        protocol = sniff(&tcp) => protocol,
+        () = close.notified() => {
+            shared.registry().remove(id);
+            return;
+        }
+        _ = stop.wait_for(|stopped| *stopped) => {
+            shared.registry().remove(id);
+            return;
+        }
+    };
     let service = hyper::service::service_fn({
         let shared = shared.clone();
         move |request: Request<Incoming>| {
             handle(request, peer, id, &shared, &app, body_timeout, &proxies)
         }
     });
-    let mut conn = pin!(builder.serve_connection(TokioIo::new(tcp), service));
+    let mut conn = builders.serve(protocol, tcp, service);
     let mut graceful = false;
     let mut stopping = false;
     let mut closing = false;
@@ -438,7 +579,7 @@ async fn connection(c: Connection) {
     let mut force = pin!(force);
     loop {
         tokio::select! {
-            result = conn.as_mut() => {
+            result = std::future::poll_fn(|cx| conn.as_mut().poll_serve(cx)) => {
                 if let Err(e) = result {
                     tracing::trace!(%peer, error = %e, "connection ended");
                 }
@@ -483,7 +624,7 @@ fn handle(
     app: &axum::Router,
     body_timeout: Option<Duration>,
     proxies: &ProxyOptions,
-) -> impl Future<Output = Result<Response<Body>, Infallible>> + Send + use<> {
+) -> Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>> {
     shared.registry().start(id);
     let guard = InFlight {
         shared: shared.clone(),
@@ -508,7 +649,10 @@ fn handle(
     };
     let request = Request::from_parts(parts, body);
     let app = app.clone();
-    async move {
+    // Boxed: hyper keeps a slot the size of this future for the connection's life (an idle
+    // SSE stream's connection included); boxed, the slot is a pointer and the future's memory
+    // goes with the request.
+    Box::pin(async move {
         let response = match app.oneshot(request).await {
             Ok(response) => response,
             Err(never) => match never {},
@@ -526,7 +670,7 @@ fn handle(
                 guard: Some(guard),
             })
         }))
-    }
+    })
 }
 
 /// The answer to a request whose body did not arrive in time, whatever the handler made of

@@ -156,7 +156,9 @@ impl Run {
             Ok(r) => r,
             Err(_) => Err(A2aError::internal("the agent panicked")),
         };
-        self.finish(result).await;
+        // Boxed: inline, its state (store writes, locks) would size this future, which lives
+        // as long as the turn: 2.4 KiB per idle stream, whose agent waits inside it.
+        Box::pin(self.finish(result)).await;
     }
 
     async fn finish(&self, result: Result<(), A2aError>) {

@@ -8,9 +8,12 @@ use http::{StatusCode, Version};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, StreamBody};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
 use super::{
-    MAX_CONNECTIONS_CAP, Throttle, TimedBody, body_timeout_response, max_connections_for,
-    soft_open_files_limit,
+    ConnectionLimits, H2_PREFACE, MAX_CONNECTIONS_CAP, Protocol, Throttle, TimedBody,
+    body_timeout_response, max_connections_for, protocol_of, serve_with, soft_open_files_limit,
 };
 
 const LIMITS: &str = "\
@@ -104,4 +107,86 @@ fn a_timed_out_body_is_a_408_or_deadline_exceeded() {
         grpc.headers()["grpc-message"],
         "the request body did not arrive within 0.5s"
     );
+}
+
+#[test]
+fn the_first_bytes_tell_http1_from_the_h2_preface() {
+    assert_eq!(protocol_of(b"GET / HTTP/1.1\r\n"), Protocol::Http1);
+    assert_eq!(protocol_of(b"P"), Protocol::Unknown, "PUT or PRI: read on");
+    assert_eq!(protocol_of(b"POST /a2a HTTP/1.1"), Protocol::Http1);
+    assert_eq!(protocol_of(b"PRI * HTTP/2.0\r\n"), Protocol::Unknown);
+    assert_eq!(protocol_of(H2_PREFACE), Protocol::Http2);
+    assert_eq!(
+        protocol_of(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\x0a"),
+        Protocol::Http2
+    );
+    assert_eq!(
+        protocol_of(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n"),
+        Protocol::Http1
+    );
+    assert_eq!(protocol_of(b""), Protocol::Unknown, "EOF");
+}
+
+/// A server on a local port answering `GET /` with `ok`.
+async fn serve_ok() -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("an address");
+    let app = axum::Router::new().route("/", axum::routing::get(|| async { "ok" }));
+    tokio::spawn(serve_with(
+        listener,
+        app,
+        std::future::pending(),
+        Duration::ZERO,
+        ConnectionLimits::default(),
+    ));
+    addr
+}
+
+/// Writes `pieces` with a pause between them, then reads until the peer closes or what
+/// arrived is `done`.
+async fn exchange(
+    addr: std::net::SocketAddr,
+    pieces: &[&[u8]],
+    done: impl Fn(&[u8]) -> bool,
+) -> Vec<u8> {
+    let mut socket = TcpStream::connect(addr).await.expect("connect");
+    for piece in pieces {
+        socket.write_all(piece).await.expect("write");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !done(&got) {
+        let n = tokio::time::timeout(Duration::from_secs(10), socket.read(&mut buf))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    got
+}
+
+#[tokio::test]
+async fn http1_and_h2c_are_told_apart_however_their_first_bytes_arrive() {
+    let addr = serve_ok().await;
+    let request: &[u8] = b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    for pieces in [vec![request], vec![&request[..1], &request[1..]]] {
+        let got = exchange(addr, &pieces, |got| got.ends_with(b"\r\n\r\nok")).await;
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nok"), "{text}");
+    }
+    // The preface whole, or split where a peek cannot decide yet: the server's SETTINGS frame
+    // (type 4 on stream 0) comes back either way.
+    let settings: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
+    for split in [H2_PREFACE.len(), 3, 16] {
+        let (head, tail) = H2_PREFACE.split_at(split);
+        let tail = [tail, settings].concat();
+        let got = exchange(addr, &[head, &tail], |got| got.len() >= 9).await;
+        assert!(got.len() >= 9, "a frame: {got:?}");
+        assert_eq!((got[3], &got[5..9]), (4, &[0u8; 4][..]), "{got:?}");
+    }
 }
