@@ -234,6 +234,79 @@ async fn sqlite_a_refused_request_does_not_spoil_its_batch() {
     assert_eq!(events.len(), 1, "the refused creates appended nothing");
 }
 
+/// A request that fails after writing part of its change (its event collides with a row
+/// already in the log, after its task row was updated) is rolled back alone; the requests
+/// queued with it commit.
+#[tokio::test]
+async fn sqlite_a_request_failing_halfway_does_not_spoil_its_batch() {
+    use prost::Message as _;
+    use trident_core::store::TaskStore as _;
+    let dir = TempDir::new();
+    let store = SqliteStore::open(dir.db()).await.expect("open");
+    let scope = Scope::new("", "halfway");
+    let rec = TaskRecord::new(task("bad", "c", pb::TaskState::Working), 1);
+    store
+        .commit(&scope, &rec, None, &[ev("bad", 1)])
+        .await
+        .expect("create");
+    {
+        // A stray event 2 in the log, written behind the store's back.
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(dir.db())
+            .connect()
+            .await
+            .expect("connect");
+        sqlx::query("INSERT INTO events VALUES ('', 'halfway', 'bad', 2, ?)")
+            .bind(ev("bad", 2).event.encode_to_vec())
+            .execute(&mut conn)
+            .await
+            .expect("stray event");
+        conn.close().await.expect("close");
+    }
+    let next = TaskRecord::new(task("bad", "c", pb::TaskState::Completed), 2);
+    let second = [ev("bad", 2)];
+    let distinct: Vec<_> = (0..8)
+        .map(|i| TaskRecord::new(task(&format!("d{i}"), "c", pb::TaskState::Working), 1))
+        .collect();
+    let logs: Vec<_> = distinct.iter().map(|r| [ev(&r.task.id, 1)]).collect();
+    let others = distinct
+        .iter()
+        .zip(&logs)
+        .map(|(r, log)| store.commit(&scope, r, None, log));
+    let (bad, others) = futures::join!(
+        store.commit(&scope, &next, Some(1), &second),
+        futures::future::join_all(others)
+    );
+    assert!(matches!(bad, Err(StoreError::Conflict)), "{bad:?}");
+    assert!(others.iter().all(Result::is_ok), "{others:?}");
+    assert_eq!(
+        store.get(&scope, "bad").await.expect("get"),
+        Some(rec),
+        "the failed commit's row update was rolled back"
+    );
+    let totals = |state| {
+        let store = &store;
+        let scope = &scope;
+        async move {
+            store
+                .list(
+                    scope,
+                    &TaskQuery {
+                        limit: 1,
+                        state,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .expect("list")
+                .total
+        }
+    };
+    assert_eq!(totals(None).await, 9);
+    assert_eq!(totals(Some(pb::TaskState::Working)).await, 9);
+    assert_eq!(totals(Some(pb::TaskState::Completed)).await, 0);
+}
+
 #[tokio::test]
 async fn sqlite_data_survives_reopening() {
     let dir = TempDir::new();
