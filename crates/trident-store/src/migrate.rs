@@ -27,6 +27,10 @@ const SQLITE: &[Migration] = &[
         version: 3,
         sql: include_str!("migrations/sqlite/0003_push_protocol.sql"),
     },
+    Migration {
+        version: 4,
+        sql: include_str!("migrations/sqlite/0004_without_rowid.sql"),
+    },
 ];
 
 const POSTGRES: &[Migration] = &[
@@ -45,7 +49,7 @@ const POSTGRES: &[Migration] = &[
 ];
 
 /// The newest SQLite schema version this binary knows.
-pub const SQLITE_VERSION: i64 = 3;
+pub const SQLITE_VERSION: i64 = 4;
 /// The newest PostgreSQL schema version this binary knows.
 pub const POSTGRES_VERSION: i64 = 3;
 

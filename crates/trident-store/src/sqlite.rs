@@ -29,8 +29,9 @@ const READERS: u32 = 4;
 /// The tasks, event logs and push configurations in one SQLite file.
 ///
 /// Every write goes to a single writer thread, which runs whatever is queued (up to 256
-/// requests) in one `BEGIN IMMEDIATE` transaction, each request inside its own savepoint: a
-/// refused request is rolled back alone, the others commit together with one fsync. Reads use
+/// requests) in one `BEGIN IMMEDIATE` transaction: a refused request writes nothing (and one
+/// that fails halfway is rolled back alone, the batch run again with a savepoint per request),
+/// the others commit together with one fsync. Reads use
 /// a separate pool of connections (WAL readers do not block the writer).
 ///
 /// Not shared: the file belongs to one process.

@@ -200,6 +200,20 @@ async fn sqlite_group_commits_concurrent_writes() {
     assert_eq!(page.total, 200);
 }
 
+/// Creates eight WORKING tasks `d0`…`d7` (one event each) at once, so that they are queued
+/// together with whatever else is in flight.
+async fn create_distinct(store: &SqliteStore, scope: &Scope) -> Vec<Result<(), StoreError>> {
+    let records: Vec<_> = (0..8)
+        .map(|i| TaskRecord::new(task(&format!("d{i}"), "c", pb::TaskState::Working), 1))
+        .collect();
+    let logs: Vec<_> = records.iter().map(|r| [ev(&r.task.id, 1)]).collect();
+    let creates = records
+        .iter()
+        .zip(&logs)
+        .map(|(r, log)| trident_core::store::TaskStore::commit(store, scope, r, None, log));
+    futures::future::join_all(creates).await
+}
+
 #[tokio::test]
 async fn sqlite_a_refused_request_does_not_spoil_its_batch() {
     let dir = TempDir::new();
@@ -210,17 +224,9 @@ async fn sqlite_a_refused_request_does_not_spoil_its_batch() {
     let first = [ev("dup", 1)];
     let dups =
         (0..8).map(|_| trident_core::store::TaskStore::commit(&store, &scope, &rec, None, &first));
-    let distinct: Vec<_> = (0..8)
-        .map(|i| TaskRecord::new(task(&format!("d{i}"), "c", pb::TaskState::Working), 1))
-        .collect();
-    let logs: Vec<_> = distinct.iter().map(|r| [ev(&r.task.id, 1)]).collect();
-    let others = distinct
-        .iter()
-        .zip(&logs)
-        .map(|(r, log)| trident_core::store::TaskStore::commit(&store, &scope, r, None, log));
     let (dups, others) = futures::join!(
         futures::future::join_all(dups),
-        futures::future::join_all(others)
+        create_distinct(&store, &scope)
     );
     assert_eq!(dups.iter().filter(|r| r.is_ok()).count(), 1, "{dups:?}");
     assert!(
@@ -232,6 +238,85 @@ async fn sqlite_a_refused_request_does_not_spoil_its_batch() {
         .await
         .expect("read");
     assert_eq!(events.len(), 1, "the refused creates appended nothing");
+}
+
+/// A request that fails after writing part of its change (its event collides with a row
+/// already in the log, after its task row was updated) is rolled back alone; the requests
+/// queued with it commit.
+#[tokio::test]
+async fn sqlite_a_request_failing_halfway_does_not_spoil_its_batch() {
+    use prost::Message as _;
+    use trident_core::store::TaskStore as _;
+    let dir = TempDir::new();
+    let store = SqliteStore::open(dir.db()).await.expect("open");
+    let scope = Scope::new("", "halfway");
+    let rec = TaskRecord::new(task("bad", "c", pb::TaskState::Working), 1);
+    store
+        .commit(&scope, &rec, None, &[ev("bad", 1)])
+        .await
+        .expect("create");
+    // A stray event 2 in the log, written behind the store's back by a transaction that holds
+    // the write lock a moment: the writer waits for it with a first request, while the
+    // failing commit and eight others queue up behind, to run as one batch.
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.db())
+        .connect()
+        .await
+        .expect("connect");
+    let mut lock = conn.begin_with("BEGIN IMMEDIATE").await.expect("begin");
+    sqlx::query("INSERT INTO events VALUES ('', 'halfway', 'bad', 2, ?)")
+        .bind(ev("bad", 2).event.encode_to_vec())
+        .execute(&mut *lock)
+        .await
+        .expect("stray event");
+    let first = TaskRecord::new(task("first", "c", pb::TaskState::Working), 1);
+    let first_log = [ev("first", 1)];
+    let next = TaskRecord::new(task("bad", "c", pb::TaskState::Completed), 2);
+    let second = [ev("bad", 2)];
+    let (first, (bad, others), ()) = futures::join!(
+        store.commit(&scope, &first, None, &first_log),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            futures::join!(
+                store.commit(&scope, &next, Some(1), &second),
+                create_distinct(&store, &scope)
+            )
+        },
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            lock.commit().await.expect("commit");
+        }
+    );
+    conn.close().await.expect("close");
+    assert!(first.is_ok(), "{first:?}");
+    assert!(matches!(bad, Err(StoreError::Conflict)), "{bad:?}");
+    assert!(others.iter().all(Result::is_ok), "{others:?}");
+    assert_eq!(
+        store.get(&scope, "bad").await.expect("get"),
+        Some(rec),
+        "the failed commit's row update was rolled back"
+    );
+    let totals = |state| {
+        let store = &store;
+        let scope = &scope;
+        async move {
+            store
+                .list(
+                    scope,
+                    &TaskQuery {
+                        limit: 1,
+                        state,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .expect("list")
+                .total
+        }
+    };
+    assert_eq!(totals(None).await, 10);
+    assert_eq!(totals(Some(pb::TaskState::Working)).await, 10);
+    assert_eq!(totals(Some(pb::TaskState::Completed)).await, 0);
 }
 
 #[tokio::test]

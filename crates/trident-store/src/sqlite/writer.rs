@@ -1,6 +1,8 @@
 //! The SQLite writer: a thread of its own owning the one write connection (rusqlite,
 //! statements prepared once and kept), running whatever is queued in one transaction (group
-//! commit: one fsync per burst, each request in its own savepoint so a conflict fails alone).
+//! commit: one fsync per burst; a refused request writes nothing, and a request that fails
+//! halfway makes the batch run again with each request in its own savepoint, so it fails
+//! alone).
 //! The store hands it [`Op`]s through a [`Writer`] and reads elsewhere (`crate::read`).
 
 use std::path::Path;
@@ -179,11 +181,12 @@ fn run_writer(
 /// Opens the writer's connection: the pragmas sqlx sets on the readers, set here by hand,
 /// and `temp_store = MEMORY`.
 ///
-/// Each request of a batch runs in a savepoint, and SQLite keeps the original of every page a
-/// savepoint changes in a sub-journal so that `ROLLBACK TO` can restore it. By default that
-/// sub-journal is a temporary file: two `pwrite`s (page number, page) per page per savepoint,
-/// about two thirds of the writer's system calls under load (`bench/profile-sqlite.sh`). In
-/// memory it costs no system call. It changes nothing durable: the sub-journal only serves a
+/// A batch run again after a failure runs each request in a savepoint, and SQLite keeps the
+/// original of every page a savepoint changes in a sub-journal so that `ROLLBACK TO` can
+/// restore it. By default that sub-journal is a temporary file: two `pwrite`s (page number,
+/// page) per page per savepoint, which were two thirds of the writer's system calls under
+/// load when every request ran in a savepoint (`bench/profile-sqlite.sh`). In memory it costs
+/// no system call. It changes nothing durable: the sub-journal only serves a
 /// rollback inside the open transaction (SQLite never syncs it and deletes it at the end);
 /// what survives a crash is the WAL, still synced at every commit (`synchronous = FULL`).
 fn open_writer(path: &Path) -> Result<rusqlite::Connection, OpenError> {
@@ -204,7 +207,36 @@ fn exec(conn: &rusqlite::Connection, sql: &'static str) -> rusqlite::Result<()> 
     conn.prepare_cached(sql)?.execute([]).map(|_| ())
 }
 
-/// Runs `batch` in one transaction, each request in its own savepoint.
+/// Why a request failed.
+enum Failure {
+    /// Refused by a check made before the request wrote anything: the transaction is as it
+    /// was before the request.
+    Refused(StoreError),
+    /// A statement failed: the request may have written part of its change, or SQLite may
+    /// have rolled the whole transaction back.
+    Sqlite(StoreError),
+}
+
+impl Failure {
+    fn into_error(self) -> StoreError {
+        match self {
+            Self::Refused(e) | Self::Sqlite(e) => e,
+        }
+    }
+}
+
+fn failed(e: rusqlite::Error) -> Failure {
+    Failure::Sqlite(StoreError::Backend(e.to_string()))
+}
+
+/// Runs `batch` in one transaction.
+///
+/// Requests are refused (`NotFound`, `Conflict`, `AlreadyExists`) by checks made before they
+/// write, so a batch first runs without savepoints: a refused request leaves the transaction
+/// as it found it, and a savepoint per request (two statements, and a copy of every page it
+/// changes kept for `ROLLBACK TO`) buys nothing. Only when a statement fails, which may leave
+/// half a request written, is the transaction rolled back and the batch run again with each
+/// request in its own savepoint, so that request fails alone.
 fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, StoreError>> {
     let fail_all = |e: &rusqlite::Error| -> Vec<Result<Out, StoreError>> {
         tracing::error!(error = %e, "sqlite writer: transaction failed");
@@ -218,7 +250,7 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
     }
     if let [req] = batch {
         // Alone in its transaction: no savepoint needed, a failure rolls the whole back.
-        let result = apply(conn, &req.op);
+        let result = apply(conn, &req.op).map_err(Failure::into_error);
         let end = if result.is_ok() {
             exec(conn, "COMMIT")
         } else {
@@ -233,22 +265,41 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
         };
     }
     let mut results = Vec::with_capacity(batch.len());
+    let mut clean = true;
     for req in batch {
-        if let Err(e) = exec(conn, "SAVEPOINT w") {
-            let _ = exec(conn, "ROLLBACK");
+        match apply(conn, &req.op) {
+            Ok(out) => results.push(Ok(out)),
+            Err(Failure::Refused(e)) => results.push(Err(e)),
+            Err(Failure::Sqlite(e)) => {
+                tracing::debug!(error = %e, "sqlite writer: a request failed, batch rerun with savepoints");
+                clean = false;
+                break;
+            }
+        }
+    }
+    if !clean {
+        let _ = exec(conn, "ROLLBACK");
+        if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
             return fail_all(&e);
         }
-        let result = apply(conn, &req.op);
-        let end = if result.is_ok() {
-            exec(conn, "RELEASE w")
-        } else {
-            exec(conn, "ROLLBACK TO w").and_then(|()| exec(conn, "RELEASE w"))
-        };
-        if let Err(e) = end {
-            let _ = exec(conn, "ROLLBACK");
-            return fail_all(&e);
+        results = Vec::with_capacity(batch.len());
+        for req in batch {
+            if let Err(e) = exec(conn, "SAVEPOINT w") {
+                let _ = exec(conn, "ROLLBACK");
+                return fail_all(&e);
+            }
+            let result = apply(conn, &req.op).map_err(Failure::into_error);
+            let end = if result.is_ok() {
+                exec(conn, "RELEASE w")
+            } else {
+                exec(conn, "ROLLBACK TO w").and_then(|()| exec(conn, "RELEASE w"))
+            };
+            if let Err(e) = end {
+                let _ = exec(conn, "ROLLBACK");
+                return fail_all(&e);
+            }
+            results.push(result);
         }
-        results.push(result);
     }
     if let Err(e) = exec(conn, "COMMIT") {
         let _ = exec(conn, "ROLLBACK");
@@ -257,18 +308,14 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
     results
 }
 
-fn failed(e: rusqlite::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
-}
-
 /// A unique or primary-key violation is a conflict; anything else a backend failure.
-fn conflict_or_failed(e: rusqlite::Error) -> StoreError {
+fn conflict_or_failed(e: rusqlite::Error) -> Failure {
     match e.sqlite_error() {
         Some(s)
             if s.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
                 || s.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
         {
-            StoreError::Conflict
+            Failure::Sqlite(StoreError::Conflict)
         }
         _ => failed(e),
     }
@@ -279,14 +326,14 @@ fn run(
     conn: &rusqlite::Connection,
     sql: &str,
     params: impl rusqlite::Params,
-) -> Result<usize, StoreError> {
+) -> Result<usize, Failure> {
     conn.prepare_cached(sql)
         .and_then(|mut s| s.execute(params))
         .map_err(failed)
 }
 
 /// One write request, inside the batch's transaction.
-fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, StoreError> {
+fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, Failure> {
     use rusqlite::{OptionalExtension as _, params};
     match op {
         Op::Commit {
@@ -411,7 +458,7 @@ fn row_params(row: &TaskRow) -> [(&'static str, &dyn rusqlite::ToSql); 10] {
 }
 
 /// Stores the row's snapshot (when it carries one) as the task's, current to `last_seq`.
-fn put_snapshot(conn: &rusqlite::Connection, row: &TaskRow) -> Result<(), StoreError> {
+fn put_snapshot(conn: &rusqlite::Connection, row: &TaskRow) -> Result<(), Failure> {
     let Some(body) = &row.snapshot else {
         return Ok(());
     };
@@ -424,14 +471,15 @@ fn put_snapshot(conn: &rusqlite::Connection, row: &TaskRow) -> Result<(), StoreE
     Ok(())
 }
 
-/// A commit; the single writer makes read-then-write safe.
+/// A commit; the single writer makes read-then-write safe. Every refusal is decided before
+/// the first write (see [`Failure::Refused`]).
 fn commit(
     conn: &rusqlite::Connection,
     row: &TaskRow,
     expected: Option<i64>,
     continues: bool,
     events: &[(i64, Vec<u8>)],
-) -> Result<Out, StoreError> {
+) -> Result<Out, Failure> {
     use rusqlite::{OptionalExtension as _, params};
     let deltas = match expected {
         Some(expected) => {
@@ -449,9 +497,9 @@ fn commit(
                 })
                 .map_err(failed)?;
             let (stored, old_state, old_context, old_ts, old_node) =
-                old.ok_or(StoreError::NotFound)?;
+                old.ok_or(Failure::Refused(StoreError::NotFound))?;
             if stored != expected || !continues {
-                return Err(StoreError::Conflict);
+                return Err(Failure::Refused(StoreError::Conflict));
             }
             // A small row (no blob): SQLite rewrites a whole row on UPDATE. It also rewrites
             // the entries of every index on a column the SET names, so a commit that moves
@@ -488,6 +536,20 @@ fn commit(
             CounterDeltas::updated(&old_context, old_state, row)
         }
         None => {
+            if !continues || row.snapshot.is_none() {
+                // Refused either way; an existing task is `AlreadyExists` first.
+                let exists = conn
+                    .prepare_cached("SELECT 1 FROM tasks WHERE tenant = ? AND owner = ? AND id = ?")
+                    .and_then(|mut s| s.exists(params![row.tenant, row.owner, row.id]))
+                    .map_err(failed)?;
+                return Err(Failure::Refused(if exists {
+                    StoreError::AlreadyExists
+                } else if !continues {
+                    StoreError::Conflict
+                } else {
+                    StoreError::Backend("a new task needs its snapshot".into())
+                }));
+            }
             let n = run(
                 conn,
                 "INSERT INTO tasks (tenant, owner, id, context_id, state, status_ts, last_seq, \
@@ -497,13 +559,7 @@ fn commit(
                 row_params(row).as_slice(),
             )?;
             if n == 0 {
-                return Err(StoreError::AlreadyExists);
-            }
-            if !continues {
-                return Err(StoreError::Conflict);
-            }
-            if row.snapshot.is_none() {
-                return Err(StoreError::Backend("a new task needs its snapshot".into()));
+                return Err(Failure::Refused(StoreError::AlreadyExists));
             }
             put_snapshot(conn, row)?;
             CounterDeltas::created(row)
