@@ -114,11 +114,23 @@ pub fn error_response(e: &A2aError) -> Response {
     Refusal::from(e.clone()).into_response()
 }
 
-fn call_context(headers: &HeaderMap, query: &[(String, String)]) -> CallContext {
+/// The call context of a request: its service parameters (headers, then `query` for the
+/// version), the principal the authentication layer found and the client's address.
+fn call_context(
+    headers: &HeaderMap,
+    extensions: &axum::http::Extensions,
+    query: &[(String, String)],
+) -> CallContext {
     let mut cx = CallContext::from_service_param_pairs(
         headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
     );
     cx.binding = Some(trident_core::Binding::Rest);
+    if let Some(p) = extensions.get::<trident_core::Principal>() {
+        cx.principal = p.clone();
+    }
+    cx.peer = extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0);
     if cx.version.is_none() {
         // The spec allows the version as a query parameter too.
         cx.version = query
@@ -206,14 +218,7 @@ async fn handle(State(st): State<AppState>, request: Request) -> Response {
     if st.options.v03
         && let Some(route) = crate::v03::route_of(&request)
     {
-        let mut cx = call_context(request.headers(), &[]);
-        if let Some(p) = request.extensions().get::<trident_core::Principal>() {
-            cx.principal = p.clone();
-        }
-        cx.peer = request
-            .extensions()
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|c| c.0);
+        let cx = call_context(request.headers(), request.extensions(), &[]);
         return crate::v03::serve(
             &*st.svc,
             cx,
@@ -250,14 +255,7 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, Refusal> {
         parts.uri.query(),
         &parts.headers,
     )?;
-    let mut cx = call_context(&parts.headers, &matched.query);
-    if let Some(p) = parts.extensions.get::<trident_core::Principal>() {
-        cx.principal = p.clone();
-    }
-    cx.peer = parts
-        .extensions
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0);
+    let mut cx = call_context(&parts.headers, &parts.extensions, &matched.query);
     let body = if matched.route.body {
         Some(
             axum::body::to_bytes(body, st.options.max_body)

@@ -132,6 +132,22 @@ enum Body {
     Packed(Box<[u8]>),
 }
 
+impl Body {
+    /// `record.task` as the snapshot as of `record.last_seq`.
+    fn open(record: &TaskRecord) -> Self {
+        Body::Open {
+            snapshot: Box::new(record.task.clone()),
+            seq: record.last_seq,
+        }
+    }
+
+    /// `record.task`, encoded.
+    fn packed(record: &TaskRecord) -> Self {
+        use prost::Message as _;
+        Body::Packed(record.task.encode_to_vec().into_boxed_slice())
+    }
+}
+
 /// A task's event log: sequence numbers start at 1 without gaps, so seq n is at index n - 1
 /// and the log's length is the task's `last_seq`.
 #[derive(Debug)]
@@ -259,19 +275,9 @@ impl Stored {
     /// once (see [`MemoryStore::write`]), built from the record without a copy of the task.
     fn new(record: &TaskRecord, events: &[LoggedEvent], packs: bool) -> Self {
         let (body, log) = if packs {
-            use prost::Message as _;
-            (
-                Body::Packed(record.task.encode_to_vec().into_boxed_slice()),
-                Log::pack(events),
-            )
+            (Body::packed(record), Log::pack(events))
         } else {
-            (
-                Body::Open {
-                    snapshot: Box::new(record.task.clone()),
-                    seq: record.last_seq,
-                },
-                Log::Open(events.to_vec()),
-            )
+            (Body::open(record), Log::Open(events.to_vec()))
         };
         Self {
             ended: 0,
@@ -638,26 +644,19 @@ impl MemoryStore {
         }
         // (A snapshot the packing below replaces at once is not worth a copy of the task.)
         if snapshot && !packs {
-            stored.body = Body::Open {
-                snapshot: Box::new(record.task.clone()),
-                seq: record.last_seq,
-            };
+            stored.body = Body::open(record);
         }
         stored.update(record);
         self.settled(scope, id, stored);
         if packs {
             // Nothing will change it any more (as a rule): keep it encoded.
-            use prost::Message as _;
-            stored.body = Body::Packed(record.task.encode_to_vec().into_boxed_slice());
+            stored.body = Body::packed(record);
             if let Log::Open(events) = &stored.log {
                 stored.log = Log::pack(events);
             }
         } else if let Body::Packed(_) = stored.body {
             // Changed after all: `record.task` is the current task.
-            stored.body = Body::Open {
-                snapshot: Box::new(record.task.clone()),
-                seq: record.last_seq,
-            };
+            stored.body = Body::open(record);
         }
         drop(tasks);
         self.enforce();
