@@ -202,7 +202,7 @@ impl A2aService for Engine {
         validate::id("id", &req.id, &self.inner.config.limits)?;
         let guard = self.inner.live(&scope, &req.id).await?;
         let live = &guard.live;
-        let snapshot = live.writer.lock().await.record.task.clone();
+        let snapshot = live.lock_seen(&self.inner).await?.record.task.clone();
         let check = |task: &pb::Task| -> Result<bool, A2aError> {
             match task.state() {
                 pb::TaskState::Canceled => Ok(true),
@@ -226,7 +226,7 @@ impl A2aService for Engine {
             if check(&w.record.task)? {
                 return Ok(w.record.task.clone());
             }
-            w.cancel.cancel();
+            w.cancel_turn();
             let event = set_status(
                 &mut w.record.task,
                 pb::TaskStatus::now(pb::TaskState::Canceled, None),
@@ -252,7 +252,7 @@ impl A2aService for Engine {
         validate::id("id", &req.id, &self.inner.config.limits)?;
         let guard = self.inner.live(&scope, &req.id).await?;
         let (task, last_seq) = {
-            let w = guard.live.writer.lock().await;
+            let w = guard.live.lock_seen(&self.inner).await?;
             (w.record.task.clone(), w.record.last_seq)
         };
         let LiveGuard { inner, live } = &guard;
@@ -310,7 +310,7 @@ impl A2aService for Engine {
         self.inner.check_webhook(&req.url).await?;
         let guard = self.inner.live(&scope, &task_id).await?;
         let live = &guard.live;
-        let mut w = live.writer.lock().await;
+        let mut w = live.lock_seen(&self.inner).await?;
         self.inner
             .stores
             .push

@@ -44,8 +44,9 @@ pub(crate) struct Writer {
     pub(crate) running: bool,
     /// Increments per turn; a sink of an ended turn is refused.
     pub(crate) turn: u64,
-    /// Cancels the running turn.
-    pub(crate) cancel: CancellationToken,
+    /// Cancels the running turn: the token [`Writer::start_turn`] was given (none before
+    /// the first turn this process runs, so a task loaded to be read allocates none).
+    cancel: Option<CancellationToken>,
     /// Whether the task has push configurations (`None`: not looked up yet).
     pub(crate) has_push: Option<bool>,
     /// A webhook worker is delivering this task's events.
@@ -80,10 +81,14 @@ pub(crate) struct Writer {
 pub(crate) enum Hold {
     /// Every commit is stored at once.
     Off,
-    /// Every commit is held: a new task's turn runs inline on its blocking caller's task, who
-    /// alone will learn the task's id. The caller stores what is held when the turn returns
-    /// ([`Live::end_hold`]); a turn that waits on something stores it as it moves to the
-    /// background (`Run::leave_caller`), and commits at once from then on.
+    /// Every commit is held: the turn runs inline on its blocking caller's task. A new task's
+    /// caller alone will learn the task's id; a follow-up's task is held only while nobody
+    /// else holds it in memory (no subscriber, no webhook worker, no other request), on a
+    /// store no other process shares, and with no push configuration, and any request that
+    /// reaches it meanwhile stores what is held before it looks ([`Live::lock_seen`]). The
+    /// caller stores what is held when the turn returns ([`Live::end_hold`]); a turn that
+    /// waits on something stores it as it moves to the background (`Run::leave_caller`), and
+    /// commits at once from then on.
     Turn,
 }
 
@@ -96,7 +101,14 @@ impl Writer {
     pub(crate) fn start_turn(&mut self, cancel: CancellationToken) {
         self.running = true;
         self.turn = self.record.turn;
-        self.cancel = cancel;
+        self.cancel = Some(cancel);
+    }
+
+    /// Cancels the turn this process runs (or ran last) on the task, if any.
+    pub(crate) fn cancel_turn(&self) {
+        if let Some(cancel) = &self.cancel {
+            cancel.cancel();
+        }
     }
 
     /// Takes `record` as the stored state, its task as the last snapshot.
@@ -184,7 +196,7 @@ impl Live {
                 record,
                 running: false,
                 turn: 0,
-                cancel: CancellationToken::new(),
+                cancel: None,
                 has_push: None,
                 pushing: false,
                 stale: false,
@@ -238,7 +250,7 @@ impl Live {
     /// writes again (a process that stops first leaves a lease, which the next start or
     /// another replica's sweeper recovers). Called with the writer held.
     pub(crate) fn fault(self: &Arc<Self>, inner: &Arc<Inner>, w: &mut Writer, error: A2aError) {
-        w.cancel.cancel();
+        w.cancel_turn();
         let first = {
             let mut fault = lock_std(&self.fault);
             let first = fault.is_none();
@@ -378,6 +390,26 @@ impl Live {
         Ok(last)
     }
 
+    /// Locks the writer for a request that reads or changes the task beside its running turn
+    /// (GetTask, CancelTask, SubscribeToTask, a push configuration, another message): someone
+    /// observes the task from now on, so what the turn holds is stored first, and it holds
+    /// nothing more (see [`Hold`]). When that store fails, the turn is stopped
+    /// ([`Live::fault`]) and the error returned.
+    pub(crate) async fn lock_seen(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+    ) -> Result<tokio::sync::MutexGuard<'_, Writer>, A2aError> {
+        let mut w = self.writer.lock().await;
+        if w.hold != Hold::Off
+            && let Err(e) = self.end_hold(inner, &mut w).await
+        {
+            let error = super::store_error(e);
+            self.fault(inner, &mut w, error.clone());
+            return Err(error);
+        }
+        Ok(w)
+    }
+
     /// Stops holding commits (someone may observe the task from now on) and stores what is
     /// held.
     pub(crate) async fn end_hold(
@@ -496,7 +528,7 @@ impl Live {
             published = last;
         }
         if w.running && (record.turn != w.turn || record.task.state().is_terminal()) {
-            w.cancel.cancel();
+            w.cancel_turn();
         }
         w.reset(record);
         w.stale = false;

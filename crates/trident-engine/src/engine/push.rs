@@ -121,8 +121,23 @@ pub fn webhook_request(
 
 /// Starts a worker delivering events after `from`, if the task has webhooks and none runs.
 pub(crate) async fn kick_from(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writer, from: u64) {
-    if w.pushing || inner.webhooks.is_none() {
+    if w.pushing || !has_push(inner, live, w).await {
         return;
+    }
+    w.pushing = true;
+    let guard = LiveGuard {
+        inner: inner.clone(),
+        live: live.clone(),
+    };
+    tokio::spawn(deliver_all(guard, from));
+}
+
+/// Whether the task's events go to webhooks: the engine delivers them and the task has push
+/// configurations (looked up once, then known to the writer; an unreadable list counts as
+/// some).
+pub(crate) async fn has_push(inner: &Inner, live: &Live, w: &mut Writer) -> bool {
+    if inner.webhooks.is_none() {
+        return false;
     }
     if w.has_push.is_none() {
         let found = inner
@@ -132,15 +147,7 @@ pub(crate) async fn kick_from(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writ
             .await;
         w.has_push = Some(found.map(|(c, _)| !c.is_empty()).unwrap_or(true));
     }
-    if w.has_push != Some(true) {
-        return;
-    }
-    w.pushing = true;
-    let guard = LiveGuard {
-        inner: inner.clone(),
-        live: live.clone(),
-    };
-    tokio::spawn(deliver_all(guard, from));
+    w.has_push == Some(true)
 }
 
 /// Delivers the task's events from the stored delivery cursor (the outbox) while this process

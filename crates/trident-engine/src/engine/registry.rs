@@ -101,10 +101,15 @@ impl Inner {
 
     /// The current record of task `id`. On a shared store a task this process does not
     /// execute may have moved on elsewhere, so it is read from the store.
-    pub(crate) async fn record(&self, scope: &Scope, id: &str) -> Result<TaskRecord, A2aError> {
+    pub(crate) async fn record(
+        self: &Arc<Self>,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<TaskRecord, A2aError> {
         let local = match self.live_now(scope, id) {
             Some(live) => {
-                let w = live.writer.lock().await;
+                // A turn holding commits stores them before this request reads the task.
+                let w = live.lock_seen(self).await?;
                 (w.running || !self.stores.tasks.shared()).then(|| w.record.clone())
             }
             None => None,

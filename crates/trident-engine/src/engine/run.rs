@@ -91,8 +91,21 @@ impl Run {
         w: &mut Writer,
         ctx: RequestContext,
     ) {
+        let run = Self::existing(inner, live, w, &ctx);
+        tokio::spawn(run.drive(inner.executor.clone(), ctx));
+    }
+
+    /// The turn of an existing task that [`Live::begin_turn`] just began, marked running with
+    /// `ctx`'s token as its one cancel token (see [`Run::spawn_existing`]); the caller drives
+    /// it ([`Run::drive`]) with `ctx`, inline or in the background.
+    pub(crate) fn existing(
+        inner: &Arc<Inner>,
+        live: &Arc<Live>,
+        w: &mut Writer,
+        ctx: &RequestContext,
+    ) -> Arc<Self> {
         w.start_turn(ctx.cancel.clone());
-        let run = Arc::new(Self {
+        Arc::new(Self {
             inner: inner.clone(),
             scope: live.scope.clone(),
             task_id: live.task_id.clone(),
@@ -102,8 +115,7 @@ impl Run {
             creation: tokio::sync::Mutex::new(None),
             live: OnceLock::from(LiveGuard::new(inner.clone(), live.clone())),
             first: Mutex::new(None),
-        });
-        tokio::spawn(run.drive(inner.executor.clone(), ctx));
+        })
     }
 
     /// The turn, which ran inline on its caller's task until now, continues in the background

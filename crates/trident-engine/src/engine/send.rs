@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use super::live::{Hold, Live, LiveGuard, Progress};
+use super::live::{Hold, Live, LiveGuard, Progress, Writer};
 use super::run::{Creation, First, Run};
 use super::{Inner, store_error, validate};
 use crate::store::{Scope, StoreError};
@@ -48,6 +48,11 @@ impl Inner {
             Box::pin(self.check_webhook(&p.url)).await?;
         }
         let return_immediately = configuration.as_ref().is_some_and(|c| c.return_immediately);
+        // A blocking call (no webhook given with it) runs the turn inline, on the caller's
+        // task, for as long as it does not wait on anything; its commits may be held meanwhile
+        // (see `Hold`) and stored in one commit when it returns or starts waiting. Nobody can
+        // tell: the turn looks atomic, as if the agent had been that fast.
+        let inline = !streaming && push.is_none() && !return_immediately;
         let cancel = CancellationToken::new();
         let mut ctx = RequestContext {
             task_id: String::new(),
@@ -77,11 +82,7 @@ impl Inner {
             ctx.task_id = task_id.clone();
             ctx.context_id = message.context_id.clone();
             ctx.message = message.clone();
-            // A blocking call creating a task (no webhook) runs the turn inline, on the
-            // caller's task, for as long as it does not wait on anything; its commits are
-            // held meanwhile and stored in one commit when it returns or starts waiting.
-            // Nobody can tell: the turn looks atomic, as if the agent had been that fast.
-            let inline = !streaming && push.is_none() && !return_immediately;
+            // Only its caller will learn the new task's id: an inline turn holds every commit.
             let hold = if inline { Hold::Turn } else { Hold::Off };
             let creation = Creation {
                 message,
@@ -96,38 +97,12 @@ impl Inner {
                 creation,
                 cancel,
             );
-            let drive = run.clone().drive(self.executor.clone(), ctx);
-            // The turn ran inline to its end (its executor returned).
-            let mut finished = false;
-            if inline {
-                let mut drive = Box::pin(drive);
-                finished = futures::poll!(drive.as_mut()).is_ready();
-                if !finished {
-                    // The agent waits on something: its turn continues in the background and
-                    // stores what it holds (the switch runs in the spawned task, so it happens
-                    // even if this caller goes away).
-                    let run = run.clone();
-                    tokio::spawn(async move {
-                        futures::join!(drive, run.leave_caller());
-                    });
-                }
-            } else {
-                tokio::spawn(drive);
-            }
-            drop(run);
+            let finished = self.drive(run, ctx, inline).await;
             return match first.await {
                 Ok(First::Message(m)) => Ok(Started::Message(m)),
                 Ok(First::Task(live)) => {
                     if inline {
-                        // Whatever the turn committed so far (all of it when it ran to its
-                        // end inline) is stored before the caller can answer with it.
-                        let mut w = live.writer.lock().await;
-                        let stored = if finished {
-                            live.end_hold_finished(self, &mut w).await
-                        } else {
-                            live.end_hold(self, &mut w).await
-                        };
-                        stored.map_err(store_error)?;
+                        self.end_inline(&live, finished).await?;
                     }
                     Ok(Started::Task {
                         guard: LiveGuard {
@@ -147,10 +122,55 @@ impl Inner {
 
         // Boxed: the follow-up's future is large, and a task's creation (the hot path) does
         // not need to carry it.
-        Box::pin(self.follow_up(cx, scope, message, push, ctx)).await
+        Box::pin(self.follow_up(cx, scope, message, push, ctx, inline)).await
     }
 
-    /// Starts the turn of a follow-up `message` to an existing task.
+    /// Runs `run`'s turn with `ctx`: when `inline`, on the caller's task until it returns or
+    /// waits on something, then in the background; otherwise in the background at once.
+    /// Returns whether it ran to its end inline (its executor returned).
+    async fn drive(self: &Arc<Self>, run: Arc<Run>, ctx: RequestContext, inline: bool) -> bool {
+        let drive = run.clone().drive(self.executor.clone(), ctx);
+        if !inline {
+            tokio::spawn(drive);
+            return false;
+        }
+        let mut drive = Box::pin(drive);
+        if futures::poll!(drive.as_mut()).is_ready() {
+            return true;
+        }
+        // The agent waits on something: its turn continues in the background and stores what
+        // it holds (the switch runs in the spawned task, so it happens even if this caller
+        // goes away).
+        tokio::spawn(async move {
+            futures::join!(drive, run.leave_caller());
+        });
+        false
+    }
+
+    /// Stores what an inline turn committed so far (all of it when it ran to its end,
+    /// `finished`) before its caller can answer with the task. When that store fails, the
+    /// turn is stopped ([`Live::fault`]) and the caller gets the error.
+    async fn end_inline(
+        self: &Arc<Self>,
+        live: &Arc<Live>,
+        finished: bool,
+    ) -> Result<(), A2aError> {
+        let mut w = live.writer.lock().await;
+        let stored = if finished {
+            live.end_hold_finished(self, &mut w).await
+        } else {
+            live.end_hold(self, &mut w).await
+        };
+        if let Err(e) = stored {
+            let error = store_error(e);
+            live.fault(self, &mut w, error.clone());
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// Starts the turn of a follow-up `message` to an existing task: `inline` on the caller's
+    /// task as a new task's, holding its commits while nobody else could observe them.
     async fn follow_up(
         self: &Arc<Self>,
         cx: &CallContext,
@@ -158,6 +178,7 @@ impl Inner {
         mut message: pb::Message,
         mut push: Option<pb::TaskPushNotificationConfig>,
         mut ctx: RequestContext,
+        inline: bool,
     ) -> Result<Started, A2aError> {
         let guard = self.live(&scope, &message.task_id).await?;
         let live = guard.live.clone();
@@ -167,7 +188,8 @@ impl Inner {
         let mut attempts = 0;
         let (mut w, after) = loop {
             let mut w = loop {
-                let mut w = live.writer.lock().await;
+                // This request reads the task: a turn holding commits stores them first.
+                let mut w = live.lock_seen(self).await?;
                 live.sync(self, &mut w).await?;
                 let task = &w.record.task;
                 let state = task.state();
@@ -224,20 +246,47 @@ impl Inner {
                     .map_err(store_error)?;
                 w.has_push = Some(true);
             }
+            if inline && self.may_hold(&live, &mut w).await {
+                w.hold = Hold::Turn;
+            }
             match live.begin_turn(self, &mut w, Some(message.clone())).await {
                 Ok(after) => break (w, after),
-                Err(StoreError::Conflict) if attempts < 3 => attempts += 1,
-                Err(e) => return Err(store_error(e)),
+                Err(e) => {
+                    w.hold = Hold::Off;
+                    match e {
+                        StoreError::Conflict if attempts < 3 => attempts += 1,
+                        e => return Err(store_error(e)),
+                    }
+                }
             }
         };
-        let snapshot = w.record.task.clone();
-        Run::spawn_existing(self, &live, &mut w, ctx);
+        let run = Run::existing(self, &live, &mut w, &ctx);
+        // The task as the turn begins, for a caller that answers before the turn settles.
+        let snapshot = (!inline).then(|| w.record.task.clone());
         drop(w);
+        let finished = self.drive(run, ctx, inline).await;
+        if inline {
+            self.end_inline(&live, finished).await?;
+        }
         Ok(Started::Task {
             guard,
             after,
-            snapshot: Some(snapshot),
+            snapshot,
         })
+    }
+
+    /// Whether an inline follow-up turn of `live` may hold its commits (see [`Hold`]): nobody
+    /// could observe them. Nobody else holds the task in memory (a subscriber, a webhook
+    /// worker or another request would: those that come later store what is held before they
+    /// look, [`Live::lock_seen`]), no other process shares the store (a replica following the
+    /// task would see it only once stored), and no webhook follows the task (it must see every
+    /// event as it happens).
+    async fn may_hold(self: &Arc<Self>, live: &Arc<Live>, w: &mut Writer) -> bool {
+        // The registry's reference, and the follow-up's guard and its clone.
+        const OURS: usize = 3;
+        Arc::strong_count(live) <= OURS
+            && !self.stores.tasks.shared()
+            && !super::push::has_push(self, live, w).await
     }
 
     /// Waits until the task is terminal or interrupted (after `after`), the caller leaves, or

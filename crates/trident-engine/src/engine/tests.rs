@@ -26,6 +26,13 @@ struct Counting {
 }
 
 impl Counting {
+    /// The stored events of task `id` after `seq` (the default scope's).
+    async fn events_after(&self, id: &str, seq: u64) -> Vec<LoggedEvent> {
+        self.read(&Scope::new("", ""), id, seq, 100)
+            .await
+            .expect("read the log")
+    }
+
     fn check(&self) -> Result<(), StoreError> {
         if self.failing.load(Ordering::SeqCst) {
             Err(StoreError::Backend("the disk is gone".into()))
@@ -380,4 +387,302 @@ async fn an_inline_turn_answers_with_the_stored_task_and_keeps_nothing_live() {
         .expect("get");
     assert_eq!(read, task, "the answer is the task as stored");
     assert_eq!(engine.stats().live_tasks, 0);
+}
+
+/// The stores of `store`, with push configurations in memory.
+fn stores_of(store: &Arc<Counting>) -> Stores {
+    Stores {
+        tasks: store.clone(),
+        events: store.clone(),
+        push: Arc::new(MemoryStore::new()),
+    }
+}
+
+/// Store writes so far (commits and appends).
+fn writes(store: &Counting) -> usize {
+    store.snapshots.load(Ordering::Relaxed) + store.appends.load(Ordering::Relaxed)
+}
+
+/// First turn: asks for input. Follow-up turns: say "started" on `heard` (when given), wait
+/// for `go` (when given), then publish an artifact and complete.
+#[derive(Default)]
+struct Asker {
+    go: Option<Arc<tokio::sync::Notify>>,
+    heard: Option<tokio::sync::mpsc::UnboundedSender<&'static str>>,
+}
+
+#[async_trait::async_trait]
+impl AgentExecutor for Asker {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        if ctx.task.is_none() {
+            return sink.input_required("more, please").await;
+        }
+        if let Some(heard) = &self.heard {
+            let _ = heard.send("started");
+        }
+        if let Some(go) = &self.go {
+            go.notified().await;
+        }
+        sink.artifact(pb::Artifact::new("a", vec![pb::Part::text("x")]))
+            .await?;
+        sink.complete().await
+    }
+}
+
+/// Answers task `id`'s question with a blocking SendMessage (message id `m2`).
+async fn answer(engine: &Engine, cx: &CallContext, id: &str) -> Result<pb::Task, A2aError> {
+    let mut message = pb::Message::user("m2", vec![pb::Part::text("here")]);
+    message.task_id = id.to_owned();
+    let answer = engine
+        .send_message(
+            cx,
+            pb::SendMessageRequest {
+                message: Some(message),
+                ..Default::default()
+            },
+        )
+        .await?;
+    match answer.payload {
+        Some(pb::send_message_response::Payload::Task(task)) => Ok(task),
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// Issue 15: a blocking follow-up whose agent never waits runs inline like a new task's turn:
+/// one store write for the whole turn (WORKING with the message, the artifact, COMPLETED), an
+/// answer that is the task as stored, and nothing left in memory.
+#[tokio::test]
+async fn an_inline_follow_up_is_one_store_write_and_keeps_nothing_live() {
+    let store = Arc::new(Counting::default());
+    let engine = Engine::builder(Arc::new(Asker::default()))
+        .stores(stores_of(&store))
+        .build();
+    let cx = CallContext::new();
+    let task = send_text(&engine, &cx, "go").await;
+    assert_eq!(task.state(), pb::TaskState::InputRequired);
+    let (before, seq) = (writes(&store), store.events_after(&task.id, 0).await.len());
+    let done = answer(&engine, &cx, &task.id).await.expect("follow-up");
+    assert_eq!(done.state(), pb::TaskState::Completed);
+    assert_eq!(done.artifacts.len(), 1, "{done:?}");
+    assert!(
+        done.history.iter().any(|m| m.message_id == "m2"),
+        "the follow-up joined the history: {done:?}"
+    );
+    assert_eq!(writes(&store) - before, 1, "one store write for the turn");
+    let events = store.events_after(&task.id, seq as u64).await;
+    assert_eq!(events.len(), 3, "working, artifact, completed: {events:?}");
+    assert_eq!(engine.stats().live_tasks, 0, "nothing held in memory");
+    let read = engine
+        .get_task(
+            &cx,
+            pb::GetTaskRequest {
+                id: task.id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("get");
+    assert_eq!(read, done, "the answer is the task as stored");
+}
+
+/// Issue 15: a blocking follow-up whose agent waits moves to the background, stores what its
+/// turn held (the task is WORKING in the store while it waits), and its caller still gets the
+/// settled task.
+#[tokio::test]
+async fn a_follow_up_that_waits_moves_to_the_background_and_its_caller_gets_the_settled_task() {
+    let store = Arc::new(Counting::default());
+    let go = Arc::new(tokio::sync::Notify::new());
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let agent = Asker {
+        go: Some(go.clone()),
+        heard: Some(tx),
+    };
+    let engine = Engine::builder(Arc::new(agent))
+        .stores(stores_of(&store))
+        .build();
+    let cx = CallContext::new();
+    let task = send_text(&engine, &cx, "go").await;
+    let caller = tokio::spawn({
+        let (engine, id) = (engine.clone(), task.id.clone());
+        async move { answer(&engine, &CallContext::new(), &id).await }
+    });
+    assert_eq!(heard.recv().await, Some("started"));
+    // The turn left its caller's task: what it held reaches the store without anyone asking.
+    let stored = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let record = store
+                .get(&Scope::new("", ""), &task.id)
+                .await
+                .expect("read")
+                .expect("the task is stored");
+            if record.task.state() == pb::TaskState::Working {
+                return record;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the waiting turn's WORKING was never stored");
+    assert!(stored.task.history.iter().any(|m| m.message_id == "m2"));
+    go.notify_one();
+    let done = caller.await.expect("join").expect("follow-up");
+    assert_eq!(done.state(), pb::TaskState::Completed);
+    assert_eq!(done.artifacts.len(), 1, "{done:?}");
+    assert_eq!(engine.stats().live_tasks, 0, "nothing held in memory");
+}
+
+/// Issue 15: a subscriber attached to a task sees every event of an inline follow-up turn, in
+/// order, as it is committed (a watched turn holds nothing back).
+#[tokio::test]
+async fn a_subscriber_sees_every_event_of_an_inline_follow_up_in_order() {
+    let store = Arc::new(Counting::default());
+    let engine = Engine::builder(Arc::new(Asker::default()))
+        .stores(stores_of(&store))
+        .build();
+    let cx = CallContext::new();
+    let task = send_text(&engine, &cx, "go").await;
+    let mut stream = engine
+        .subscribe_to_task(
+            &cx,
+            pb::SubscribeToTaskRequest {
+                id: task.id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("subscribe");
+    let before = writes(&store);
+    let done = answer(&engine, &cx, &task.id).await.expect("follow-up");
+    assert_eq!(done.state(), pb::TaskState::Completed);
+    assert!(
+        writes(&store) - before > 1,
+        "a watched turn stores each commit as it happens"
+    );
+    use pb::stream_response::Payload;
+    let mut seen = Vec::new();
+    let mut last_seq = 0;
+    while let Some(event) = stream.next().await {
+        let event = event.expect("event");
+        let seq = event.seq.expect("a task event has a sequence number");
+        assert!(
+            seq > last_seq || seen.is_empty(),
+            "in order: {seq} after {last_seq}"
+        );
+        last_seq = seq;
+        seen.push(match &event.response.payload {
+            Some(Payload::Task(t)) => format!("task {}", t.state().as_str_name()),
+            Some(Payload::StatusUpdate(u)) => format!(
+                "status {}",
+                u.status.as_ref().map_or("-", |s| s.state().as_str_name())
+            ),
+            Some(Payload::ArtifactUpdate(_)) => "artifact".to_owned(),
+            other => format!("{other:?}"),
+        });
+    }
+    assert_eq!(
+        seen,
+        [
+            "task TASK_STATE_INPUT_REQUIRED",
+            "status TASK_STATE_WORKING",
+            "artifact",
+            "status TASK_STATE_COMPLETED"
+        ]
+    );
+}
+
+/// Follow-up turns: looks at the task through the engine (GetTask) and in the store while its
+/// turn runs inline, then completes.
+struct Peeker {
+    engine: std::sync::Mutex<Option<Engine>>,
+    store: Arc<Counting>,
+    seen: std::sync::Mutex<Vec<(pb::TaskState, pb::TaskState)>>,
+}
+
+#[async_trait::async_trait]
+impl AgentExecutor for Peeker {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        if ctx.task.is_none() {
+            return sink.input_required("more, please").await;
+        }
+        let engine = crate::store::lock_std(&self.engine).clone();
+        if let Some(engine) = engine {
+            let got = engine
+                .get_task(
+                    &CallContext::new(),
+                    pb::GetTaskRequest {
+                        id: ctx.task_id.clone(),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            let stored = self
+                .store
+                .get(&Scope::new("", ""), &ctx.task_id)
+                .await
+                .map_err(|e| A2aError::internal(e.to_string()))?
+                .ok_or_else(|| A2aError::task_not_found(&ctx.task_id))?;
+            crate::store::lock_std(&self.seen).push((got.state(), stored.task.state()));
+        }
+        sink.complete().await
+    }
+}
+
+/// Issue 15: a request that reaches a task whose inline follow-up turn holds commits stores
+/// them before it looks: what it sees is in the store (the durability promise).
+#[tokio::test]
+async fn a_request_reaching_a_held_follow_up_turn_sees_only_what_is_stored() {
+    let store = Arc::new(Counting::default());
+    let peeker = Arc::new(Peeker {
+        engine: std::sync::Mutex::new(None),
+        store: store.clone(),
+        seen: std::sync::Mutex::new(Vec::new()),
+    });
+    let engine = Engine::builder(peeker.clone())
+        .stores(stores_of(&store))
+        .build();
+    let cx = CallContext::new();
+    let task = send_text(&engine, &cx, "go").await;
+    *crate::store::lock_std(&peeker.engine) = Some(engine.clone());
+    let done = answer(&engine, &cx, &task.id).await.expect("follow-up");
+    // The agent holds the engine: let it go (no cycle outlives the test).
+    crate::store::lock_std(&peeker.engine).take();
+    assert_eq!(done.state(), pb::TaskState::Completed);
+    let seen = crate::store::lock_std(&peeker.seen).clone();
+    assert_eq!(
+        seen,
+        [(pb::TaskState::Working, pb::TaskState::Working)],
+        "GetTask during the turn answers with the WORKING task, which the store holds"
+    );
+}
+
+/// Issue 15: CancelTask reaches the executor of a blocking follow-up turn that started inline
+/// and waits, and the blocking caller answers with the canceled task.
+#[tokio::test]
+async fn cancel_task_reaches_a_blocking_follow_up_turn_and_its_caller() {
+    let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let engine = Engine::builder(Arc::new(Patient { heard: tx })).build();
+    let cx = CallContext::new();
+    let task = send_text(&engine, &cx, "go").await;
+    let caller = tokio::spawn({
+        let (engine, id) = (engine.clone(), task.id.clone());
+        async move { answer(&engine, &CallContext::new(), &id).await }
+    });
+    assert_eq!(heard.recv().await, Some("started"));
+    let canceled = engine
+        .cancel_task(
+            &cx,
+            pb::CancelTaskRequest {
+                id: task.id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("cancel");
+    assert_eq!(canceled.state(), pb::TaskState::Canceled);
+    let said = tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv())
+        .await
+        .expect("the executor of the follow-up turn was never cancelled");
+    assert_eq!(said, Some("cancelled"));
+    let answered = caller.await.expect("join").expect("follow-up");
+    assert_eq!(answered.state(), pb::TaskState::Canceled);
 }
