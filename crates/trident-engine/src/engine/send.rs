@@ -236,7 +236,6 @@ impl Inner {
             ctx.task_id = task.id.clone();
             ctx.context_id = task.context_id.clone();
             ctx.task = Some(task.clone());
-            ctx.message = message.clone();
 
             if let Some(p) = &push {
                 self.stores
@@ -260,6 +259,8 @@ impl Inner {
                 }
             }
         };
+        // The history holds its copy; the executor gets the message itself.
+        ctx.message = message;
         let run = Run::existing(self, &live, &mut w, &ctx);
         // The task as the turn begins, for a caller that answers before the turn settles.
         let snapshot = (!inline).then(|| w.record.task.clone());
