@@ -210,9 +210,7 @@ fn open_writer(path: &Path) -> Result<rusqlite::Connection, OpenError> {
                  PRAGMA temp_store = MEMORY;",
             )
         })
-        .and_then(|()| {
-            conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)
-        })
+        .and_then(|()| conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES))
         .map_err(|e| OpenError::Io(e.to_string()))?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
