@@ -200,6 +200,55 @@ async fn sqlite_group_commits_concurrent_writes() {
     assert_eq!(page.total, 200);
 }
 
+/// Counters summed over a batch stay exact: a task created and moved on in one batch (its
+/// WORKING count nets to zero, so that row is not written), a task moved to another context,
+/// and eight creates in one state, all queued together.
+#[tokio::test]
+async fn sqlite_counters_summed_per_batch_stay_exact() {
+    use trident_core::store::TaskStore as _;
+    let dir = TempDir::new();
+    let store = SqliteStore::open(dir.db()).await.expect("open");
+    let scope = Scope::new("", "tally");
+    let moved = TaskRecord::new(task("moved", "c", pb::TaskState::Working), 1);
+    store
+        .commit(&scope, &moved, None, &[ev("moved", 1)])
+        .await
+        .expect("create moved");
+    let created = TaskRecord::new(task("quick", "c", pb::TaskState::Working), 1);
+    let mut finished = TaskRecord::new(task("quick", "c", pb::TaskState::Completed), 1);
+    finished.last_seq = 2;
+    let mut elsewhere = TaskRecord::new(task("moved", "d", pb::TaskState::Working), 1);
+    elsewhere.last_seq = 2;
+    let (log1, log2, log3) = ([ev("quick", 1)], [ev("quick", 2)], [ev("moved", 2)]);
+    let (a, b, c, others) = futures::join!(
+        store.commit(&scope, &created, None, &log1),
+        store.commit(&scope, &finished, Some(1), &log2),
+        store.commit(&scope, &elsewhere, Some(1), &log3),
+        create_distinct(&store, &scope)
+    );
+    assert!(a.is_ok() && b.is_ok() && c.is_ok(), "{a:?} {b:?} {c:?}");
+    assert!(others.iter().all(Result::is_ok), "{others:?}");
+    let total = |state: Option<pb::TaskState>, context: Option<&str>| {
+        let query = TaskQuery {
+            limit: 1,
+            state,
+            context_id: context.map(str::to_owned),
+            ..Default::default()
+        };
+        let store = &store;
+        let scope = &scope;
+        async move { store.list(scope, &query).await.expect("list").total }
+    };
+    assert_eq!(total(None, None).await, 10);
+    assert_eq!(total(Some(pb::TaskState::Working), None).await, 9);
+    assert_eq!(total(Some(pb::TaskState::Completed), None).await, 1);
+    assert_eq!(total(None, Some("c")).await, 9);
+    assert_eq!(total(Some(pb::TaskState::Working), Some("c")).await, 8);
+    assert_eq!(total(Some(pb::TaskState::Completed), Some("c")).await, 1);
+    assert_eq!(total(None, Some("d")).await, 1);
+    assert_eq!(total(Some(pb::TaskState::Working), Some("d")).await, 1);
+}
+
 /// Creates eight WORKING tasks `d0`…`d7` (one event each) at once, so that they are queued
 /// together with whatever else is in flight.
 async fn create_distinct(store: &SqliteStore, scope: &Scope) -> Vec<Result<(), StoreError>> {

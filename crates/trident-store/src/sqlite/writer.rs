@@ -5,6 +5,7 @@
 //! alone).
 //! The store hands it [`Op`]s through a [`Writer`] and reads elsewhere (`crate::read`).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,10 @@ use crate::codec::{CounterDeltas, TaskRow, to_u64};
 const MAX_BATCH: usize = 256;
 /// Write requests that may wait for the writer before senders wait too.
 const QUEUE: usize = 4 * MAX_BATCH;
+/// The WAL's size, in pages, past which a commit checkpoints it (passively: pages a reader
+/// may still need stay). 4096 pages of 4 KiB: the WAL file stays about 16 MiB (plus one
+/// batch) while readers let checkpoints finish; SQLite's default is 1000 (4 MiB).
+const CHECKPOINT_PAGES: i64 = 4096;
 
 /// What the writer has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -189,6 +194,13 @@ fn run_writer(
 /// no system call. It changes nothing durable: the sub-journal only serves a
 /// rollback inside the open transaction (SQLite never syncs it and deletes it at the end);
 /// what survives a crash is the WAL, still synced at every commit (`synchronous = FULL`).
+///
+/// `wal_autocheckpoint` is [`CHECKPOINT_PAGES`] instead of SQLite's 1000: a checkpoint copies
+/// the latest version of each page the WAL holds into the database file (and syncs it), so
+/// the pages every commit rewrites (the counters, the right edges of the indexes) are copied
+/// once per checkpoint, and fewer checkpoints copy them fewer times. Durability is the WAL's
+/// (synced at every commit before any request is answered); a checkpoint only moves what is
+/// already durable.
 fn open_writer(path: &Path) -> Result<rusqlite::Connection, OpenError> {
     let conn = rusqlite::Connection::open(path).map_err(|e| OpenError::Io(e.to_string()))?;
     conn.busy_timeout(Duration::from_secs(10))
@@ -198,6 +210,7 @@ fn open_writer(path: &Path) -> Result<rusqlite::Connection, OpenError> {
                  PRAGMA temp_store = MEMORY;",
             )
         })
+        .and_then(|()| conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES))
         .map_err(|e| OpenError::Io(e.to_string()))?;
     conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
@@ -237,6 +250,9 @@ fn failed(e: rusqlite::Error) -> Failure {
 /// changes kept for `ROLLBACK TO`) buys nothing. Only when a statement fails, which may leave
 /// half a request written, is the transaction rolled back and the batch run again with each
 /// request in its own savepoint, so that request fails alone.
+///
+/// The counters the commits change are summed over the batch ([`Tally`]) and written last,
+/// in the same transaction.
 fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, StoreError>> {
     let fail_all = |e: &rusqlite::Error| -> Vec<Result<Out, StoreError>> {
         tracing::error!(error = %e, "sqlite writer: transaction failed");
@@ -248,11 +264,12 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
     if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
         return fail_all(&e);
     }
+    let mut tally = Tally::default();
     if let [req] = batch {
         // Alone in its transaction: no savepoint needed, a failure rolls the whole back.
-        let result = apply(conn, &req.op).map_err(Failure::into_error);
+        let result = apply(conn, &req.op, &mut tally).map_err(Failure::into_error);
         let end = if result.is_ok() {
-            exec(conn, "COMMIT")
+            tally.flush(conn).and_then(|()| exec(conn, "COMMIT"))
         } else {
             exec(conn, "ROLLBACK")
         };
@@ -267,7 +284,7 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
     let mut results = Vec::with_capacity(batch.len());
     let mut clean = true;
     for req in batch {
-        match apply(conn, &req.op) {
+        match apply(conn, &req.op, &mut tally) {
             Ok(out) => results.push(Ok(out)),
             Err(Failure::Refused(e)) => results.push(Err(e)),
             Err(Failure::Sqlite(e)) => {
@@ -279,6 +296,8 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
     }
     if !clean {
         let _ = exec(conn, "ROLLBACK");
+        // What the first run tallied was rolled back with it.
+        tally = Tally::default();
         if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
             return fail_all(&e);
         }
@@ -288,7 +307,8 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
                 let _ = exec(conn, "ROLLBACK");
                 return fail_all(&e);
             }
-            let result = apply(conn, &req.op).map_err(Failure::into_error);
+            // A request that fails adds nothing to the tally (`apply` adds on success only).
+            let result = apply(conn, &req.op, &mut tally).map_err(Failure::into_error);
             let end = if result.is_ok() {
                 exec(conn, "RELEASE w")
             } else {
@@ -301,7 +321,7 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
             results.push(result);
         }
     }
-    if let Err(e) = exec(conn, "COMMIT") {
+    if let Err(e) = tally.flush(conn).and_then(|()| exec(conn, "COMMIT")) {
         let _ = exec(conn, "ROLLBACK");
         return fail_all(&e);
     }
@@ -332,8 +352,13 @@ fn run(
         .map_err(failed)
 }
 
-/// One write request, inside the batch's transaction.
-fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, Failure> {
+/// One write request, inside the batch's transaction. A commit's counter changes go to
+/// `tally` (written once per batch, [`Tally::flush`]) only once the request has succeeded.
+fn apply<'a>(
+    conn: &rusqlite::Connection,
+    op: &'a Op,
+    tally: &mut Tally<'a>,
+) -> Result<Out, Failure> {
     use rusqlite::{OptionalExtension as _, params};
     match op {
         Op::Commit {
@@ -341,7 +366,11 @@ fn apply(conn: &rusqlite::Connection, op: &Op) -> Result<Out, Failure> {
             expected,
             continues,
             events,
-        } => commit(conn, row, *expected, *continues, events),
+        } => {
+            let deltas = commit(conn, row, *expected, *continues, events)?;
+            tally.add(row, deltas);
+            Ok(Out::Unit)
+        }
         Op::RenewLeases { node, until_ms } => {
             let n = run(
                 conn,
@@ -472,14 +501,15 @@ fn put_snapshot(conn: &rusqlite::Connection, row: &TaskRow) -> Result<(), Failur
 }
 
 /// A commit; the single writer makes read-then-write safe. Every refusal is decided before
-/// the first write (see [`Failure::Refused`]).
+/// the first write (see [`Failure::Refused`]). Returns the counter changes it makes, for the
+/// batch's [`Tally`].
 fn commit(
     conn: &rusqlite::Connection,
     row: &TaskRow,
     expected: Option<i64>,
     continues: bool,
     events: &[(i64, Vec<u8>)],
-) -> Result<Out, Failure> {
+) -> Result<CounterDeltas, Failure> {
     use rusqlite::{OptionalExtension as _, params};
     let deltas = match expected {
         Some(expected) => {
@@ -578,22 +608,65 @@ fn commit(
                 .map_err(conflict_or_failed)?;
         }
     }
-    for (state, delta) in &deltas.states {
-        run(
-            conn,
-            "INSERT INTO task_counts (tenant, owner, state, n) VALUES (?, ?, ?, ?) \
-             ON CONFLICT (tenant, owner, state) DO UPDATE SET n = n + excluded.n",
-            params![row.tenant, row.owner, state, delta],
-        )?;
+    Ok(deltas)
+}
+
+/// The counter changes of a batch's successful commits, summed per counter row, so that a
+/// burst of commits touching one row (every task created in one state, say) updates it once
+/// instead of once per commit. Written by [`Tally::flush`] inside the batch's transaction,
+/// just before `COMMIT`: the counters commit atomically with the tasks they count, as before,
+/// and a request rolled back to its savepoint never reaches the tally.
+///
+/// Tenant and owner borrow from the batch's requests; the maps are ordered, so the rows are
+/// written in key order.
+#[derive(Default)]
+struct Tally<'a> {
+    /// (tenant, owner, state) → delta, for `task_counts`.
+    states: BTreeMap<(&'a str, &'a str, i32), i64>,
+    /// (tenant, owner, context, state) → delta, for `context_counts`.
+    contexts: BTreeMap<(&'a str, &'a str, String, i32), i64>,
+}
+
+impl<'a> Tally<'a> {
+    /// Adds the changes `deltas` of a successful commit of `row`.
+    fn add(&mut self, row: &'a TaskRow, deltas: CounterDeltas) {
+        for (state, delta) in deltas.states {
+            *self
+                .states
+                .entry((&row.tenant, &row.owner, state))
+                .or_default() += delta;
+        }
+        for (context, state, delta) in deltas.contexts {
+            *self
+                .contexts
+                .entry((&row.tenant, &row.owner, context, state))
+                .or_default() += delta;
+        }
     }
-    for (context, state, delta) in &deltas.contexts {
-        run(
-            conn,
-            "INSERT INTO context_counts (tenant, owner, context_id, state, n) \
-             VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT (tenant, owner, context_id, state) DO UPDATE SET n = n + excluded.n",
-            params![row.tenant, row.owner, context, state, delta],
-        )?;
+
+    /// Writes the summed changes (one UPSERT per counter row whose sum is not zero) and
+    /// empties the tally.
+    fn flush(&mut self, conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+        use rusqlite::params;
+        for ((tenant, owner, state), delta) in std::mem::take(&mut self.states) {
+            if delta != 0 {
+                conn.prepare_cached(
+                    "INSERT INTO task_counts (tenant, owner, state, n) VALUES (?, ?, ?, ?) \
+                     ON CONFLICT (tenant, owner, state) DO UPDATE SET n = n + excluded.n",
+                )?
+                .execute(params![tenant, owner, state, delta])?;
+            }
+        }
+        for ((tenant, owner, context, state), delta) in std::mem::take(&mut self.contexts) {
+            if delta != 0 {
+                conn.prepare_cached(
+                    "INSERT INTO context_counts (tenant, owner, context_id, state, n) \
+                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, owner, context_id, state) \
+                     DO UPDATE SET n = n + excluded.n",
+                )?
+                .execute(params![tenant, owner, context, state, delta])?;
+            }
+        }
+        Ok(())
     }
-    Ok(Out::Unit)
 }
