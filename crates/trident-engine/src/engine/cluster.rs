@@ -164,7 +164,15 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
         return;
     };
     let live = &guard.live;
-    let mut w = live.writer.lock().await;
+    // A turn of this process may hold commits on the task (an inline follow-up of a task the
+    // start-up sweep lists): they are stored first, or the reload below would drop them.
+    let mut w = match live.lock_seen(inner).await {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(task = %id, error = %e, "could not store an orphaned task's held events");
+            return;
+        }
+    };
     w.stale = true;
     if let Err(e) = live.sync(inner, &mut w).await {
         tracing::warn!(task = %id, error = %e, "could not read an orphaned task");

@@ -450,9 +450,10 @@ impl A2aService for Engine {
             .delete(&scope, &req.task_id, &req.id)
             .await
             .map_err(store_error)?;
-        let live = self.inner.live_now(&scope, &req.task_id);
-        if let Some(live) = live {
-            live.writer.lock().await.has_push = None;
+        if let Some(live) = self.inner.live_now(&scope, &req.task_id) {
+            // A guard: the last holder lets the task go from the registry.
+            let guard = LiveGuard::new(self.inner.clone(), live);
+            guard.live.writer.lock().await.has_push = None;
         }
         Ok(())
     }

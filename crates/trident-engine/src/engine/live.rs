@@ -391,23 +391,56 @@ impl Live {
     }
 
     /// Locks the writer for a request that reads or changes the task beside its running turn
-    /// (GetTask, CancelTask, SubscribeToTask, a push configuration, another message): someone
-    /// observes the task from now on, so what the turn holds is stored first, and it holds
-    /// nothing more (see [`Hold`]). When that store fails, the turn is stopped
-    /// ([`Live::fault`]) and the error returned.
+    /// (GetTask, CancelTask, SubscribeToTask, a push configuration, another message, the
+    /// blocking caller answering, recovery): someone observes the task from now on, so what
+    /// the turn holds is stored first ([`Live::end_hold_detached`]), and it holds nothing
+    /// more (see [`Hold`]). When that store fails, the turn is stopped ([`Live::fault`]) and
+    /// the error returned.
     pub(crate) async fn lock_seen(
         self: &Arc<Self>,
         inner: &Arc<Inner>,
     ) -> Result<tokio::sync::MutexGuard<'_, Writer>, A2aError> {
-        let mut w = self.writer.lock().await;
-        if w.hold != Hold::Off
-            && let Err(e) = self.end_hold(inner, &mut w).await
-        {
-            let error = super::store_error(e);
-            self.fault(inner, &mut w, error.clone());
-            return Err(error);
+        loop {
+            let w = self.writer.lock().await;
+            if w.hold == Hold::Off {
+                return Ok(w);
+            }
+            drop(w);
+            self.end_hold_detached(inner).await?;
         }
-        Ok(w)
+    }
+
+    /// Stores what the turn holds ([`Live::end_hold`]) on a task of its own and waits for it.
+    /// The request that asks may go away meanwhile (its future dropped when its client
+    /// disconnects): stopped halfway, the store would have taken the held events from the
+    /// writer and never published them — perhaps never stored them — while the turn's caller
+    /// waits for them. When the store fails, the turn is stopped ([`Live::fault`]) and the
+    /// error returned.
+    pub(crate) async fn end_hold_detached(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+    ) -> Result<(), A2aError> {
+        // A guard, not a bare reference: when the asker has gone, the store's task is the
+        // last to hold the live task and lets it go from the registry as it ends.
+        let guard = LiveGuard {
+            inner: inner.clone(),
+            live: self.clone(),
+        };
+        let stored = tokio::spawn(async move {
+            let (inner, live) = (&guard.inner, &guard.live);
+            let mut w = live.writer.lock().await;
+            if let Err(e) = live.end_hold(inner, &mut w).await {
+                let error = super::store_error(e);
+                live.fault(inner, &mut w, error.clone());
+                return Err(error);
+            }
+            Ok(())
+        });
+        stored.await.unwrap_or_else(|_| {
+            Err(A2aError::internal(
+                "storing the events the turn held stopped before it ended",
+            ))
+        })
     }
 
     /// Stops holding commits (someone may observe the task from now on) and stores what is

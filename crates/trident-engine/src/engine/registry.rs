@@ -108,8 +108,12 @@ impl Inner {
     ) -> Result<TaskRecord, A2aError> {
         let local = match self.live_now(scope, id) {
             Some(live) => {
+                // A guard, not a bare reference: should the task's other holders let it go
+                // while this request reads it, this request is the last and lets it go from
+                // the registry (a bare reference would leave it registered for good).
+                let guard = LiveGuard::new(self.clone(), live);
                 // A turn holding commits stores them before this request reads the task.
-                let w = live.lock_seen(self).await?;
+                let w = guard.live.lock_seen(self).await?;
                 (w.running || !self.stores.tasks.shared()).then(|| w.record.clone())
             }
             None => None,

@@ -102,7 +102,7 @@ impl Inner {
                 Ok(First::Message(m)) => Ok(Started::Message(m)),
                 Ok(First::Task(live)) => {
                     if inline {
-                        self.end_inline(&live, finished).await?;
+                        self.end_inline(&live, finished, true).await?;
                     }
                     Ok(Started::Task {
                         guard: LiveGuard {
@@ -150,18 +150,23 @@ impl Inner {
     /// Stores what an inline turn committed so far (all of it when it ran to its end,
     /// `finished`) before its caller can answer with the task. When that store fails, the
     /// turn is stopped ([`Live::fault`]) and the caller gets the error.
+    ///
+    /// A new task's turn that ran to its end is stored here, on the caller's task: nobody
+    /// else knows the task, nothing waits for it and nothing runs it any more, so a caller
+    /// that goes away halfway leaves nobody waiting for events that were not published. Any
+    /// other turn is stored on a task of its own ([`Live::end_hold_detached`]): others may
+    /// wait for its events, or its turn goes on in the background and commits after them.
     async fn end_inline(
         self: &Arc<Self>,
         live: &Arc<Live>,
         finished: bool,
+        new_task: bool,
     ) -> Result<(), A2aError> {
+        if !(finished && new_task) {
+            return live.end_hold_detached(self).await;
+        }
         let mut w = live.writer.lock().await;
-        let stored = if finished {
-            live.end_hold_finished(self, &mut w).await
-        } else {
-            live.end_hold(self, &mut w).await
-        };
-        if let Err(e) = stored {
+        if let Err(e) = live.end_hold_finished(self, &mut w).await {
             let error = store_error(e);
             live.fault(self, &mut w, error.clone());
             return Err(error);
@@ -267,7 +272,7 @@ impl Inner {
         drop(w);
         let finished = self.drive(run, ctx, inline).await;
         if inline {
-            self.end_inline(&live, finished).await?;
+            self.end_inline(&live, finished, false).await?;
         }
         Ok(Started::Task {
             guard,
@@ -307,12 +312,7 @@ impl Inner {
             Box::pin(self.wait_settled(live, after, cx)).await?;
         }
         // The caller answers with the task: what its turn still holds is stored first.
-        let mut w = live.writer.lock().await;
-        if let Err(e) = live.end_hold(self, &mut w).await {
-            let error = store_error(e);
-            live.fault(self, &mut w, error.clone());
-            return Err(error);
-        }
+        let mut w = live.lock_seen(self).await?;
         if self.release_sole(live) {
             // Nobody else holds the task nor can find it in memory any more (requests read
             // it from the store, which has all of it): the answer takes it instead of a copy.
@@ -359,10 +359,12 @@ impl Inner {
     }
 }
 
-/// Whether a blocking caller's wait is over: the task is terminal or interrupted after
-/// `after`.
+/// Whether a blocking caller's wait is over: the task is terminal (whatever the sequence
+/// number: a task that ended accepts no turn, and a turn that failed to store is ended by a
+/// recovery that reloads the task and may number its FAILED event `after` itself), or
+/// interrupted after `after`.
 fn settled(p: &Progress, after: u64) -> bool {
-    p.seq > after && (p.state.is_terminal() || p.state.is_interrupted())
+    p.state.is_terminal() || (p.seq > after && p.state.is_interrupted())
 }
 
 /// A new UUIDv7, hyphenated lowercase (what `to_string` writes, without the formatter).

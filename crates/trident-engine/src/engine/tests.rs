@@ -23,6 +23,16 @@ struct Counting {
     snapshots: AtomicUsize,
     appends: AtomicUsize,
     failing: std::sync::atomic::AtomicBool,
+    /// When set, every write first signals the gate's `entered` and then waits for its
+    /// `release`.
+    gate: std::sync::Mutex<Option<Gate>>,
+}
+
+/// Stops the store's writes halfway, for as long as a test wants.
+#[derive(Clone, Default)]
+struct Gate {
+    entered: Arc<tokio::sync::Notify>,
+    release: Arc<tokio::sync::Notify>,
 }
 
 impl Counting {
@@ -38,6 +48,15 @@ impl Counting {
             Err(StoreError::Backend("the disk is gone".into()))
         } else {
             Ok(())
+        }
+    }
+
+    /// Waits at the gate, when one is set.
+    async fn pass_gate(&self) {
+        let gate = crate::store::lock_std(&self.gate).clone();
+        if let Some(gate) = gate {
+            gate.entered.notify_one();
+            gate.release.notified().await;
         }
     }
 
@@ -57,6 +76,7 @@ impl TaskStore for Counting {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         self.check()?;
+        self.pass_gate().await;
         self.snapshot_bytes
             .fetch_add(record.task.encoded_len(), Ordering::Relaxed);
         self.snapshots.fetch_add(1, Ordering::Relaxed);
@@ -72,6 +92,7 @@ impl TaskStore for Counting {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         self.check()?;
+        self.pass_gate().await;
         self.count_events(events);
         self.appends.fetch_add(1, Ordering::Relaxed);
         self.inner.append(scope, record, expected_seq, events).await
@@ -685,4 +706,78 @@ async fn cancel_task_reaches_a_blocking_follow_up_turn_and_its_caller() {
     assert_eq!(said, Some("cancelled"));
     let answered = caller.await.expect("join").expect("follow-up");
     assert_eq!(answered.state(), pb::TaskState::Canceled);
+}
+
+/// A blocking follow-up whose caller goes away while its held turn is being stored (the
+/// client disconnected: the request's future is dropped halfway through the store write)
+/// still stores the whole turn: the task is COMPLETED in the store and for every reader, not
+/// left INPUT_REQUIRED with the agent's work lost, nor WORKING in memory with events nobody
+/// published.
+#[tokio::test]
+async fn a_follow_up_whose_caller_leaves_while_its_turn_is_stored_is_stored_whole() {
+    let store = Arc::new(Counting::default());
+    let engine = Engine::builder(Arc::new(Asker::default()))
+        .stores(stores_of(&store))
+        .build();
+    let cx = CallContext::new();
+    let task = send_text(&engine, &cx, "go").await;
+    assert_eq!(task.state(), pb::TaskState::InputRequired);
+    let gate = Gate::default();
+    *crate::store::lock_std(&store.gate) = Some(gate.clone());
+    let caller = tokio::spawn({
+        let (engine, cx, id) = (engine.clone(), cx.clone(), task.id.clone());
+        async move { answer(&engine, &cx, &id).await }
+    });
+    // The turn ran inline and its one write is in the store, stopped at the gate: the
+    // caller leaves now.
+    gate.entered.notified().await;
+    caller.abort();
+    assert!(caller.await.is_err_and(|e| e.is_cancelled()));
+    crate::store::lock_std(&store.gate).take();
+    gate.release.notify_one();
+    let stored = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let read = engine
+                .get_task(
+                    &cx,
+                    pb::GetTaskRequest {
+                        id: task.id.clone(),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .expect("get");
+            if read.state() != pb::TaskState::InputRequired {
+                return read;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the turn's write goes on without its caller");
+    assert_eq!(stored.state(), pb::TaskState::Completed, "{stored:?}");
+    assert!(stored.history.iter().any(|m| m.message_id == "m2"));
+    assert_eq!(stored.artifacts.len(), 1, "{stored:?}");
+    let events = store.events_after(&task.id, 0).await;
+    let states: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.event.payload {
+            Some(pb::stream_response::Payload::StatusUpdate(s)) => {
+                s.status.as_ref().map(|s| s.state())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        states.last(),
+        Some(&pb::TaskState::Completed),
+        "the log ends with the turn's COMPLETED: {states:?}"
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while engine.stats().live_tasks != 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("nothing stays live once the write is done");
 }
