@@ -95,6 +95,9 @@ pub(crate) enum Hold {
 /// Held events beyond this many bytes are stored at once (memory per held task stays bounded).
 const HOLD_MAX_BYTES: usize = 64 * 1024;
 
+/// Room the first commit of a writer makes in its list of held events.
+const HELD_INITIAL: usize = 4;
+
 impl Writer {
     /// Marks the task's current turn (`record.turn`) as running, stopped by `cancel`: the
     /// turn's one token, the executor's [`crate::RequestContext::cancelled`].
@@ -372,6 +375,11 @@ impl Live {
     ) -> Result<u64, StoreError> {
         let prev = w.record.last_seq;
         w.held_bytes += events.iter().map(Message::encoded_len).sum::<usize>();
+        if w.held.capacity() == 0 {
+            // A held turn commits a few events (an echo: three in two commits): room for them
+            // at once rather than a reallocation on the second commit.
+            w.held.reserve(events.len().max(HELD_INITIAL));
+        }
         w.held.extend(
             events
                 .into_iter()
@@ -505,7 +513,14 @@ impl Live {
             return Err(e);
         }
         if snapshot {
-            w.snapshot_len = w.record.task.encoded_len();
+            // Only the compaction of later commits reads it: a terminal task takes no more
+            // events (as a rule; 0 then merely compacts by `COMPACT_MIN_BYTES`), so its
+            // encoding is not measured again.
+            w.snapshot_len = if state.is_terminal() {
+                0
+            } else {
+                w.record.task.encoded_len()
+            };
             w.unsnapshotted = 0;
         } else {
             w.unsnapshotted += bytes;
@@ -517,7 +532,18 @@ impl Live {
                 inner.register(self);
             }
         }
-        self.publish(logged, state);
+        if register {
+            self.publish(logged, state);
+        } else {
+            // Stored for its blocking caller alone (see [`Live::end_hold_finished`]): no
+            // reader can ever follow this live task, so its events skip the tail; its progress
+            // still says how far it got (the caller's wait reads it).
+            let last = last_seq(&logged);
+            if let Some(last) = last {
+                lock_std(&self.tail).next = last + 1;
+            }
+            self.advance(last, state);
+        }
         if state.is_terminal() && lock_std(&self.fault).is_some() {
             // The task was stored as ended after all (the store came back): nothing waits.
             self.clear_fault();
@@ -587,9 +613,20 @@ impl Live {
             }
             tail.next = last + 1;
         }
-        self.progress.send_modify(|p| {
+        self.advance(Some(last), state);
+    }
+
+    /// Moves the progress to `last` (when some event was committed) and `state`. Receivers
+    /// are woken only when there are any: a receiver subscribing meanwhile reads the value
+    /// after this write (the write holds the value's lock), so it misses nothing.
+    fn advance(&self, last: Option<u64>, state: pb::TaskState) {
+        let Some(last) = last else {
+            return;
+        };
+        self.progress.send_if_modified(|p| {
             p.seq = last;
             p.state = state;
+            self.progress.receiver_count() > 0
         });
     }
 
@@ -624,6 +661,11 @@ impl Live {
         }
         Ok(())
     }
+}
+
+/// Sequence number of the last of `events`.
+fn last_seq(events: &[LoggedEvent]) -> Option<u64> {
+    events.last().map(|e| e.seq)
 }
 
 /// Keeps a [`Live`] registered while held; the last holder's drop unregisters it.

@@ -256,10 +256,21 @@ impl Run {
 
     pub(crate) async fn update(&self, update: Update) -> Result<(), A2aError> {
         // The first task event creates the task: snapshot and both events in one commit.
-        let update = match self.create_with(update).await? {
-            None => return Ok(()),
-            Some(update) => update,
+        // Boxed, on that event only: inline, the creation's state (1.9 KiB) would size the
+        // future of every event, which the sink boxes, past the allocator's small sizes.
+        let update = if self.live.get().is_none() {
+            match Box::pin(self.create_with(update)).await? {
+                None => return Ok(()),
+                Some(update) => update,
+            }
+        } else {
+            update
         };
+        self.update_existing(update).await
+    }
+
+    /// [`Run::update`] once the task exists.
+    async fn update_existing(&self, update: Update) -> Result<(), A2aError> {
         let live = self.live().ok_or_else(|| A2aError::internal("no task"))?;
         let mut w = live.writer.lock().await;
         if w.turn != self.turn || !w.running || w.record.turn != self.turn {
@@ -275,7 +286,11 @@ impl Run {
             .get()
             .ok_or_else(|| A2aError::internal("no task"))?;
         let live = &guard.live;
-        live.sync(&self.inner, w).await?;
+        if w.stale {
+            // Boxed: a cold branch (a store write failed or another process wrote the task)
+            // whose future, inline, would size every event's (see `Run::update`).
+            Box::pin(live.sync(&self.inner, w)).await?;
+        }
         if w.record.turn != self.turn {
             return Err(A2aError::unsupported(
                 "this turn was superseded by a newer message to the task",
@@ -295,7 +310,7 @@ impl Run {
             Err(StoreError::Conflict) => {
                 // Another process wrote the task (a cancel, a newer turn, or the recovery of
                 // a lease it thought lapsed): this turn is over.
-                live.sync(&self.inner, w).await?;
+                Box::pin(live.sync(&self.inner, w)).await?;
                 self.cancel.cancel();
                 return Err(A2aError::unsupported(format!(
                     "task {} was changed by another process; this turn has ended",

@@ -462,10 +462,12 @@ impl MemoryStore {
         }
         let mark = self.next_mark.fetch_add(1, Ordering::Relaxed);
         stored.ended = mark;
-        let at_ms = (self.clock)();
+        // Only an age limit reads when a task ended: without one, the clock is not read.
+        let ttl = self.ttl_ms();
+        let at_ms = if ttl.is_some() { (self.clock)() } else { 0 };
         let mut ended = lock(&self.ended);
         if ended.is_empty()
-            && let Some(ttl) = self.ttl_ms()
+            && let Some(ttl) = ttl
         {
             self.next_expiry_ms
                 .store(at_ms.saturating_add(ttl), Ordering::Relaxed);
