@@ -155,10 +155,16 @@ impl Run {
         let ctx = Box::new(ctx);
         async move {
             let sink = EventSink::new(self.clone());
-            let result = match AssertUnwindSafe(executor.execute(*ctx, sink))
-                .catch_unwind()
-                .await
-            {
+            // Unboxed in a block of its own, which frees the box at once (a box moved out of
+            // is freed where its variable ends: here, the end of the turn).
+            let execute = executor.execute(
+                {
+                    let boxed = ctx;
+                    *boxed
+                },
+                sink,
+            );
+            let result = match AssertUnwindSafe(execute).catch_unwind().await {
                 Ok(r) => r,
                 Err(_) => Err(A2aError::internal("the agent panicked")),
             };
