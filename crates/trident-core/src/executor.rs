@@ -157,6 +157,16 @@ impl std::fmt::Debug for EventSink {
     }
 }
 
+/// What an [`EventSink`] call returns: the commit of one event, to await.
+///
+/// The sink's methods are plain functions that build the event at once and hand back the
+/// engine's boxed future, not `async fn`s: an `async fn`'s arguments (a message, an artifact)
+/// would sit inside the future, and so inside the agent's own future for as long as the agent
+/// lives — an idle streaming agent, waiting after its `WORKING`, would keep their room for the
+/// whole turn. Boxed, the pending call costs the agent a pointer.
+pub type Commit<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), A2aError>> + Send + 'a>>;
+
 impl EventSink {
     /// A sink delivering to `run` (what an engine hands the agent for one turn).
     pub fn new(run: Arc<dyn TurnEvents>) -> Self {
@@ -170,79 +180,69 @@ impl EventSink {
 
     /// Answers with a direct message instead of a task. Only valid as the first and only
     /// event of a new turn.
-    pub async fn reply(&self, message: pb::Message) -> Result<(), A2aError> {
-        self.run.reply(message).await
+    pub fn reply(&self, message: pb::Message) -> Commit<'_> {
+        self.run.reply(message)
     }
 
     /// Answers with a direct text message.
-    pub async fn reply_text(&self, text: impl Into<String>) -> Result<(), A2aError> {
+    pub fn reply_text(&self, text: impl Into<String>) -> Commit<'_> {
         let mut m = self.message(text);
         m.task_id.clear();
-        self.reply(m).await
+        self.reply(m)
     }
 
     /// Publishes a status change, with an optional agent message.
-    pub async fn status(
-        &self,
-        state: pb::TaskState,
-        message: Option<pb::Message>,
-    ) -> Result<(), A2aError> {
-        self.run.update(TurnUpdate::Status { state, message }).await
+    pub fn status(&self, state: pb::TaskState, message: Option<pb::Message>) -> Commit<'_> {
+        self.run.update(TurnUpdate::Status { state, message })
     }
 
     /// `WORKING`.
-    pub async fn working(&self) -> Result<(), A2aError> {
-        self.status(pb::TaskState::Working, None).await
+    pub fn working(&self) -> Commit<'_> {
+        self.status(pb::TaskState::Working, None)
     }
 
     /// `COMPLETED`.
-    pub async fn complete(&self) -> Result<(), A2aError> {
-        self.status(pb::TaskState::Completed, None).await
+    pub fn complete(&self) -> Commit<'_> {
+        self.status(pb::TaskState::Completed, None)
     }
 
     /// `FAILED` with an explanation.
-    pub async fn fail(&self, text: impl Into<String>) -> Result<(), A2aError> {
+    pub fn fail(&self, text: impl Into<String>) -> Commit<'_> {
         self.status(pb::TaskState::Failed, Some(self.message(text)))
-            .await
     }
 
     /// `REJECTED` with an explanation.
-    pub async fn reject(&self, text: impl Into<String>) -> Result<(), A2aError> {
+    pub fn reject(&self, text: impl Into<String>) -> Commit<'_> {
         self.status(pb::TaskState::Rejected, Some(self.message(text)))
-            .await
     }
 
     /// `INPUT_REQUIRED` with the question for the client.
-    pub async fn input_required(&self, text: impl Into<String>) -> Result<(), A2aError> {
+    pub fn input_required(&self, text: impl Into<String>) -> Commit<'_> {
         self.status(pb::TaskState::InputRequired, Some(self.message(text)))
-            .await
     }
 
     /// `AUTH_REQUIRED` with what is needed.
-    pub async fn auth_required(&self, text: impl Into<String>) -> Result<(), A2aError> {
+    pub fn auth_required(&self, text: impl Into<String>) -> Commit<'_> {
         self.status(pb::TaskState::AuthRequired, Some(self.message(text)))
-            .await
     }
 
     /// Publishes a whole artifact (new, or replacing one with the same id).
-    pub async fn artifact(&self, artifact: pb::Artifact) -> Result<(), A2aError> {
-        self.artifact_chunk(artifact, false, true).await
+    pub fn artifact(&self, artifact: pb::Artifact) -> Commit<'_> {
+        self.artifact_chunk(artifact, false, true)
     }
 
     /// Publishes an artifact chunk: `append` adds the parts to the artifact with the same id,
     /// `last_chunk` marks it complete.
-    pub async fn artifact_chunk(
+    pub fn artifact_chunk(
         &self,
         artifact: pb::Artifact,
         append: bool,
         last_chunk: bool,
-    ) -> Result<(), A2aError> {
-        self.run
-            .update(TurnUpdate::Artifact {
-                artifact,
-                append,
-                last_chunk,
-            })
-            .await
+    ) -> Commit<'_> {
+        self.run.update(TurnUpdate::Artifact {
+            artifact,
+            append,
+            last_chunk,
+        })
     }
 }

@@ -27,7 +27,7 @@ pub use error::{
     A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation,
     RETRY_AFTER_SECONDS, Wire, error_chain,
 };
-pub use executor::{AgentExecutor, EventSink, RequestContext, TurnEvents, TurnUpdate};
+pub use executor::{AgentExecutor, Commit, EventSink, RequestContext, TurnEvents, TurnUpdate};
 pub use operation::{A2aReply, A2aRequest, AroundCall, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation};
 pub use service::{A2aService, EventStream, StreamEvent};
 

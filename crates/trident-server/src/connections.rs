@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, Version, header};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, Version, header};
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::service::Service;
@@ -512,7 +512,13 @@ struct Connection {
     proxy_header_timeout: Duration,
 }
 
-async fn connection(c: Connection) {
+/// Serves one connection until it ends or is told to close.
+///
+/// Not an `async fn`: its argument would sit in the future beside the fields taken out of it,
+/// for as long as the connection lives (every idle stream's). The future captures the fields
+/// alone, and the work before serving (a PROXY header, the protocol sniff) is a boxed future of
+/// its own, so that its state does not size the connection's.
+fn connection(c: Connection) -> impl Future<Output = ()> + Send {
     let Connection {
         mut tcp,
         peer,
@@ -526,57 +532,87 @@ async fn connection(c: Connection) {
         proxies,
         proxy_header_timeout,
     } = c;
+    async move {
+        let opened = Box::pin(opening(
+            &mut tcp,
+            peer,
+            &close,
+            &mut stop,
+            &proxies,
+            proxy_header_timeout,
+        ))
+        .await;
+        let Some((peer, protocol)) = opened else {
+            shared.registry().remove(id);
+            return;
+        };
+        let service = hyper::service::service_fn({
+            let shared = shared.clone();
+            move |request: Request<Incoming>| {
+                handle(request, peer, id, &shared, &app, body_timeout, &proxies)
+            }
+        });
+        let conn = builders.serve(protocol, tcp, service);
+        serve_connection(conn, peer, id, &close, &shared, &mut stop).await;
+        shared.registry().remove(id);
+    }
+}
+
+/// What a connection's first bytes say: the client (from the PROXY header when the protocol
+/// is on) and the protocol. `None` when the connection is to close instead (a bad or late
+/// PROXY header, told to close, the server stopping).
+async fn opening(
+    tcp: &mut TcpStream,
+    peer: SocketAddr,
+    close: &Notify,
+    stop: &mut watch::Receiver<bool>,
+    proxies: &ProxyOptions,
+    proxy_header_timeout: Duration,
+) -> Option<(SocketAddr, Protocol)> {
     let peer = if proxies.proxy_protocol {
-        let read = tokio::time::timeout(proxy_header_timeout, crate::proxy::read_header(&mut tcp));
+        let read = tokio::time::timeout(proxy_header_timeout, crate::proxy::read_header(tcp));
         let outcome = tokio::select! {
-            outcome = read => Some(outcome),
-            () = close.notified() => None,
-            _ = stop.wait_for(|stopped| *stopped) => None,
+            outcome = read => outcome,
+            () = close.notified() => return None,
+            _ = stop.wait_for(|stopped| *stopped) => return None,
         };
         match outcome {
-            Some(Ok(Ok(ProxyHeader::Client(client)))) => client,
-            Some(Ok(Ok(ProxyHeader::Local))) => peer,
-            Some(Ok(Err(e))) => {
+            Ok(Ok(ProxyHeader::Client(client))) => client,
+            Ok(Ok(ProxyHeader::Local)) => peer,
+            Ok(Err(e)) => {
                 tracing::warn!(%peer, error = %e, "closing a connection from a trusted proxy: bad PROXY header");
-                shared.registry().remove(id);
-                return;
+                return None;
             }
-            Some(Err(_)) => {
+            Err(_) => {
                 tracing::warn!(%peer, timeout = ?proxy_header_timeout, "closing a connection from a trusted proxy: no PROXY header in time");
-                shared.registry().remove(id);
-                return;
-            }
-            None => {
-                shared.registry().remove(id);
-                return;
+                return None;
             }
         }
     } else {
         peer
     };
-    let protocol = tokio::select! {
-        protocol = sniff(&tcp) => protocol,
-        () = close.notified() => {
-            shared.registry().remove(id);
-            return;
-        }
-        _ = stop.wait_for(|stopped| *stopped) => {
-            shared.registry().remove(id);
-            return;
-        }
-    };
-    let service = hyper::service::service_fn({
-        let shared = shared.clone();
-        move |request: Request<Incoming>| {
-            handle(request, peer, id, &shared, &app, body_timeout, &proxies)
-        }
-    });
-    let mut conn = builders.serve(protocol, tcp, service);
+    tokio::select! {
+        protocol = sniff(tcp) => Some((peer, protocol)),
+        () = close.notified() => None,
+        _ = stop.wait_for(|stopped| *stopped) => None,
+    }
+}
+
+/// Drives `conn` until it ends, or closes it when told to: gracefully, then, after
+/// [`CLOSE_GRACE`], by force when nothing is in flight.
+async fn serve_connection(
+    mut conn: Pin<Box<dyn Serving + Send + '_>>,
+    peer: SocketAddr,
+    id: ConnId,
+    close: &Notify,
+    shared: &Shared,
+    stop: &mut watch::Receiver<bool>,
+) {
     let mut graceful = false;
     let mut stopping = false;
-    let mut closing = false;
-    let force = tokio::time::sleep(Duration::ZERO);
-    let mut force = pin!(force);
+    // Boxed, and only once told to close: most connections never are, and the timer would
+    // otherwise take its room in every connection's future.
+    let mut force: Option<Pin<Box<tokio::time::Sleep>>> = None;
     loop {
         tokio::select! {
             result = std::future::poll_fn(|cx| conn.as_mut().poll_serve(cx)) => {
@@ -592,26 +628,26 @@ async fn connection(c: Connection) {
                     conn.as_mut().graceful_shutdown();
                 }
             }
-            () = close.notified(), if !closing => {
-                closing = true;
-                force.as_mut().reset(tokio::time::Instant::now() + CLOSE_GRACE);
+            () = close.notified(), if force.is_none() => {
+                force = Some(Box::pin(tokio::time::sleep(CLOSE_GRACE)));
                 if !graceful {
                     graceful = true;
                     conn.as_mut().graceful_shutdown();
                 }
             }
-            () = &mut force, if closing => {
+            () = async { if let Some(force) = force.as_mut() { force.await } }, if force.is_some() => {
                 // Told to close and still open: drop it, unless a request raced in (then it
                 // finishes, and the connection closes after it).
                 if shared.registry().in_flight(id) == 0 {
                     tracing::trace!(%peer, "dropping a connection that did not close");
                     break;
                 }
-                force.as_mut().reset(tokio::time::Instant::now() + CLOSE_GRACE);
+                if let Some(force) = force.as_mut() {
+                    force.as_mut().reset(tokio::time::Instant::now() + CLOSE_GRACE);
+                }
             }
         }
     }
-    shared.registry().remove(id);
 }
 
 /// One request: counted in flight until its response ends, given the client's address (the
@@ -664,6 +700,11 @@ fn handle(
             }
             _ => response,
         };
+        let response = if version <= Version::HTTP_11 {
+            fit_event_stream_headers(response)
+        } else {
+            response
+        };
         Ok(response.map(|body| {
             Body::new(Guarded {
                 inner: body,
@@ -671,6 +712,29 @@ fn handle(
             })
         }))
     })
+}
+
+/// An event stream's response with its header map at its exact size.
+///
+/// hyper's HTTP/1 connection keeps the header map of the response it last wrote (emptied, its
+/// room kept, to parse the next request into) for the rest of the connection's life, and an
+/// event stream's connection lives as long as the stream. A map filled by inserts has room for
+/// six headers (about 600 bytes), three times what an SSE response's two or three need: handed
+/// over fitted, an idle stream keeps only what it used. Other responses keep theirs: their
+/// connection serves the next request with it.
+fn fit_event_stream_headers(response: Response<Body>) -> Response<Body> {
+    let headers = response.headers();
+    let event_stream = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !event_stream || headers.capacity() <= headers.keys_len() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let mut fitted = HeaderMap::with_capacity(parts.headers.keys_len());
+    fitted.extend(std::mem::take(&mut parts.headers));
+    parts.headers = fitted;
+    Response::from_parts(parts, body)
 }
 
 /// The answer to a request whose body did not arrive in time, whatever the handler made of

@@ -155,22 +155,35 @@ impl Run {
     }
 
     /// Runs the executor to the end of the turn and applies the end-of-turn rules.
-    pub(crate) async fn drive(
+    ///
+    /// Not an `async fn`: its arguments would stay in the future, which lives as long as the
+    /// turn, after `ctx` has moved into the executor's own (about 1 KiB per idle stream). The
+    /// future holds `ctx` boxed instead, until its first poll hands it over.
+    pub(crate) fn drive(
         self: Arc<Self>,
         executor: Arc<dyn AgentExecutor>,
         ctx: RequestContext,
-    ) {
-        let sink = EventSink::new(self.clone());
-        let result = match AssertUnwindSafe(executor.execute(ctx, sink))
-            .catch_unwind()
-            .await
-        {
-            Ok(r) => r,
-            Err(_) => Err(A2aError::internal("the agent panicked")),
-        };
-        // Boxed: inline, its state (store writes, locks) would size this future, which lives
-        // as long as the turn: 2.4 KiB per idle stream, whose agent waits inside it.
-        Box::pin(self.finish(result)).await;
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let ctx = Box::new(ctx);
+        async move {
+            let sink = EventSink::new(self.clone());
+            // Unboxed in a block of its own, which frees the box at once (a box moved out of
+            // is freed where its variable ends: here, the end of the turn).
+            let execute = executor.execute(
+                {
+                    let boxed = ctx;
+                    *boxed
+                },
+                sink,
+            );
+            let result = match AssertUnwindSafe(execute).catch_unwind().await {
+                Ok(r) => r,
+                Err(_) => Err(A2aError::internal("the agent panicked")),
+            };
+            // Boxed: inline, its state (store writes, locks) would size this future, which
+            // lives as long as the turn: 2.4 KiB per idle stream, whose agent waits inside it.
+            Box::pin(self.finish(result)).await;
+        }
     }
 
     async fn finish(&self, result: Result<(), A2aError>) {

@@ -13,7 +13,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::{
     ConnectionLimits, H2_PREFACE, MAX_CONNECTIONS_CAP, Protocol, Throttle, TimedBody,
-    body_timeout_response, max_connections_for, protocol_of, serve_with, soft_open_files_limit,
+    body_timeout_response, fit_event_stream_headers, max_connections_for, protocol_of, serve_with,
+    soft_open_files_limit,
 };
 
 const LIMITS: &str = "\
@@ -107,6 +108,45 @@ fn a_timed_out_body_is_a_408_or_deadline_exceeded() {
         grpc.headers()["grpc-message"],
         "the request body did not arrive within 0.5s"
     );
+}
+
+/// A response built the way handlers build them: by inserts into an empty map.
+fn response_with(content_type: &'static str) -> http::Response<axum::body::Body> {
+    let mut response = http::Response::new(axum::body::Body::empty());
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(content_type),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache"),
+    );
+    headers.append("x-note", http::HeaderValue::from_static("a"));
+    headers.append("x-note", http::HeaderValue::from_static("b"));
+    response
+}
+
+#[test]
+fn an_event_streams_headers_are_fitted_and_kept_whole() {
+    let built = response_with("text/event-stream");
+    let wanted = built.headers().clone();
+    assert!(built.headers().capacity() > wanted.keys_len());
+    let fitted = fit_event_stream_headers(built);
+    let headers = fitted.headers();
+    assert_eq!(*headers, wanted);
+    let values: Vec<_> = headers.get_all("x-note").iter().collect();
+    assert_eq!(values, ["a", "b"]);
+    // Room for the three names (the second note is an extra value, kept beside them).
+    assert!(headers.capacity() <= 3, "capacity {}", headers.capacity());
+}
+
+#[test]
+fn other_responses_keep_their_header_map() {
+    let built = response_with("application/json");
+    let capacity = built.headers().capacity();
+    let kept = fit_event_stream_headers(built);
+    assert_eq!(kept.headers().capacity(), capacity);
 }
 
 #[test]
