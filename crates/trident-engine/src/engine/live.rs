@@ -152,7 +152,8 @@ pub(crate) struct Live {
     progress: watch::Sender<Progress>,
     capacity: usize,
     /// Why the task's progress could not be stored, while that lasts (see [`Live::fault`]).
-    fault: Mutex<Option<A2aError>>,
+    /// Boxed: a fault is rare, and every live task (one per idle stream) carries this slot.
+    fault: Mutex<Option<Box<A2aError>>>,
 }
 
 impl Live {
@@ -243,7 +244,7 @@ impl Live {
 
     /// The error readers and waiting callers get while a fault lasts.
     pub(crate) fn fault_error(&self) -> Option<A2aError> {
-        lock_std(&self.fault).clone()
+        lock_std(&self.fault).as_deref().cloned()
     }
 
     /// A commit of the running turn failed for a reason other than a conflict (a full disk,
@@ -258,14 +259,14 @@ impl Live {
             let mut fault = lock_std(&self.fault);
             let first = fault.is_none();
             if first {
-                *fault = Some(A2aError::new(
+                *fault = Some(Box::new(A2aError::new(
                     ErrorKind::Internal,
                     format!(
                         "task {}: its progress could not be stored ({}); the turn was stopped",
                         self.task_id,
                         error.message()
                     ),
-                ));
+                )));
             }
             first
         };
@@ -805,6 +806,11 @@ impl Reader {
             {
                 self.done = true;
                 return Some(Err(e));
+            }
+            // Caught up: an idle stream may wait here for hours, so it keeps no batch buffer
+            // meanwhile (the next batch allocates its own).
+            if self.pending.capacity() > 0 {
+                self.pending = VecDeque::new();
             }
             tokio::select! {
                 changed = self.progress.changed() => if changed.is_err() {
