@@ -146,6 +146,14 @@ impl Body {
         use prost::Message as _;
         Body::Packed(record.task.encode_to_vec().into_boxed_slice())
     }
+
+    /// The encoded size of a packed body (0 for an open one): [`Log::pack`]'s size hint.
+    fn packed_len(&self) -> usize {
+        match self {
+            Body::Packed(bytes) => bytes.len(),
+            Body::Open { .. } => 0,
+        }
+    }
 }
 
 /// A task's event log: sequence numbers start at 1 without gaps, so seq n is at index n - 1
@@ -167,6 +175,10 @@ enum Log {
 /// Events between two entries of a packed log's index (a word per this many events).
 const PACK_STRIDE: usize = 64;
 
+/// Bytes per event [`Log::pack`] reserves beyond twice the task: a status update event
+/// (ids, state, timestamp) fits.
+const PACK_EVENT_HINT: usize = 128;
+
 impl Default for Log {
     fn default() -> Self {
         Self::Open(Vec::new())
@@ -174,22 +186,23 @@ impl Default for Log {
 }
 
 impl Log {
-    fn pack(events: &[LoggedEvent]) -> Self {
+    /// Packs `events`; `hint` is the size of the task they built, encoded (the log is
+    /// usually within twice that, see below).
+    fn pack(events: &[LoggedEvent], hint: usize) -> Self {
         use prost::Message as _;
-        let len = events
-            .iter()
-            .map(|e| {
-                let n = e.event.encoded_len();
-                n + prost::length_delimiter_len(n)
-            })
-            .sum();
-        let mut buf = Vec::with_capacity(len);
+        // Measuring every event first for an exact reservation costs a whole extra
+        // `encoded_len` pass over the log (prost measures each nested message again while
+        // encoding anyway). The log is the task as submitted, the events that built the
+        // task, and a status per event, so twice the task plus a status's size per event
+        // almost always holds it in one allocation; a larger log just grows the buffer, and
+        // `into_boxed_slice` trims the rest (in place).
+        let mut buf = Vec::with_capacity(2 * hint + PACK_EVENT_HINT * events.len());
         let mut index = Vec::with_capacity(events.len().div_ceil(PACK_STRIDE));
         for (i, e) in events.iter().enumerate() {
             if i % PACK_STRIDE == 0 {
                 index.push(buf.len());
             }
-            // Cannot fail: the buffer has room for every event.
+            // Cannot fail: a `Vec` grows to fit.
             let _ = e.event.encode_length_delimited(&mut buf);
         }
         Self::Packed {
@@ -275,7 +288,9 @@ impl Stored {
     /// once (see [`MemoryStore::write`]), built from the record without a copy of the task.
     fn new(record: &TaskRecord, events: &[LoggedEvent], packs: bool) -> Self {
         let (body, log) = if packs {
-            (Body::packed(record), Log::pack(events))
+            let body = Body::packed(record);
+            let log = Log::pack(events, body.packed_len());
+            (body, log)
         } else {
             (Body::open(record), Log::Open(events.to_vec()))
         };
@@ -654,7 +669,7 @@ impl MemoryStore {
             // Nothing will change it any more (as a rule): keep it encoded.
             stored.body = Body::packed(record);
             if let Log::Open(events) = &stored.log {
-                stored.log = Log::pack(events);
+                stored.log = Log::pack(events, stored.body.packed_len());
             }
         } else if let Body::Packed(_) = stored.body {
             // Changed after all: `record.task` is the current task.

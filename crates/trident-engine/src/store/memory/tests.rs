@@ -589,18 +589,22 @@ fn a_packed_log_reads_like_the_open_one_from_every_position() {
             })
             .collect();
         let open = Log::Open(events.clone());
-        let packed = Log::pack(&events);
-        for after in 0..=len as u64 + 2 {
-            for limit in [1, 7, PACK_STRIDE, usize::MAX] {
-                let want = open.read(after, limit);
-                let got = packed.read(after, limit);
-                assert_eq!(
-                    got.iter().map(|e| e.seq).collect::<Vec<_>>(),
-                    want.iter().map(|e| e.seq).collect::<Vec<_>>(),
-                    "len {len}, after {after}, limit {limit}"
-                );
-                for (g, w) in got.iter().zip(&want) {
-                    assert_eq!(g.event, w.event, "seq {}", g.seq);
+        // The size hint only reserves: a log larger than it (hint 0) and one far smaller
+        // pack the same.
+        for hint in [0, 1 << 16] {
+            let packed = Log::pack(&events, hint);
+            for after in 0..=len as u64 + 2 {
+                for limit in [1, 7, PACK_STRIDE, usize::MAX] {
+                    let want = open.read(after, limit);
+                    let got = packed.read(after, limit);
+                    assert_eq!(
+                        got.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                        want.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                        "len {len}, after {after}, limit {limit}"
+                    );
+                    for (g, w) in got.iter().zip(&want) {
+                        assert_eq!(g.event, w.event, "seq {}", g.seq);
+                    }
                 }
             }
         }
