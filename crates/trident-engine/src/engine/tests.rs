@@ -187,16 +187,7 @@ async fn streamed_chunks_hand_the_store_bytes_linear_in_the_content() {
     }
     // The task, WORKING, every chunk, COMPLETED.
     assert_eq!(received, CHUNKS + 3);
-    let task = engine
-        .get_task(
-            &cx,
-            pb::GetTaskRequest {
-                id: task_id,
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("get");
+    let task = get(&engine, &cx, &task_id).await.expect("get");
     assert_eq!(task.state(), pb::TaskState::Completed);
     assert_eq!(task.artifacts.len(), 1);
     assert_eq!(
@@ -396,16 +387,7 @@ async fn an_inline_turn_answers_with_the_stored_task_and_keeps_nothing_live() {
     assert_eq!(task.state(), pb::TaskState::Completed);
     assert_eq!(task.artifacts.len(), 1, "the echo's artifact: {task:?}");
     assert_eq!(engine.stats().live_tasks, 0, "nothing held in memory");
-    let read = engine
-        .get_task(
-            &cx,
-            pb::GetTaskRequest {
-                id: task.id.clone(),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("get");
+    let read = get(&engine, &cx, &task.id).await.expect("get");
     assert_eq!(read, task, "the answer is the task as stored");
     assert_eq!(engine.stats().live_tasks, 0);
 }
@@ -448,6 +430,19 @@ impl AgentExecutor for Asker {
             .await?;
         sink.complete().await
     }
+}
+
+/// GetTask of task `id`, with its whole history.
+async fn get(engine: &Engine, cx: &CallContext, id: &str) -> Result<pb::Task, A2aError> {
+    engine
+        .get_task(
+            cx,
+            pb::GetTaskRequest {
+                id: id.to_owned(),
+                ..Default::default()
+            },
+        )
+        .await
 }
 
 /// Answers task `id`'s question with a blocking SendMessage (message id `m2`).
@@ -493,16 +488,7 @@ async fn an_inline_follow_up_is_one_store_write_and_keeps_nothing_live() {
     let events = store.events_after(&task.id, seq as u64).await;
     assert_eq!(events.len(), 3, "working, artifact, completed: {events:?}");
     assert_eq!(engine.stats().live_tasks, 0, "nothing held in memory");
-    let read = engine
-        .get_task(
-            &cx,
-            pb::GetTaskRequest {
-                id: task.id.clone(),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("get");
+    let read = get(&engine, &cx, &task.id).await.expect("get");
     assert_eq!(read, done, "the answer is the task as stored");
 }
 
@@ -627,15 +613,7 @@ impl AgentExecutor for Peeker {
         }
         let engine = crate::store::lock_std(&self.engine).clone();
         if let Some(engine) = engine {
-            let got = engine
-                .get_task(
-                    &CallContext::new(),
-                    pb::GetTaskRequest {
-                        id: ctx.task_id.clone(),
-                        ..Default::default()
-                    },
-                )
-                .await?;
+            let got = get(&engine, &CallContext::new(), &ctx.task_id).await?;
             let stored = self
                 .store
                 .get(&Scope::new("", ""), &ctx.task_id)
@@ -737,16 +715,7 @@ async fn a_follow_up_whose_caller_leaves_while_its_turn_is_stored_is_stored_whol
     gate.release.notify_one();
     let stored = tokio::time::timeout(std::time::Duration::from_secs(10), async {
         loop {
-            let read = engine
-                .get_task(
-                    &cx,
-                    pb::GetTaskRequest {
-                        id: task.id.clone(),
-                        ..Default::default()
-                    },
-                )
-                .await
-                .expect("get");
+            let read = get(&engine, &cx, &task.id).await.expect("get");
             if read.state() != pb::TaskState::InputRequired {
                 return read;
             }
