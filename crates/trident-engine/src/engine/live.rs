@@ -438,12 +438,7 @@ impl Live {
         let stored = tokio::spawn(async move {
             let (inner, live) = (&guard.inner, &guard.live);
             let mut w = live.writer.lock().await;
-            if let Err(e) = live.end_hold(inner, &mut w).await {
-                let error = super::store_error(e);
-                live.fault(inner, &mut w, error.clone());
-                return Err(error);
-            }
-            Ok(())
+            live.end_hold(inner, &mut w).await
         });
         stored.await.unwrap_or_else(|_| {
             Err(A2aError::internal(
@@ -453,14 +448,14 @@ impl Live {
     }
 
     /// Stops holding commits (someone may observe the task from now on) and stores what is
-    /// held.
+    /// held. When that store fails, the turn is stopped ([`Live::fault`]: its events were
+    /// taken from the writer and cannot be stored any more) and the error returned.
     pub(crate) async fn end_hold(
         self: &Arc<Self>,
         inner: &Arc<Inner>,
         w: &mut Writer,
-    ) -> Result<(), StoreError> {
-        w.hold = Hold::Off;
-        self.store(inner, w, true).await
+    ) -> Result<(), A2aError> {
+        self.store_held_or_stop(inner, w, true).await
     }
 
     /// [`Live::end_hold`] for the blocking caller of a new task whose turn ran inline to its
@@ -473,9 +468,25 @@ impl Live {
         self: &Arc<Self>,
         inner: &Arc<Inner>,
         w: &mut Writer,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), A2aError> {
+        self.store_held_or_stop(inner, w, false).await
+    }
+
+    /// Ends the hold and stores what is held ([`Live::store`]); stops the turn when that
+    /// fails (see [`Live::end_hold`]).
+    async fn store_held_or_stop(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        register: bool,
+    ) -> Result<(), A2aError> {
         w.hold = Hold::Off;
-        self.store(inner, w, false).await
+        if let Err(e) = self.store(inner, w, register).await {
+            let error = super::store_error(e);
+            self.fault(inner, w, error.clone());
+            return Err(error);
+        }
+        Ok(())
     }
 
     /// Stores, publishes and delivers the held events (see [`Live::commit`]). A task stored
@@ -601,7 +612,7 @@ impl Live {
     }
 
     fn publish(&self, events: Vec<LoggedEvent>, state: pb::TaskState) {
-        let Some(last) = events.last().map(|e| e.seq) else {
+        let Some(last) = last_seq(&events) else {
             return;
         };
         {

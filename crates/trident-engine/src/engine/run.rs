@@ -133,11 +133,9 @@ impl Run {
         };
         let live = &guard.live;
         let mut w = live.writer.lock().await;
-        if let Err(e) = live.end_hold(&self.inner, &mut w).await {
-            let error = store_error(e);
-            self.cancel.cancel();
-            live.fault(&self.inner, &mut w, error);
-        }
+        // A failure stops the turn (`Live::fault` cancels the writer's token, this turn's
+        // own) and is what waiting callers and readers get: nothing is left to do here.
+        let _ = live.end_hold(&self.inner, &mut w).await;
     }
 
     pub(crate) fn task_id(&self) -> &str {

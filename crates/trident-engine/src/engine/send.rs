@@ -166,12 +166,7 @@ impl Inner {
             return live.end_hold_detached(self).await;
         }
         let mut w = live.writer.lock().await;
-        if let Err(e) = live.end_hold_finished(self, &mut w).await {
-            let error = store_error(e);
-            live.fault(self, &mut w, error.clone());
-            return Err(error);
-        }
-        Ok(())
+        live.end_hold_finished(self, &mut w).await
     }
 
     /// Starts the turn of a follow-up `message` to an existing task: `inline` on the caller's
