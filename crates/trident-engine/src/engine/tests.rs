@@ -290,20 +290,15 @@ async fn cancel_task_reaches_the_executor_of_a_follow_up_turn() {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let engine = Engine::builder(Arc::new(Patient { heard: tx })).build();
     let (id, mut heard) = follow_up_running(&engine, rx).await;
-    let task = engine
-        .cancel_task(
-            &CallContext::new(),
-            pb::CancelTaskRequest {
-                id,
-                ..Default::default()
-            },
-        )
+    let task = cancel(&engine, &CallContext::new(), &id)
         .await
         .expect("cancel");
     assert_eq!(task.state(), pb::TaskState::Canceled);
-    let said = tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv())
-        .await
-        .expect("the executor of the follow-up turn was never cancelled");
+    let said = said_within(
+        &mut heard,
+        "the executor of the follow-up turn was never cancelled",
+    )
+    .await;
     assert_eq!(said, Some("cancelled"));
 }
 
@@ -312,11 +307,6 @@ async fn cancel_task_reaches_the_executor_of_a_follow_up_turn() {
 #[tokio::test]
 async fn a_store_failure_stops_the_executor_of_a_follow_up_turn() {
     let store = Arc::new(Counting::default());
-    let stores = Stores {
-        tasks: store.clone(),
-        events: store.clone(),
-        push: Arc::new(MemoryStore::new()),
-    };
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let patient = Patient { heard: tx };
     // Writes fail from the follow-up turn's first agent event on: the executor reports
@@ -338,11 +328,15 @@ async fn a_store_failure_stops_the_executor_of_a_follow_up_turn() {
         patient,
         store: store.clone(),
     };
-    let engine = Engine::builder(Arc::new(agent)).stores(stores).build();
+    let engine = Engine::builder(Arc::new(agent))
+        .stores(stores_of(&store))
+        .build();
     let (_id, mut heard) = follow_up_running(&engine, rx).await;
-    let said = tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv())
-        .await
-        .expect("the executor of the follow-up turn was never stopped");
+    let said = said_within(
+        &mut heard,
+        "the executor of the follow-up turn was never stopped",
+    )
+    .await;
     assert_eq!(said, Some("cancelled"));
     store.failing.store(false, Ordering::SeqCst);
 }
@@ -430,6 +424,29 @@ impl AgentExecutor for Asker {
             .await?;
         sink.complete().await
     }
+}
+
+/// CancelTask of task `id`.
+async fn cancel(engine: &Engine, cx: &CallContext, id: &str) -> Result<pb::Task, A2aError> {
+    engine
+        .cancel_task(
+            cx,
+            pb::CancelTaskRequest {
+                id: id.to_owned(),
+                ..Default::default()
+            },
+        )
+        .await
+}
+
+/// What the executor says next on `heard`, within 20 s (else the test fails with `silent`).
+async fn said_within(
+    heard: &mut tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+    silent: &str,
+) -> Option<&'static str> {
+    tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv())
+        .await
+        .expect(silent)
 }
 
 /// GetTask of task `id`, with its whole history.
@@ -667,20 +684,13 @@ async fn cancel_task_reaches_a_blocking_follow_up_turn_and_its_caller() {
         async move { answer(&engine, &CallContext::new(), &id).await }
     });
     assert_eq!(heard.recv().await, Some("started"));
-    let canceled = engine
-        .cancel_task(
-            &cx,
-            pb::CancelTaskRequest {
-                id: task.id.clone(),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("cancel");
+    let canceled = cancel(&engine, &cx, &task.id).await.expect("cancel");
     assert_eq!(canceled.state(), pb::TaskState::Canceled);
-    let said = tokio::time::timeout(std::time::Duration::from_secs(20), heard.recv())
-        .await
-        .expect("the executor of the follow-up turn was never cancelled");
+    let said = said_within(
+        &mut heard,
+        "the executor of the follow-up turn was never cancelled",
+    )
+    .await;
     assert_eq!(said, Some("cancelled"));
     let answered = caller.await.expect("join").expect("follow-up");
     assert_eq!(answered.state(), pb::TaskState::Canceled);
