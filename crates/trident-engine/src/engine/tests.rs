@@ -23,6 +23,9 @@ struct Counting {
     snapshots: AtomicUsize,
     appends: AtomicUsize,
     failing: std::sync::atomic::AtomicBool,
+    /// While above zero, each write is refused as a conflict (another process wrote the task
+    /// first) and the count goes down by one.
+    conflicts: AtomicUsize,
     /// When set, every write first signals the gate's `entered` and then waits for its
     /// `release`.
     gate: std::sync::Mutex<Option<Gate>>,
@@ -45,10 +48,15 @@ impl Counting {
 
     fn check(&self) -> Result<(), StoreError> {
         if self.failing.load(Ordering::SeqCst) {
-            Err(StoreError::Backend("the disk is gone".into()))
-        } else {
-            Ok(())
+            return Err(StoreError::Backend("the disk is gone".into()));
         }
+        let conflicted = self
+            .conflicts
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if conflicted.is_ok() {
+            return Err(StoreError::Conflict);
+        }
+        Ok(())
     }
 
     /// Waits at the gate, when one is set.
@@ -759,4 +767,31 @@ async fn a_follow_up_whose_caller_leaves_while_its_turn_is_stored_is_stored_whol
     })
     .await
     .expect("nothing stays live once the write is done");
+}
+
+/// CancelTask on a shared store whose task another process keeps writing (every commit of the
+/// cancel conflicts for a while) retries until its commit goes through: it used to give up
+/// after six immediate attempts with `Unavailable`, which a task streaming faster than a store
+/// round trip on a loaded machine made happen (a flaky cluster test).
+#[tokio::test]
+async fn cancel_task_outlasts_a_run_of_conflicting_writes() {
+    let store = Arc::new(Counting::default());
+    let engine = Engine::builder(Arc::new(Asker::default()))
+        .stores(stores_of(&store))
+        .build();
+    let cx = CallContext::new();
+    let task = send_text(&engine, &cx, "hi").await;
+    assert_eq!(task.state(), pb::TaskState::InputRequired);
+    store.conflicts.store(12, Ordering::SeqCst);
+    let canceled = cancel(&engine, &cx, &task.id)
+        .await
+        .expect("canceled after the conflicts");
+    assert_eq!(canceled.state(), pb::TaskState::Canceled);
+    assert_eq!(
+        store.conflicts.load(Ordering::SeqCst),
+        0,
+        "every conflict was met"
+    );
+    let read = get(&engine, &cx, &task.id).await.expect("get");
+    assert_eq!(read.state(), pb::TaskState::Canceled, "as stored");
 }
