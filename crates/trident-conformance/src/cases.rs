@@ -678,13 +678,12 @@ pub async fn subscribe_to_a_task_in_progress_starts_with_its_snapshot(
         return_immediately: true,
         ..Default::default()
     };
-    // An agent following the conformance script can be asked for a task that takes a while;
-    // any other gets an ordinary message and may leave nothing in progress.
-    let text = if t.scripted().await.is_ok() {
-        "stream 20 20"
-    } else {
-        "hello"
-    };
+    // An agent following the conformance script can be asked for a task that stays in
+    // progress until it is canceled (a task that merely takes a while may end before the
+    // subscription arrives on a loaded machine); any other gets an ordinary message and may
+    // leave nothing in progress.
+    let scripted = t.scripted().await.is_ok();
+    let text = if scripted { "slow" } else { "hello" };
     let resp = f
         .svc
         .send_message(&cx(), req_with(msg_in(&fresh_context(), text), cfg))
@@ -740,6 +739,19 @@ pub async fn subscribe_to_a_task_in_progress_starts_with_its_snapshot(
     observe("subscribe: task snapshot first");
     if snapshot.state().is_terminal() {
         return Ok(());
+    }
+    if scripted {
+        // The slow task ends when canceled; its stream then ends with it.
+        f.svc
+            .cancel_task(
+                &cx(),
+                pb::CancelTaskRequest {
+                    id: task.id.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("cancel the slow task");
     }
     // Follow the task to its end, unless it waits for the client (the stream then stays open).
     let rest = collect_unobserved(sub).await;
