@@ -7,7 +7,7 @@
 // `js03` in every line (interop/run.sh also runs this against `trident gateway` in front of a
 // 1.0-only agent).
 import { randomUUID } from "node:crypto";
-import { JsonRpcTransport, RestTransport } from "@a2a-js/sdk/client";
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransport, RestTransport } from "@a2a-js/sdk/client";
 import { GrpcTransport } from "@a2a-js/sdk/client/grpc";
 
 const base = process.argv[2].replace(/\/$/, "");
@@ -49,10 +49,16 @@ async function firstTaskId(stream) {
   throw new Error("no task in the stream");
 }
 
-const card = await (await fetch(`${base}/.well-known/agent-card.json`)).json();
+// The card as the SDK's own resolver fetches it (no A2A-Version: the server answers v0.3's form).
+const card = await new DefaultAgentCardResolver().resolve(`${base}/`);
 await check("card (v0.3 members)", async () => {
   assert(card.protocolVersion === "0.3.0", `protocolVersion ${card.protocolVersion}`);
   assert(typeof card.url === "string" && card.preferredTransport === "JSONRPC", "url/preferredTransport");
+});
+await check("client-from-card", async () => {
+  const client = await new ClientFactory().createFromUrl(`${base}/`);
+  const task = await client.sendMessage({ message: user("hello factory"), configuration: { blocking: true } });
+  assert(task.kind === "task" && task.status.state === "completed", JSON.stringify(task));
 });
 
 const byTransport = Object.fromEntries(

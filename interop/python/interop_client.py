@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import grpc
 import httpx
 
-from google.protobuf import text_format
+from google.protobuf import json_format, text_format
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
@@ -38,6 +38,7 @@ from a2a.client.transports.grpc import GrpcTransport, _map_grpc_error
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.client.transports.rest import RestTransport
 from a2a.types.a2a_pb2 import (
+    AgentCard,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
     GetTaskPushNotificationConfigRequest,
@@ -55,7 +56,7 @@ from a2a.types.a2a_pb2 import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a.utils.constants import TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, VERSION_HEADER, TransportProtocol
 from a2a.utils.errors import (
     ContentTypeNotSupportedError,
     TaskNotCancelableError,
@@ -501,6 +502,19 @@ async def check_tenant(b: Binding) -> str:
     return f'task visible under {tenant} only'
 
 
+async def check_strict_card(base_url: str) -> str:
+    """The card a 1.0 client gets (it sends `A2A-Version: 1.0`, as the SDK's ClientFactory does)
+    parses as the SDK's own generated `AgentCard` WITHOUT ignoring unknown fields: it has no
+    member outside the v1.0 schema, whose objects are all `additionalProperties: false` (a
+    server with v0.3 on adds v0.3's members only for clients that send no 1.x version)."""
+    headers = {VERSION_HEADER: PROTOCOL_VERSION_CURRENT}
+    async with httpx.AsyncClient(headers=headers, timeout=CHECK_TIMEOUT) as http:
+        response = await http.get(f'{base_url}/.well-known/agent-card.json')
+        response.raise_for_status()
+        card = json_format.ParseDict(response.json(), AgentCard())
+    return f'{len(card.supported_interfaces)} interfaces, no member outside the v1.0 schema'
+
+
 async def check_idle_stream(base_url: str, binding: str) -> str:
     """A subscription that stays silent longer than the server's SSE keep-alive interval (15 s).
 
@@ -637,6 +651,8 @@ async def run(base_url: str, bindings: list[str], only: set[str], results: Resul
         for binding in bindings
         if not only or 'idle-stream' in only
     ]
+    if not only or 'strict-card' in only:
+        await results.run_check('card', 'strict-card', lambda: check_strict_card(base_url), CHECK_TIMEOUT)
     for binding in bindings:
         b = Binding(base_url, binding)
         try:

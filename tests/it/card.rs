@@ -1,6 +1,11 @@
 //! The agent card endpoint: three interfaces, caching headers, conditional GET, and a client
 //! that picks a binding from it.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
 use crate::harness::{Fixture, Transport, cx, send_task};
 use trident_client::Binding;
 use trident_proto as pb;
@@ -107,7 +112,6 @@ async fn client_reads_the_card_and_connects_over_each_preferred_binding() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_can_have_a_listener_of_its_own() {
-    use std::sync::Arc;
     use trident_server::{Bindings, ServerOptions};
     let engine = trident_engine::Engine::builder(Arc::new(trident_testkit::agents::Demo)).build();
     let svc: Arc<dyn trident_core::A2aService> = Arc::new(engine);
@@ -197,7 +201,6 @@ async fn send_task_result(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn activated_extensions_are_echoed_on_every_binding() {
-    use std::sync::Arc;
     const GEO: &str = "https://example.com/ext/geo/v1";
     let mut card = trident_core::default_card("Ext", "Declares one extension");
     card.capabilities
@@ -255,4 +258,296 @@ async fn activated_extensions_are_echoed_on_every_binding() {
         Some(GEO)
     );
     server.abort();
+}
+
+/// GETs `url` with `headers`: the response's headers and its JSON.
+async fn get_card(url: &str, headers: &[(&str, &str)]) -> (reqwest::header::HeaderMap, Value) {
+    let mut request = reqwest::Client::new().get(url);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = request.send().await.expect("card");
+    assert_eq!(response.status(), 200, "GET {url} {headers:?}");
+    let headers = response.headers().clone();
+    let json = response.json().await.expect("card JSON");
+    (headers, json)
+}
+
+/// Serves `card` (its interfaces those of the listener, then signed with `sign` if given) with
+/// the default server options (`--protocols 1.0,0.3`).
+async fn serve_card(
+    card: pb::AgentCard,
+    sign: Option<&trident_security::SigningKey>,
+) -> (
+    trident_server::Interfaces,
+    pb::AgentCard,
+    tokio::task::JoinHandle<()>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let interfaces = trident_server::Interfaces::local(listener.local_addr().expect("addr"));
+    let mut card = trident_server::card_with_interfaces(card, &interfaces);
+    if let Some(key) = sign {
+        trident_security::sign_card(&mut card, key);
+    }
+    let engine = trident_engine::Engine::builder(Arc::new(trident_testkit::agents::Demo))
+        .card(card.clone())
+        .build();
+    let options = trident_server::ServerOptions::default();
+    let app = trident_server::app(Arc::new(engine), &card, &options).expect("app");
+    let server = tokio::spawn(async move {
+        let _ = trident_server::serve(listener, app, std::future::pending(), Duration::ZERO).await;
+    });
+    (interfaces, card, server)
+}
+
+/// A card with a member of every kind a card may have: provider, links, an extension, the
+/// extended card, every security scheme kind, requirements on the card and on a skill.
+fn rich_card() -> pb::AgentCard {
+    use pb::security_scheme::Scheme;
+    let mut card = trident_core::default_card("Rich", "Every member a card may have");
+    card.provider = Some(pb::AgentProvider {
+        url: "https://example.com".into(),
+        organization: "Example".into(),
+    });
+    card.documentation_url = Some("https://example.com/docs".into());
+    card.icon_url = Some("https://example.com/icon.png".into());
+    let caps = card.capabilities.get_or_insert_with(Default::default);
+    caps.extended_agent_card = Some(true);
+    caps.extensions.push(pb::AgentExtension {
+        uri: "https://example.com/ext/v1".into(),
+        description: "an extension".into(),
+        required: false,
+        params: None,
+    });
+    let scheme = |s: Scheme| pb::SecurityScheme { scheme: Some(s) };
+    let flows = pb::OAuthFlows {
+        flow: Some(pb::o_auth_flows::Flow::ClientCredentials(
+            pb::ClientCredentialsOAuthFlow {
+                token_url: "https://example.com/token".into(),
+                refresh_url: String::new(),
+                scopes: [("read".to_owned(), "Read tasks".to_owned())].into(),
+            },
+        )),
+    };
+    card.security_schemes = [
+        (
+            "key",
+            scheme(Scheme::ApiKeySecurityScheme(pb::ApiKeySecurityScheme {
+                description: "a key".into(),
+                location: "header".into(),
+                name: "X-Key".into(),
+            })),
+        ),
+        ("bearer", pb::SecurityScheme::bearer("JWT")),
+        (
+            "oauth",
+            scheme(Scheme::Oauth2SecurityScheme(pb::OAuth2SecurityScheme {
+                description: String::new(),
+                flows: Some(flows),
+                oauth2_metadata_url: String::new(),
+            })),
+        ),
+        (
+            "oidc",
+            scheme(Scheme::OpenIdConnectSecurityScheme(
+                pb::OpenIdConnectSecurityScheme {
+                    description: String::new(),
+                    open_id_connect_url: "https://example.com/.well-known/openid-configuration"
+                        .into(),
+                },
+            )),
+        ),
+        (
+            "mtls",
+            scheme(Scheme::MtlsSecurityScheme(pb::MutualTlsSecurityScheme {
+                description: "client certificates".into(),
+            })),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let requirement = |name: &str, scopes: &[&str]| pb::SecurityRequirement {
+        schemes: [(
+            name.to_owned(),
+            pb::StringList {
+                list: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            },
+        )]
+        .into(),
+    };
+    card.security_requirements = vec![requirement("oauth", &["read"]), requirement("key", &[])];
+    let skill = &mut card.skills[0];
+    skill.examples = vec!["hello".into()];
+    skill.input_modes = vec!["text/plain".into()];
+    skill.output_modes = vec!["application/json".into()];
+    skill.security_requirements = vec![requirement("bearer", &[])];
+    card
+}
+
+/// The card 1.0 clients get validates against the v1.0 AgentCard schema, generated from our
+/// proto as strict as the official one (`additionalProperties: false`): with 0.3 on (the
+/// default) it carries no v0.3 member. 1.0 clients say so with `A2A-Version: 1.0` (the
+/// official 1.0 SDKs send it on the card fetch too), as a header or as the query parameter a
+/// GET may use instead. It still lists the 0.3 twins of the interfaces (an `AgentInterface`
+/// with `protocolVersion: "0.3"` is a valid one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_1_0_clients_get_validates_against_the_v1_schema() {
+    let schema = crate::schema::of("lf.a2a.v1.AgentCard");
+    let f = Fixture::default(Transport::Rest).await;
+    let default_origin = f.interfaces.clone().expect("server").rest;
+    let (rich_interfaces, _, _server) = serve_card(rich_card(), None).await;
+    for origin in [default_origin, rich_interfaces.rest] {
+        let url = format!("{origin}/.well-known/agent-card.json");
+        for (how, url, headers) in [
+            ("header", url.clone(), vec![("a2a-version", "1.0")]),
+            ("query", format!("{url}?A2A-Version=1.0"), vec![]),
+        ] {
+            let (response, card) = get_card(&url, &headers).await;
+            assert_eq!(
+                crate::schema::violations(&schema, &card),
+                Vec::<String>::new(),
+                "the card a 1.0 client gets ({how}) fails the v1.0 schema: {card:#}"
+            );
+            assert_eq!(response["vary"], "A2A-Version", "{how}");
+            let versions: Vec<&str> = card["supportedInterfaces"]
+                .as_array()
+                .expect("interfaces")
+                .iter()
+                .filter_map(|i| i["protocolVersion"].as_str())
+                .collect();
+            assert_eq!(
+                versions,
+                ["1.0", "1.0", "1.0", "0.3", "0.3", "0.3"],
+                "{how}"
+            );
+        }
+    }
+}
+
+/// A card request without `A2A-Version` (what both official v0.3 clients send: a2a-sdk 0.3.26
+/// and @a2a-js/sdk 0.3.14 fetch the card with no version; absent means 0.3, spec §6.2), or
+/// with 0.3, gets the card with what v0.3's parsers require: `url` (required by the v0.3
+/// model), `preferredTransport`, `additionalInterfaces`, `protocolVersion`, the extended-card
+/// flag, `security`, each scheme's v0.3 `type`. Each form has its own ETag, revalidates on
+/// its own, and says `Vary: A2A-Version`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_request_without_a_1_0_version_gets_the_v03_members() {
+    let (interfaces, _, _server) = serve_card(rich_card(), None).await;
+    let url = format!("{}/.well-known/agent-card.json", interfaces.rest);
+    let (v1_headers, v1) = get_card(&url, &[("a2a-version", "1.0")]).await;
+    for headers in [
+        vec![],
+        vec![("a2a-version", "0.3")],
+        vec![("a2a-version", "")],
+    ] {
+        let (response, card) = get_card(&url, &headers).await;
+        assert_eq!(response["vary"], "A2A-Version", "{headers:?}");
+        assert_ne!(response["etag"], v1_headers["etag"], "{headers:?}");
+        // The v0.3 model's required members (a2a-sdk 0.3.26 `AgentCard`).
+        for member in [
+            "name",
+            "description",
+            "url",
+            "version",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ] {
+            assert!(card.get(member).is_some(), "{member} missing: {card:#}");
+        }
+        assert_eq!(card["url"], interfaces.jsonrpc.as_str(), "{card:#}");
+        assert_eq!(card["preferredTransport"], "JSONRPC");
+        assert_eq!(card["protocolVersion"], "0.3.0");
+        assert_eq!(card["supportsAuthenticatedExtendedCard"], true);
+        let transports: Vec<(&str, &str)> = card["additionalInterfaces"]
+            .as_array()
+            .expect("additionalInterfaces")
+            .iter()
+            .filter_map(|i| Some((i["transport"].as_str()?, i["url"].as_str()?)))
+            .collect();
+        assert_eq!(
+            transports,
+            [
+                ("JSONRPC", interfaces.jsonrpc.as_str()),
+                ("HTTP+JSON", interfaces.rest.as_str()),
+                ("GRPC", interfaces.grpc.as_str()),
+            ]
+        );
+        assert_eq!(card["security"], json!([{"oauth": ["read"]}, {"key": []}]));
+        assert_eq!(card["securitySchemes"]["key"]["type"], "apiKey");
+        assert_eq!(card["securitySchemes"]["key"]["in"], "header");
+        // The 1.0 card's members are all there, unchanged.
+        for (member, value) in v1.as_object().expect("object") {
+            if member == "securitySchemes" {
+                continue;
+            }
+            assert_eq!(card.get(member), Some(value), "{member}");
+        }
+        for (name, scheme) in v1["securitySchemes"].as_object().expect("schemes") {
+            for (k, v) in scheme.as_object().expect("scheme") {
+                assert_eq!(&card["securitySchemes"][name][k], v, "{name}.{k}");
+            }
+        }
+    }
+    // Each form revalidates with its own ETag.
+    let etag = v1_headers["etag"].to_str().expect("ascii");
+    let again = reqwest::Client::new()
+        .get(&url)
+        .header("a2a-version", "1.0")
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .expect("conditional");
+    assert_eq!(again.status(), 304);
+    let other = reqwest::Client::new()
+        .get(&url)
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .expect("conditional");
+    assert_eq!(
+        other.status(),
+        200,
+        "the v0.3 form is another representation"
+    );
+}
+
+/// A signed card verifies in each form: 1.0 clients get it exactly as signed (and it
+/// validates against the v1.0 schema); the form for requests without a 1.x version adds v0.3's
+/// members (v0.3 clients need `url`) but changes none of the signed ones, so a verifier that
+/// reads the 1.0 card verifies it too. (Before, a signed card reached v0.3 clients without
+/// the members they need.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_card_verifies_in_each_form() {
+    let key = trident_security::SigningKey::generate().with_kid("k1");
+    let keys = trident_security::JwkSet::new(vec![key.public_jwk()]);
+    let (interfaces, signed, _server) = serve_card(rich_card(), Some(&key)).await;
+    let url = format!("{}/.well-known/agent-card.json", interfaces.rest);
+
+    let (_, v1) = get_card(&url, &[("a2a-version", "1.0")]).await;
+    assert_eq!(
+        v1,
+        serde_json::to_value(&signed).expect("JSON"),
+        "as signed"
+    );
+    let schema = crate::schema::of("lf.a2a.v1.AgentCard");
+    assert_eq!(
+        crate::schema::violations(&schema, &v1),
+        Vec::<String>::new()
+    );
+    let (_, legacy) = get_card(&url, &[]).await;
+    assert_eq!(legacy["url"], interfaces.jsonrpc.as_str(), "{legacy:#}");
+    assert_eq!(legacy["protocolVersion"], "0.3.0");
+    for (what, json) in [("1.0", v1), ("v0.3", legacy)] {
+        let card: pb::AgentCard = serde_json::from_value(json).expect("reads as a 1.0 card");
+        assert_eq!(
+            trident_security::verify_card(&card, &keys).as_deref(),
+            Ok("k1"),
+            "the {what} form"
+        );
+    }
 }

@@ -26,6 +26,7 @@ mod push;
 mod push_v03;
 mod readme;
 mod recovery;
+mod schema;
 mod security;
 mod slowloris;
 mod store_contract;

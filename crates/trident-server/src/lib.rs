@@ -5,7 +5,9 @@
 //! - JSON-RPC 2.0 at `POST /` (the card's JSONRPC url);
 //! - HTTP+JSON routes (the card's HTTP+JSON url is the origin);
 //! - the agent card at `/.well-known/agent-card.json`, with `ETag`, `Last-Modified`,
-//!   `Cache-Control: max-age` and `304 Not Modified` on conditional requests.
+//!   `Cache-Control: max-age` and `304 Not Modified` on conditional requests (with 0.3 on,
+//!   negotiated on `A2A-Version`: the 1.0 card for 1.0 clients, v0.3's members added for the
+//!   others).
 //!
 //! HTTP/1.1 and HTTP/2 (prior knowledge) share the port. This crate only composes the binding
 //! crates; it holds no A2A behaviour.
@@ -95,8 +97,10 @@ pub struct ServerOptions {
     /// in the binding's format (429 with `Retry-After`, -31429, `RESOURCE_EXHAUSTED`).
     pub caller_limits: Option<Arc<Limited>>,
     /// The protocol generations served (`--protocols`): with 0.3 on (the default), the v0.3
-    /// methods, routes and gRPC service answer beside 1.0 on every binding, and the card
-    /// carries what v0.3 clients read (see [`trident_v03::card`]).
+    /// methods, routes and gRPC service answer beside 1.0 on every binding, and a card request
+    /// without a 1.x `A2A-Version` (what v0.3 clients send) gets the card with what v0.3
+    /// clients read added, while 1.0 clients get the plain 1.0 card (see
+    /// [`trident_v03::card`]).
     pub protocols: Protocols,
 }
 
@@ -291,11 +295,25 @@ pub fn card_with_interfaces(mut card: pb::AgentCard, interfaces: &Interfaces) ->
     card
 }
 
-/// The JSON of the served card: with 0.3 on, the one card both generations read (the 0.3
-/// twins of the interfaces and v0.3's top-level members, [`trident_v03::card::combined_json`]),
-/// except for a signed card, which is served as signed (its signatures cover its members) and
-/// so reaches v0.3 clients without the members they need.
-fn card_json(card: &pb::AgentCard, protocols: Protocols) -> Result<String, ServerError> {
+/// The forms of the served card: what 1.0 clients get, and, when it differs, what a request
+/// that does not say it speaks 1.x gets (see [`CardState`]).
+///
+/// - 1.0 only (`--protocols 1.0`): the card's ProtoJSON, one form.
+/// - 0.3 only (`--protocols 0.3`): the plain v0.3 card, one form (a v0.3-only agent).
+/// - Both (the default): 1.0 clients get the 1.0 card with the 0.3 twins of its interfaces
+///   ([`trident_v03::card::with_v03_interfaces`]), nothing else: it validates against the v1.0
+///   schema (`additionalProperties: false`). Other requests get that card with v0.3's top-level
+///   members added ([`trident_v03::card::combined_json`]), which v0.3 clients need (`url` is
+///   required by their parsers). A signed card is served as signed to 1.0 clients (no twins:
+///   its signatures cover its members); the other form adds only members the 1.0 card does not
+///   have, so a verifier reading the 1.0 members verifies it too.
+fn card_forms(
+    card: &pb::AgentCard,
+    protocols: Protocols,
+) -> Result<(String, Option<String>), ServerError> {
+    let failed = |e: trident_core::A2aError| {
+        ServerError::Card(<serde_json::Error as serde::ser::Error>::custom(e))
+    };
     if !protocols.v1 {
         // A v0.3-only agent: the plain v0.3 card (its interfaces as `url`,
         // `preferredTransport` and `additionalInterfaces`), as v0.3 SDKs serve it.
@@ -305,27 +323,60 @@ fn card_json(card: &pb::AgentCard, protocols: Protocols) -> Result<String, Serve
             tracing::warn!("the card's signatures cover its 1.0 form: the v0.3 card drops them");
             card.signatures.clear();
         }
-        let v03 = trident_v03::card::json(&card.to_v03())
-            .map_err(|e| ServerError::Card(<serde_json::Error as serde::ser::Error>::custom(e)))?;
-        return serde_json::to_string(&v03).map_err(ServerError::Card);
+        let v03 = trident_v03::card::json(&card.to_v03()).map_err(failed)?;
+        return Ok((
+            serde_json::to_string(&v03).map_err(ServerError::Card)?,
+            None,
+        ));
     }
-    if !protocols.v03 || !card.signatures.is_empty() {
-        if protocols.v03 {
-            tracing::warn!("the card is signed: served without the v0.3 members");
-        }
-        return serde_json::to_string(card).map_err(ServerError::Card);
+    if !protocols.v03 {
+        return Ok((
+            serde_json::to_string(card).map_err(ServerError::Card)?,
+            None,
+        ));
     }
-    let card = trident_v03::card::with_v03_interfaces(card.clone());
+    let card = if card.signatures.is_empty() {
+        trident_v03::card::with_v03_interfaces(card.clone())
+    } else {
+        card.clone()
+    };
     let v1 = serde_json::to_value(&card).map_err(ServerError::Card)?;
-    let both = trident_v03::card::combined_json(&card, v1)
-        .map_err(|e| ServerError::Card(<serde_json::Error as serde::ser::Error>::custom(e)))?;
-    serde_json::to_string(&both).map_err(ServerError::Card)
+    let v1_text = serde_json::to_string(&v1).map_err(ServerError::Card)?;
+    let both = trident_v03::card::combined_json(&card, v1).map_err(failed)?;
+    let both = serde_json::to_string(&both).map_err(ServerError::Card)?;
+    Ok((v1_text, Some(both)))
 }
 
+/// One form of the card: its JSON and the `ETag` of that JSON.
 #[derive(Clone)]
-struct CardState {
+struct CardBody {
     json: Arc<str>,
     etag: HeaderValue,
+}
+
+impl CardBody {
+    fn new(json: String) -> Result<Self, ServerError> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        json.hash(&mut hasher);
+        let etag = HeaderValue::try_from(format!("\"{:016x}\"", hasher.finish()))?;
+        Ok(Self {
+            json: json.into(),
+            etag,
+        })
+    }
+}
+
+/// The card endpoint. With both generations on, the well-known path negotiates on
+/// `A2A-Version` (spec §6.2: clients send it on every request, a GET may send it as a query
+/// parameter instead, and absent means 0.3): a request that says 1.x (or anything but 0.x)
+/// gets `v1`; one without it, or saying 0.x, gets `legacy` (the v0.3 clients, which send no
+/// version). Both answers say `Vary: A2A-Version`.
+#[derive(Clone)]
+struct CardState {
+    /// What 1.0 clients get.
+    v1: CardBody,
+    /// What requests without a 1.x `A2A-Version` get, when that differs.
+    legacy: Option<CardBody>,
     last_modified: HeaderValue,
     modified_at: chrono::DateTime<chrono::Utc>,
     cache_control: HeaderValue,
@@ -333,10 +384,7 @@ struct CardState {
 
 impl CardState {
     fn new(card: &pb::AgentCard, max_age: u32, protocols: Protocols) -> Result<Self, ServerError> {
-        let json = card_json(card, protocols)?;
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        json.hash(&mut hasher);
-        let etag = HeaderValue::try_from(format!("\"{:016x}\"", hasher.finish()))?;
+        let (v1, legacy) = card_forms(card, protocols)?;
         // HTTP dates have second precision.
         let now = chrono::Utc::now();
         let modified_at = now - Duration::from_nanos(u64::from(now.timestamp_subsec_nanos()));
@@ -344,20 +392,28 @@ impl CardState {
             HeaderValue::try_from(modified_at.format("%a, %d %b %Y %H:%M:%S GMT").to_string())?;
         let cache_control = HeaderValue::try_from(format!("public, max-age={max_age}"))?;
         Ok(Self {
-            json: json.into(),
-            etag,
+            v1: CardBody::new(v1)?,
+            legacy: legacy.map(CardBody::new).transpose()?,
             last_modified,
             modified_at,
             cache_control,
         })
     }
 
-    fn not_modified(&self, headers: &HeaderMap) -> bool {
+    /// The form `request` gets.
+    fn form(&self, headers: &HeaderMap, query: Option<&str>) -> &CardBody {
+        match &self.legacy {
+            Some(legacy) if !asks_v1(headers, query) => legacy,
+            _ => &self.v1,
+        }
+    }
+
+    fn not_modified(&self, body: &CardBody, headers: &HeaderMap) -> bool {
         if let Some(tags) = headers
             .get(header::IF_NONE_MATCH)
             .and_then(|v| v.to_str().ok())
         {
-            let ours = self.etag.to_str().unwrap_or_default();
+            let ours = body.etag.to_str().unwrap_or_default();
             return tags
                 .split(',')
                 .map(str::trim)
@@ -371,9 +427,32 @@ impl CardState {
     }
 }
 
-async fn serve_card(State(card): State<CardState>, headers: HeaderMap) -> Response {
+/// Whether a card request says it speaks A2A 1.x (or later): its `A2A-Version` header, else
+/// its `A2A-Version` query parameter, is present, not empty and not a 0.x version.
+fn asks_v1(headers: &HeaderMap, query: Option<&str>) -> bool {
+    let from_query = || {
+        query?.split('&').find_map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            k.eq_ignore_ascii_case("A2A-Version").then_some(v)
+        })
+    };
+    let version = headers
+        .get("a2a-version")
+        .map(|v| v.to_str().unwrap_or("?"))
+        .or_else(from_query)
+        .map(str::trim)
+        .unwrap_or_default();
+    !version.is_empty() && version != "0" && !version.starts_with("0.")
+}
+
+async fn serve_card(
+    State(card): State<CardState>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Response {
+    let body = card.form(&headers, uri.query());
     let common = [
-        (header::ETAG, card.etag.clone()),
+        (header::ETAG, body.etag.clone()),
         (header::LAST_MODIFIED, card.last_modified.clone()),
         (header::CACHE_CONTROL, card.cache_control.clone()),
         (
@@ -381,18 +460,25 @@ async fn serve_card(State(card): State<CardState>, headers: HeaderMap) -> Respon
             HeaderValue::from_static("*"),
         ),
     ];
-    if card.not_modified(&headers) {
-        return (StatusCode::NOT_MODIFIED, common).into_response();
+    let mut response = if card.not_modified(body, &headers) {
+        (StatusCode::NOT_MODIFIED, common).into_response()
+    } else {
+        (
+            common,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body.json.to_string(),
+        )
+            .into_response()
+    };
+    if card.legacy.is_some() {
+        response
+            .headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("A2A-Version"));
     }
-    (
-        common,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        card.json.to_string(),
-    )
-        .into_response()
+    response
 }
 
 /// Why the server could not be assembled.

@@ -1,13 +1,17 @@
 //! The agent card for v0.3 clients.
 //!
 //! A v0.3 client reads the card's top-level `url`, `preferredTransport`,
-//! `additionalInterfaces` and `protocolVersion`; a 1.0 client reads `supportedInterfaces`.
-//! Neither version forbids the other's members (both read JSON objects ignoring unknown
-//! members), so [`combined_json`] serves one card both can read: the 1.0 card, whose
-//! `supportedInterfaces` also lists the 0.3 interfaces (`protocolVersion: "0.3"`), plus the
-//! v0.3 top-level members. Only `securitySchemes` is spelled differently under the same name
-//! (v0.3: `{"type": "apiKey", "in": …}`; 1.0: `{"apiKeySecurityScheme": {"location": …}}`);
-//! each scheme object then carries both spellings side by side, each version reading its own.
+//! `additionalInterfaces` and `protocolVersion` (its parsers require `url`); a 1.0 client reads
+//! `supportedInterfaces`. The v1.0 AgentCard schema allows no member it does not declare
+//! (`additionalProperties: false`), so no one card is valid for both: `trident-server`
+//! negotiates on `A2A-Version` (absent means 0.3; the official v0.3 clients send none, the 1.0
+//! ones send `1.0` on the card fetch too). 1.0 clients get the 1.0 card alone (its
+//! `supportedInterfaces` also listing the 0.3 interfaces, `protocolVersion: "0.3"`, from
+//! [`with_v03_interfaces`]); the others get [`combined_json`]: that card plus the v0.3
+//! top-level members, which a v0.3 client reads and a lenient 1.0 client ignores. Only
+//! `securitySchemes` is spelled differently under the same name (v0.3: `{"type": "apiKey",
+//! "in": …}`; 1.0: `{"apiKeySecurityScheme": {"location": …}}`); in the combined card each
+//! scheme object carries both spellings side by side, each version reading its own.
 
 use serde_json::{Map, Value, json};
 use trident_core::{A2aError, ErrorKind};
@@ -298,8 +302,11 @@ fn scheme_json(v: &Value) -> Value {
     Value::Object(out)
 }
 
-/// The one card both generations read: `card`'s 1.0 ProtoJSON (`v1_json`) with the v0.3
-/// top-level members added, and each security scheme carrying both spellings.
+/// The card for clients that do not say they speak 1.x (v0.3 clients): `card`'s 1.0 ProtoJSON
+/// (`v1_json`) with the v0.3 top-level members added, and each security scheme carrying both
+/// spellings. No 1.0 member is changed, so a signature over `card` still verifies for a
+/// verifier that reads the 1.0 card out of it. Not valid against the strict v1.0 schema: 1.0
+/// clients get `v1_json` itself.
 pub fn combined_json(card: &pb::AgentCard, v1_json: Value) -> Result<Value, A2aError> {
     let old = json(&card.clone().to_v03())?;
     let mut v = v1_json;

@@ -11,7 +11,8 @@
 //!   v0.3's HTTP+JSON bodies are plain ProtoJSON of the model;
 //! - [`jsonrpc`]: the v0.3 JSON-RPC methods;
 //! - [`error`]: v0.3 error codes and bodies, derived from the one `ErrorKind` table;
-//! - [`card`]: the v0.3 card members and the combined card;
+//! - [`card`]: the v0.3 card members and the combined card (the form of the card served to
+//!   requests that do not say `A2A-Version: 1.x`; 1.0 clients get the 1.0 card alone);
 //! - [`push`]: the body of a push notification to a configuration created through v0.3;
 //! - [`call`]: the one service call of a v0.3 request (a push-config list gathers every page);
 //! - [`version`]: which protocol version a request speaks.

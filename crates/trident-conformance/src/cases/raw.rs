@@ -13,6 +13,10 @@ use trident_proto as pb;
 use crate::wire::{NO_SUCH_TASK, Wire, assert_error_info, assert_grpc_error_info};
 use crate::{Fixture, Skip, Target, observe};
 
+/// What a 1.0 client sends with its card request (clients send `A2A-Version` on every request;
+/// a server may answer a request without it, which means 0.3, with v0.3's form of the card).
+const AS_1_0: (&str, &str) = ("a2a-version", "1.0");
+
 async fn wire_of(t: &dyn Target) -> Result<(Fixture, Wire), Skip> {
     let f = Fixture::default(t).await?;
     let wire = f.needs_wire()?.clone();
@@ -23,7 +27,7 @@ async fn wire_of(t: &dyn Target) -> Result<(Fixture, Wire), Skip> {
 pub async fn card_is_served_at_the_well_known_path(t: &dyn Target) -> Result<(), Skip> {
     let (_f, wire) = wire_of(t).await?;
     let url = format!("{}/.well-known/agent-card.json", wire.origin());
-    let a = wire.get(&url, &[]).await;
+    let a = wire.get(&url, &[AS_1_0]).await;
     assert_eq!(a.status, 200, "GET {url}: {}", a.text);
     let content_type = a.header("content-type").unwrap_or_default();
     assert!(
@@ -40,7 +44,7 @@ pub async fn card_is_served_at_the_well_known_path(t: &dyn Target) -> Result<(),
 /// default input and output modes, and skills (each with id, name, description, tags).
 pub async fn card_has_the_required_fields(t: &dyn Target) -> Result<(), Skip> {
     let (_f, wire) = wire_of(t).await?;
-    let a = wire.get(&wire.card_url, &[]).await;
+    let a = wire.get(&wire.card_url, &[AS_1_0]).await;
     assert_eq!(a.status, 200, "GET {}: {}", wire.card_url, a.text);
     let card = a.json.expect("the card parses as JSON");
     let text = |v: &serde_json::Value, field: &str, at: &str| {
@@ -95,7 +99,7 @@ pub async fn card_has_the_required_fields(t: &dyn Target) -> Result<(), Skip> {
 /// that ETag answers `304 Not Modified` (RFC 9110 §13.1.2).
 pub async fn card_is_cacheable(t: &dyn Target) -> Result<(), Skip> {
     let (_f, wire) = wire_of(t).await?;
-    let a = wire.get(&wire.card_url, &[]).await;
+    let a = wire.get(&wire.card_url, &[AS_1_0]).await;
     assert_eq!(a.status, 200, "GET {}: {}", wire.card_url, a.text);
     let cache_control = a.header("cache-control").unwrap_or_default().to_owned();
     let etag = a.header("etag").unwrap_or_default().to_owned();
@@ -109,7 +113,9 @@ pub async fn card_is_cacheable(t: &dyn Target) -> Result<(), Skip> {
         "the card SHOULD be served with Cache-Control: max-age, got {cache_control:?}"
     );
     assert!(!etag.is_empty(), "the card SHOULD be served with an ETag");
-    let again = wire.get(&wire.card_url, &[("if-none-match", &etag)]).await;
+    let again = wire
+        .get(&wire.card_url, &[AS_1_0, ("if-none-match", &etag)])
+        .await;
     assert_eq!(
         again.status, 304,
         "a GET with If-None-Match: {etag} answers 304 Not Modified"
