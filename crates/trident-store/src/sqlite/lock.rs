@@ -146,6 +146,8 @@ fn try_lock(path: &Path) -> Result<Result<FileLock, Busy>, OpenError> {
         .read(true)
         .write(true)
         .create(true)
+        // Never: this is the database.
+        .truncate(false)
         .mode(0o644)
         .open(path)
         .map_err(|e| io_error(path, &e))?;
