@@ -22,7 +22,6 @@ impl Trident {
     }
 
     /// [`serve`](Self::serve) with these environment variables set.
-    #[cfg_attr(not(feature = "otlp"), allow(dead_code))]
     pub async fn serve_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         Self::start("serve", args, env).await
     }
