@@ -446,3 +446,42 @@ async fn push_notifications_are_sent_once_across_replicas() {
     let logged: Vec<pb::StreamResponse> = log.iter().map(|e| (*e.response).clone()).collect();
     assert_eq!(received, logged, "every event once, in log order");
 }
+
+/// A replica frozen (SIGSTOP) past its lease is fenced: another replica fails its task. Once
+/// it runs again, its own client's stream ends with that FAILED event (the notice of the other
+/// replica's commit brings it; its executor is stopped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_replicas_own_stream_ends_with_the_failure() {
+    let schema = require_postgres!();
+    let nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+
+    let mut on_a = a
+        .send_streaming_message(&cx(), req(msg("stream 100000 20")))
+        .await
+        .expect("stream on A");
+    let id = task_id_of(&on_a.next().await.expect("first").expect("event"));
+    // A few chunks: A's turn is committing when it is frozen.
+    for _ in 0..3 {
+        tokio::time::timeout(crate::wait::CEILING, on_a.next())
+            .await
+            .expect("A streams")
+            .expect("open")
+            .expect("event");
+    }
+    nodes[0].stop();
+    wait_for(b.as_ref(), &cx(), &id, |t| {
+        t.state() == pb::TaskState::Failed
+    })
+    .await;
+    nodes[0].resume();
+    let rest = collect(on_a).await;
+    assert_eq!(
+        rest.last().and_then(state_of),
+        Some(pb::TaskState::Failed),
+        "A's own stream ends with the FAILED event B committed"
+    );
+    let failed = wait_for(a.as_ref(), &cx(), &id, |t| t.state().is_terminal()).await;
+    assert_eq!(failed.state(), pb::TaskState::Failed, "A agrees");
+}

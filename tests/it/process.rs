@@ -165,6 +165,25 @@ impl Trident {
         self.child.id()
     }
 
+    /// SIGSTOP: the process is frozen (its timers, heartbeats and connections with it) until
+    /// [`resume`](Self::resume).
+    pub fn stop(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT: a [`stop`](Self::stop)ped process runs on.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed: {status}");
+    }
+
     /// Whether the process is still running.
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
