@@ -58,6 +58,10 @@ impl Drop for SqliteStore {
         // An open of the same file by this process meanwhile waits for the close to finish.
         lock.closing();
         let readers = self.readers.clone();
+        // Outside a runtime (or in one shutting down, which drops the task unrun) the readers'
+        // connections close on their own threads as the pool goes, possibly after the lock:
+        // only a store dropped that way and opened again at once by another process is
+        // exposed, and only while its last readers close.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 readers.close().await;
