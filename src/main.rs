@@ -65,6 +65,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A test seam (tests/it/cluster.rs): the process runs as if its clock were this many
+    // milliseconds off, to show that cluster leases do not depend on the replicas' clocks.
+    if let Some(ms) = std::env::var("TRIDENT_TEST_CLOCK_SKEW_MS")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        trident::store::skew_clock(ms);
+    }
     let mut args: Vec<String> = std::env::args().collect();
     if let Some(file) = config::path(&args) {
         let applied = config::load(&file)

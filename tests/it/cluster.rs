@@ -52,21 +52,31 @@ impl Drop for Schema {
 }
 
 async fn replicas(schema: &Schema, n: usize) -> Vec<Trident> {
+    skewed_replicas(schema, &vec![0; n]).await
+}
+
+/// One replica per entry of `skews_ms`, each running as if its clock were that many
+/// milliseconds off (`TRIDENT_TEST_CLOCK_SKEW_MS`).
+async fn skewed_replicas(schema: &Schema, skews_ms: &[i64]) -> Vec<Trident> {
     let store = schema.store();
     let ttl = LEASE_TTL_SECS.to_string();
     let mut out = Vec::new();
-    for _ in 0..n {
+    for skew in skews_ms {
+        let skew = skew.to_string();
         out.push(
-            Trident::serve(&[
-                "--agent",
-                "demo",
-                "--store",
-                &store,
-                "--lease-ttl",
-                &ttl,
-                "--push-allow",
-                "127.0.0.1",
-            ])
+            Trident::serve_with_env(
+                &[
+                    "--agent",
+                    "demo",
+                    "--store",
+                    &store,
+                    "--lease-ttl",
+                    &ttl,
+                    "--push-allow",
+                    "127.0.0.1",
+                ],
+                &[("TRIDENT_TEST_CLOCK_SKEW_MS", &skew)],
+            )
             .await,
         );
     }
@@ -178,7 +188,22 @@ async fn follow_and_cancel_through_another_replica() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dead_replica_task_fails_within_the_lease_bound() {
     let schema = require_postgres!();
-    let mut nodes = replicas(&schema, 2).await;
+    dead_replica_task_fails_within_the_lease_bound_with(&schema, 0).await;
+}
+
+/// The same with the dead replica's clock 30 s ahead: its leases are written by the
+/// database's clock, so they are not 30 s longer than anyone's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_clocked_dead_replicas_task_fails_within_the_lease_bound() {
+    let schema = require_postgres!();
+    dead_replica_task_fails_within_the_lease_bound_with(&schema, SKEW_MS).await;
+}
+
+/// How far the skewed replicas' clocks are off: far beyond the lease TTL.
+const SKEW_MS: i64 = 30_000;
+
+async fn dead_replica_task_fails_within_the_lease_bound_with(schema: &Schema, skew_ms: i64) {
+    let mut nodes = skewed_replicas(schema, &[skew_ms, 0]).await;
     let a = nodes[0].client(Binding::JsonRpc).await;
     let b = nodes[1].client(Binding::Rest).await;
 
@@ -215,8 +240,61 @@ async fn dead_replica_task_fails_within_the_lease_bound() {
     let bound = Duration::from_secs_f64(LEASE_TTL_SECS * 1.5) + Duration::from_secs(5);
     assert!(
         waited < bound,
-        "FAILED arrived {waited:?} after the kill (bound {bound:?})"
+        "FAILED arrived {waited:?} after the kill (bound {bound:?}; A's clock {skew_ms} ms off)"
     );
+}
+
+/// Replicas whose clocks are a minute apart (one 30 s ahead, one 30 s behind) take no healthy
+/// task from each other: leases are written and judged by the database's clock, so neither
+/// reads the other's as lapsed, over many sweeps (every half TTL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_with_skewed_clocks_take_no_healthy_task() {
+    let schema = require_postgres!();
+    let nodes = skewed_replicas(&schema, &[SKEW_MS, -SKEW_MS]).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+    let mut ids = Vec::new();
+    let mut streams = Vec::new();
+    for svc in [&a, &b] {
+        let mut stream = svc
+            .send_streaming_message(&cx(), req(msg("slow")))
+            .await
+            .expect("stream");
+        ids.push(task_id_of(
+            &stream.next().await.expect("first").expect("event"),
+        ));
+        streams.push(stream);
+    }
+    for id in &ids {
+        wait_for(a.as_ref(), &cx(), id, |t| {
+            t.state() == pb::TaskState::Working
+        })
+        .await;
+    }
+    let (a, ids) = (a.as_ref(), &ids);
+    crate::wait::holds_for(
+        "both replicas' tasks stay WORKING",
+        Duration::from_secs_f64(LEASE_TTL_SECS * 4.0),
+        || async move {
+            let mut working = true;
+            for id in ids {
+                let task = a
+                    .get_task(
+                        &cx(),
+                        pb::GetTaskRequest {
+                            id: id.clone(),
+                            ..Default::default()
+                        },
+                    )
+                    .await
+                    .expect("get");
+                working &= task.state() == pb::TaskState::Working;
+            }
+            working
+        },
+    )
+    .await;
+    drop(streams);
 }
 
 /// 20 follow-ups and cancels racing on one task through two replicas leave one consistent
@@ -367,4 +445,43 @@ async fn push_notifications_are_sent_once_across_replicas() {
     );
     let logged: Vec<pb::StreamResponse> = log.iter().map(|e| (*e.response).clone()).collect();
     assert_eq!(received, logged, "every event once, in log order");
+}
+
+/// A replica frozen (SIGSTOP) past its lease is fenced: another replica fails its task. Once
+/// it runs again, its own client's stream ends with that FAILED event (the notice of the other
+/// replica's commit brings it; its executor is stopped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_replicas_own_stream_ends_with_the_failure() {
+    let schema = require_postgres!();
+    let nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+
+    let mut on_a = a
+        .send_streaming_message(&cx(), req(msg("stream 100000 20")))
+        .await
+        .expect("stream on A");
+    let id = task_id_of(&on_a.next().await.expect("first").expect("event"));
+    // A few chunks: A's turn is committing when it is frozen.
+    for _ in 0..3 {
+        tokio::time::timeout(crate::wait::CEILING, on_a.next())
+            .await
+            .expect("A streams")
+            .expect("open")
+            .expect("event");
+    }
+    nodes[0].stop();
+    wait_for(b.as_ref(), &cx(), &id, |t| {
+        t.state() == pb::TaskState::Failed
+    })
+    .await;
+    nodes[0].resume();
+    let rest = collect(on_a).await;
+    assert_eq!(
+        rest.last().and_then(state_of),
+        Some(pb::TaskState::Failed),
+        "A's own stream ends with the FAILED event B committed"
+    );
+    let failed = wait_for(a.as_ref(), &cx(), &id, |t| t.state().is_terminal()).await;
+    assert_eq!(failed.state(), pb::TaskState::Failed, "A agrees");
 }

@@ -135,3 +135,78 @@ async fn sqlite_survives_kill_9_grpc() {
 async fn sqlite_survives_kill_9_jsonrpc() {
     sqlite_kill_9_over(Binding::JsonRpc).await;
 }
+
+/// How a second process reaches the first one's database file.
+#[derive(Debug, Clone, Copy)]
+enum Link {
+    Symbolic,
+    Hard,
+}
+
+/// A second `trident serve` on a SQLite file another one serves is refused, whatever name
+/// it reaches the file by: the lock is on the file, not on a name derived from its path.
+/// (Through a symbolic link the second used to start and fail the first's running tasks as
+/// orphans; through a hard link both wrote, each with its own WAL, until the file failed
+/// its integrity check.) The first keeps serving, its running task untouched.
+async fn a_second_process_through_a_link_is_refused(link: Link) {
+    let dir = TempDir::new("trident-link");
+    let file = dir.0.join("trident.db");
+    let store = format!("sqlite:{}", file.display());
+    let server = Trident::serve(&["--agent", "demo", "--store", &store]).await;
+    let svc = server.client(Binding::Rest).await;
+    let mut running = svc
+        .send_streaming_message(&cx(), req(msg("stream 100000 20")))
+        .await
+        .expect("stream");
+    let first = running.next().await.expect("an event").expect("the task");
+    let id = match first.response.payload.as_ref() {
+        Some(pb::stream_response::Payload::Task(t)) => t.id.clone(),
+        other => panic!("a stream starts with the task, got {other:?}"),
+    };
+
+    let other = dir.0.join("other.db");
+    match link {
+        Link::Symbolic => std::os::unix::fs::symlink(&file, &other).expect("symlink"),
+        Link::Hard => std::fs::hard_link(&file, &other).expect("hard link"),
+    }
+    let other_store = format!("sqlite:{}", other.display());
+    let refusal = Trident::serve_refused(&["--agent", "demo", "--store", &other_store]).await;
+    assert!(
+        refusal.contains("other.db") && refusal.contains("in use by"),
+        "the refusal names the file and says it is in use ({link:?}): {refusal}"
+    );
+    assert!(
+        refusal.contains(&format!("process {}", server.pid())),
+        "the refusal names the holder ({link:?}): {refusal}"
+    );
+
+    // The first process's task runs on, untouched: more chunks arrive, and it is WORKING.
+    for _ in 0..3 {
+        tokio::time::timeout(crate::wait::CEILING, running.next())
+            .await
+            .expect("the first process keeps streaming")
+            .expect("stream open")
+            .expect("event");
+    }
+    let task = svc
+        .get_task(
+            &cx(),
+            pb::GetTaskRequest {
+                id,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("get");
+    assert_eq!(task.state(), pb::TaskState::Working, "{link:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_through_a_symbolic_link_is_refused() {
+    a_second_process_through_a_link_is_refused(Link::Symbolic).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_through_a_hard_link_is_refused() {
+    a_second_process_through_a_link_is_refused(Link::Hard).await;
+}

@@ -22,7 +22,6 @@ impl Trident {
     }
 
     /// [`serve`](Self::serve) with these environment variables set.
-    #[cfg_attr(not(feature = "otlp"), allow(dead_code))]
     pub async fn serve_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         Self::start("serve", args, env).await
     }
@@ -99,6 +98,45 @@ impl Trident {
         Self { child, origin }
     }
 
+    /// Runs `trident serve --listen 127.0.0.1:0 ARGS…`, which must refuse to start: returns
+    /// what it wrote to stderr. Fails if it serves instead (or neither serves nor exits in
+    /// time).
+    pub async fn serve_refused(args: &[&str]) -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start trident serve");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        // Whether it serves: its stdout names the agent card once it does, and ends when it
+        // exits.
+        let served = tokio::task::spawn_blocking(move || {
+            stdout
+                .lines()
+                .map_while(Result::ok)
+                .any(|line| line.trim().starts_with("agent card"))
+        });
+        let served = tokio::time::timeout(Duration::from_secs(30), served).await;
+        if !matches!(served, Ok(Ok(false))) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("trident serve {args:?} was expected to refuse to start, but it serves");
+        }
+        let status = child.wait().expect("wait for trident serve");
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        assert!(
+            !status.success(),
+            "a refusal exits with an error: {status}; {text}"
+        );
+        text
+    }
+
     /// A client of this server over `binding`.
     pub async fn client(&self, binding: Binding) -> Arc<dyn A2aService> {
         trident_client::connect(&self.origin, &[binding])
@@ -125,6 +163,25 @@ impl Trident {
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// SIGSTOP: the process is frozen (its timers, heartbeats and connections with it) until
+    /// [`resume`](Self::resume).
+    pub fn stop(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT: a [`stop`](Self::stop)ped process runs on.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed: {status}");
     }
 
     /// Whether the process is still running.

@@ -469,6 +469,11 @@ impl TaskStore for TimedStores {
             .await
     }
 
+    /// Not timed: a replica reads it a few times per lease TTL.
+    async fn clock_ms(&self) -> Result<i64, StoreError> {
+        self.inner.tasks.clock_ms().await
+    }
+
     fn shared(&self) -> bool {
         self.inner.tasks.shared()
     }

@@ -53,12 +53,19 @@ pub enum OpenError {
         /// The newest version this binary knows.
         known: i64,
     },
-    /// Another process has the SQLite file open.
+    /// Another store holds the SQLite file: another process (or another store of this one),
+    /// whatever name it reached the file by (the lock is on the file, so links to it count).
     #[error(
-        "{0} is in use by another process (a SQLite store belongs to one process; \
+        "{path} is in use by {holder} (a SQLite store belongs to one process; \
          use PostgreSQL to run several)"
     )]
-    Locked(String),
+    Locked {
+        /// The database file as given (and the file it names, for a symbolic link).
+        path: String,
+        /// Who holds it: `process PID` where the system tells (Linux), else `another
+        /// process`, or `this process (pid PID)`.
+        holder: String,
+    },
     /// A file could not be created or locked.
     #[error("{0}")]
     Io(String),

@@ -43,6 +43,15 @@ pub(crate) fn channel_for(schema: Option<&str>) -> String {
         }
     }
 }
+/// The database server's clock, in milliseconds since the Unix epoch (an SQL expression, for
+/// `concat!`): what leases and delivery claims are judged by ([`TaskStore::clock_ms`]),
+/// whatever the replicas' clocks say.
+macro_rules! db_now_ms {
+    () => {
+        "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
+    };
+}
+
 /// Connections per store (besides the listener's).
 const POOL: u32 = 10;
 /// NOTIFY payloads must stay under 8000 bytes; a longer one becomes a resync request.
@@ -465,6 +474,15 @@ impl TaskStore for PgStore {
         self.reads.lapsed_leases(before_ms, limit_n).await
     }
 
+    /// The database server's clock: every replica measures its own against it, so leases
+    /// are written and judged in one clock.
+    async fn clock_ms(&self) -> Result<i64, StoreError> {
+        sqlx::query_scalar(concat!("SELECT ", db_now_ms!()))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| StoreError::Backend(e.to_string()))
+    }
+
     fn shared(&self) -> bool {
         true
     }
@@ -567,22 +585,23 @@ impl PushConfigStore for PgStore {
         until_ms: i64,
         from: u64,
     ) -> Result<Option<u64>, StoreError> {
-        let delivered: Option<i64> = sqlx::query_scalar(
+        // A claim lapses by the database's clock, the one `until_ms` is in (see `clock_ms`).
+        let delivered: Option<i64> = sqlx::query_scalar(concat!(
             "INSERT INTO deliveries (tenant, owner, task_id, delivered, node, until_ms) \
              VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (tenant, owner, task_id) DO UPDATE \
              SET node = EXCLUDED.node, until_ms = EXCLUDED.until_ms \
              WHERE deliveries.node IS NULL OR deliveries.node = EXCLUDED.node \
-             OR deliveries.until_ms < $7 \
-             RETURNING delivered",
-        )
+             OR deliveries.until_ms < ",
+            db_now_ms!(),
+            " RETURNING delivered"
+        ))
         .bind(&*scope.tenant)
         .bind(&*scope.owner)
         .bind(task_id)
         .bind(to_i64(from)?)
         .bind(node)
         .bind(until_ms)
-        .bind(trident_core::store::now_ms())
         .fetch_optional(&self.pool)
         .await
         .map_err(write_failed)?;

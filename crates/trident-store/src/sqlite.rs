@@ -2,14 +2,18 @@
 //! prepared statements kept: `writer.rs`), a pool of sqlx readers (the read path shared with
 //! PostgreSQL: `crate::read`).
 
+mod lock;
 mod writer;
 
 use std::path::Path;
 use std::str::FromStr as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use prost::Message as _;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{ConnectOptions as _, Connection as _};
 use trident_core::store::{
     EventLog, Generation, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery,
@@ -34,10 +38,37 @@ const READERS: u32 = 4;
 /// the others commit together with one fsync. Reads use
 /// a separate pool of connections (WAL readers do not block the writer).
 ///
-/// Not shared: the file belongs to one process.
+/// Not shared: the file belongs to one process, which holds an exclusive lock on it (on the
+/// file itself, so it holds through symbolic and hard links) while the store is open.
 pub struct SqliteStore {
     writer: Writer,
     reads: Reads<sqlx::Sqlite>,
+    /// The readers' pool, closed (in the background) when the store is dropped.
+    readers: SqlitePool,
+    /// The lock on the file, shared with the writer thread: released once the writer's and
+    /// the readers' connections have all closed (see `lock.rs` for why the order matters).
+    lock: Option<Arc<lock::FileLock>>,
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        let Some(lock) = self.lock.take() else {
+            return;
+        };
+        // An open of the same file by this process meanwhile waits for the close to finish.
+        lock.closing();
+        let readers = self.readers.clone();
+        // Outside a runtime (or in one shutting down, which drops the task unrun) the readers'
+        // connections close on their own threads as the pool goes, possibly after the lock:
+        // only a store dropped that way and opened again at once by another process is
+        // exposed, and only while its last readers close.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                readers.close().await;
+                drop(lock);
+            });
+        }
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -52,31 +83,9 @@ impl SqliteStore {
     /// Opens (creating if missing) the database file at `path` and brings its schema up to
     /// date.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
-        let mut lock_path = path.as_ref().as_os_str().to_owned();
-        lock_path.push(".lock");
-        let lock = std::fs::File::create(&lock_path)
-            .map_err(|e| OpenError::Io(format!("{}: {e}", Path::new(&lock_path).display())))?;
-        // The writer thread holds the lock until it has closed its connection, so a store
-        // just dropped in this process may hold it a moment longer: wait up to a second.
-        let mut attempts = 0;
-        loop {
-            match lock.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) if attempts < 50 => {
-                    attempts += 1;
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(OpenError::Locked(path.as_ref().display().to_string()));
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(OpenError::Io(format!(
-                        "{}: {e}",
-                        Path::new(&lock_path).display()
-                    )));
-                }
-            }
-        }
+        // The file itself is locked (not a name derived from its path), so a second process
+        // reaching it through a link is refused too.
+        let lock = Arc::new(lock::lock(path.as_ref()).await?);
         let options = SqliteConnectOptions::from_str("sqlite:")?
             .filename(path.as_ref())
             .create_if_missing(true)
@@ -104,14 +113,16 @@ impl SqliteStore {
         }
         crate::migrate::sqlite(&mut conn).await?;
         conn.close().await?;
-        let writer = Writer::start(path.as_ref(), lock).await?;
+        let writer = Writer::start(path.as_ref(), lock.clone()).await?;
         let readers = SqlitePoolOptions::new()
             .max_connections(READERS)
             .connect_with(options)
             .await?;
         Ok(Self {
             writer,
-            reads: Reads::new(readers),
+            reads: Reads::new(readers.clone()),
+            readers,
+            lock: Some(lock),
         })
     }
 

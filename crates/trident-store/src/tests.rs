@@ -1063,7 +1063,10 @@ async fn a_sqlite_file_belongs_to_one_store_at_a_time() {
     let path = dir.join("t.db");
     let first = crate::SqliteStore::open(&path).await.expect("first open");
     match crate::SqliteStore::open(&path).await {
-        Err(crate::OpenError::Locked(p)) => assert!(p.ends_with("t.db")),
+        Err(crate::OpenError::Locked { path, holder }) => {
+            assert!(path.ends_with("t.db"), "{path}");
+            assert!(holder.starts_with("this process"), "{holder}");
+        }
         other => panic!("a second open must be refused, got {other:?}"),
     }
     drop(first);
@@ -1134,4 +1137,36 @@ fn notify_channels_are_per_schema_and_valid_identifiers() {
         crate::postgres::channel_for(Some(&long)),
         "stable"
     );
+}
+
+/// The lock is on the file, not on its name: a second store reaching it through a symbolic
+/// or a hard link is refused as one by the same path is.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_sqlite_file_is_locked_whatever_name_reaches_it() {
+    let dir = std::env::temp_dir().join(format!("trident-lock-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("t.db");
+    let first = crate::SqliteStore::open(&path).await.expect("first open");
+    let symbolic = dir.join("symbolic.db");
+    std::os::unix::fs::symlink(&path, &symbolic).expect("symlink");
+    let hard = dir.join("hard.db");
+    std::fs::hard_link(&path, &hard).expect("hard link");
+    for other in [&symbolic, &hard] {
+        match crate::SqliteStore::open(other).await {
+            Err(crate::OpenError::Locked { path, .. }) => {
+                assert!(path.contains(&*other.to_string_lossy()), "{path}");
+            }
+            Err(e) => panic!("{}: refused for another reason: {e}", other.display()),
+            Ok(_) => panic!(
+                "{}: a second store of one file must be refused",
+                other.display()
+            ),
+        }
+    }
+    drop(first);
+    crate::SqliteStore::open(&hard)
+        .await
+        .expect("open through a link once the first is closed");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -62,15 +62,29 @@ impl TaskRecord {
 pub struct Lease {
     /// The node's id (unique per process start).
     pub node: Arc<str>,
-    /// Expiry in milliseconds since the Unix epoch.
+    /// Expiry in milliseconds since the Unix epoch, by the store's clock
+    /// ([`TaskStore::clock_ms`]).
     pub until_ms: i64,
 }
 
-/// Milliseconds since the Unix epoch, now.
+/// Milliseconds since the Unix epoch, now, by this process's clock.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .saturating_add(CLOCK_SKEW_MS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// How far [`now_ms`] is shifted from the system clock in this process ([`skew_clock`]).
+static CLOCK_SKEW_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// A test seam: shifts [`now_ms`] by `ms` for this whole process, as if its system clock were
+/// that far ahead (behind, when negative). The cluster tests run a replica whose clock is
+/// wrong with it (the `trident` binary reads `TRIDENT_TEST_CLOCK_SKEW_MS`); never useful in
+/// production.
+#[doc(hidden)]
+pub fn skew_clock(ms: i64) {
+    CLOCK_SKEW_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// What a shared store tells a process about commits made by other processes.
@@ -288,6 +302,15 @@ pub trait TaskStore: Send + Sync + 'static {
         before_ms: i64,
         limit: usize,
     ) -> Result<Vec<(Scope, String)>, StoreError>;
+    /// Milliseconds since the Unix epoch by the clock leases and delivery claims are written
+    /// and judged in. A store that several processes share answers with its own (the
+    /// database server's), which each process measures its clock against
+    /// (`Inner::sync_clock` in the engine): their leases then agree however far apart their
+    /// clocks are. The default is this process's clock ([`now_ms`]); a store that wraps
+    /// another forwards it, as it forwards [`shared`](Self::shared).
+    async fn clock_ms(&self) -> Result<i64, StoreError> {
+        Ok(now_ms())
+    }
     /// Whether other processes may use this store at the same time. A store that is not
     /// shared belongs to one process, so every lease found at start-up is an orphan.
     fn shared(&self) -> bool {
@@ -355,7 +378,8 @@ pub trait PushConfigStore: Send + Sync + 'static {
     /// Deletes a configuration; `true` if it existed.
     async fn delete(&self, scope: &Scope, task_id: &str, id: &str) -> Result<bool, StoreError>;
     /// Claims delivery of a task's notifications for `node` until `until_ms`, unless another
-    /// node holds an unexpired claim (`None`). Creates the cursor at `from` when the task has
+    /// node holds an unexpired claim (`None`; expiry judged by the clock of
+    /// [`TaskStore::clock_ms`]). Creates the cursor at `from` when the task has
     /// none. Returns the sequence number delivered so far.
     async fn claim_delivery(
         &self,

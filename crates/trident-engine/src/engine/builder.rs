@@ -94,6 +94,8 @@ impl EngineBuilder {
                 config: self.config,
                 live: Sharded::new(),
                 closing: CancellationToken::new(),
+                clock_offset_ms: std::sync::atomic::AtomicI64::new(0),
+                clock_measured: std::sync::atomic::AtomicBool::new(false),
             }),
         };
         if tokio::runtime::Handle::try_current().is_ok() {

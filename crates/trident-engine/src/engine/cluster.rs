@@ -7,6 +7,9 @@
 //!   or runs again from its last user message when the executor is
 //!   [`retry_safe`](crate::AgentExecutor::retry_safe).
 //! - **Heartbeat** (shared stores): this process's leases are renewed every `lease_ttl / 3`.
+//! - **One clock** (shared stores): leases and delivery claims are written and judged by the
+//!   store's clock, which each heartbeat and sweep measure this process's clock against
+//!   ([`Inner::sync_clock`]), so replicas whose clocks disagree agree on every lease.
 //! - **Following other processes** (shared stores): a notice that another process committed a
 //!   task this process holds in memory makes it read the new events from the log and publish
 //!   them to its local subscribers; a notice that its own running turn was cancelled or
@@ -23,7 +26,7 @@ use trident_proto as pb;
 use super::live::{Live, LiveGuard};
 use super::run::Run;
 use super::{Inner, push};
-use crate::store::{Notice, NoticeFeed, Scope, StoreError, now_ms};
+use crate::store::{Notice, NoticeFeed, Scope, StoreError};
 use crate::{Principal, RequestContext};
 
 /// Tasks examined per sweep and kind.
@@ -51,7 +54,8 @@ async fn heartbeat(weak: Weak<Inner>) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        let until = now_ms().saturating_add(inner.lease_ttl_ms());
+        inner.sync_clock().await;
+        let until = inner.clock_ms().saturating_add(inner.lease_ttl_ms());
         if let Err(e) = inner.stores.tasks.renew_leases(&inner.node, until).await {
             tracing::warn!(error = %e, "could not renew this process's task leases");
         }
@@ -87,8 +91,9 @@ async fn sweeper(weak: Weak<Inner>, shared: bool) {
 /// re-read of every task held in memory that runs elsewhere.
 async fn sweep(inner: &Arc<Inner>, startup: bool) {
     let shared = inner.stores.tasks.shared();
+    inner.sync_clock().await;
     // A store nobody else uses: every lease found at start-up belongs to a stopped process.
-    let before = if shared { now_ms() } else { i64::MAX };
+    let before = if shared { inner.clock_ms() } else { i64::MAX };
     // Recovered tasks lose their lease, so each batch brings new ones; a batch that brings
     // nothing new (tasks that could not be recovered now) ends the pass.
     let mut seen = std::collections::HashSet::new();
@@ -129,7 +134,7 @@ async fn resume_deliveries(inner: &Arc<Inner>) {
         match inner
             .stores
             .push
-            .pending_deliveries(now_ms(), SWEEP_BATCH)
+            .pending_deliveries(inner.clock_ms(), SWEEP_BATCH)
             .await
         {
             Ok(pending) => {
@@ -181,7 +186,7 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
     let Some(lease) = w.record.lease.clone() else {
         return;
     };
-    let expired = !inner.stores.tasks.shared() || lease.until_ms < now_ms();
+    let expired = !inner.stores.tasks.shared() || lease.until_ms < inner.clock_ms();
     if lease.node == inner.node || !expired || !w.record.task.state().is_in_progress() {
         return;
     }

@@ -510,6 +510,11 @@ impl Live {
             || w.unstored
             || settles
             || w.compaction_due(bytes);
+        if state.is_in_progress() && inner.clock_unmeasured() {
+            // Boxed: a cold branch (once per process) whose future, inline, would size every
+            // commit's.
+            Box::pin(inner.sync_clock()).await;
+        }
         w.record.lease = inner.lease_for(state);
         let tasks = &inner.stores.tasks;
         let stored = if snapshot {

@@ -77,6 +77,11 @@ pub(crate) struct Inner {
     live: Sharded<Arc<Live>>,
     /// Cancelled when the server shuts down ([`Engine::close_streams`]).
     pub(crate) closing: CancellationToken,
+    /// The store's clock minus this process's, in milliseconds, as last measured
+    /// ([`Inner::sync_clock`]); 0 for a store nobody else uses.
+    clock_offset_ms: std::sync::atomic::AtomicI64,
+    /// `clock_offset_ms` has been measured once.
+    clock_measured: std::sync::atomic::AtomicBool,
 }
 
 /// What a stream still open at shutdown ends with.
@@ -104,8 +109,55 @@ impl Inner {
     pub(crate) fn lease_for(&self, state: pb::TaskState) -> Option<Lease> {
         state.is_in_progress().then(|| Lease {
             node: self.node.clone(),
-            until_ms: now_ms().saturating_add(self.lease_ttl_ms()),
+            until_ms: self.clock_ms().saturating_add(self.lease_ttl_ms()),
         })
+    }
+
+    /// Now by the clock leases and delivery claims are written and judged in: the store's
+    /// ([`TaskStore::clock_ms`](crate::store::TaskStore::clock_ms)), read as this process's
+    /// clock plus the offset last measured ([`Inner::sync_clock`]). Replicas whose clocks
+    /// disagree then agree on every lease: none takes a healthy task from another, and a dead
+    /// one's tasks are recovered within the lease bound, whichever clock is off.
+    pub(crate) fn clock_ms(&self) -> i64 {
+        now_ms().saturating_add(
+            self.clock_offset_ms
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// Whether leases are judged by the store's clock and its offset from this process's has
+    /// not been measured yet ([`Inner::sync_clock`]): the first lease or claim a request
+    /// writes may come before the first heartbeat or sweep.
+    pub(crate) fn clock_unmeasured(&self) -> bool {
+        self.stores.tasks.shared()
+            && !self
+                .clock_measured
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Measures the store's clock against this process's (on a shared store; a store nobody
+    /// else uses is judged by this process's clock alone). Called before every heartbeat and
+    /// every sweep, so a clock stepped or drifting since is caught before leases are renewed
+    /// or judged again. The offset is taken against the middle of the round trip: its error
+    /// is at most half of it. On failure the last offset stays.
+    pub(crate) async fn sync_clock(&self) {
+        if !self.stores.tasks.shared() {
+            return;
+        }
+        let before = now_ms();
+        match self.stores.tasks.clock_ms().await {
+            Ok(store) => {
+                let after = now_ms();
+                let middle = before.saturating_add(after.saturating_sub(before) / 2);
+                self.clock_offset_ms.store(
+                    store.saturating_sub(middle),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                self.clock_measured
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not read the store's clock"),
+        }
     }
 
     pub(crate) fn lease_ttl_ms(&self) -> i64 {

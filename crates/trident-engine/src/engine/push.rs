@@ -160,7 +160,10 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
     let Some(transport) = inner.webhooks.clone() else {
         return;
     };
-    let until = || now_ms().saturating_add(inner.lease_ttl_ms());
+    if inner.clock_unmeasured() {
+        inner.sync_clock().await;
+    }
+    let until = || inner.clock_ms().saturating_add(inner.lease_ttl_ms());
     let store = &inner.stores.push;
     let claimed = store
         .claim_delivery(&live.scope, &live.task_id, &inner.node, until(), from)

@@ -49,8 +49,11 @@ pub(super) struct Writer {
 
 impl Writer {
     /// Opens the write connection to the database at `path` and starts the writer thread,
-    /// which holds `lock` (the exclusive lock on `PATH.lock`) until it has closed.
-    pub(super) async fn start(path: &Path, lock: std::fs::File) -> Result<Self, OpenError> {
+    /// which holds `lock` (the store's exclusive lock on the file) until it has closed.
+    pub(super) async fn start(
+        path: &Path,
+        lock: Arc<super::lock::FileLock>,
+    ) -> Result<Self, OpenError> {
         let writer_path = path.to_owned();
         let conn = tokio::task::spawn_blocking(move || open_writer(&writer_path))
             .await
@@ -156,14 +159,15 @@ pub(super) fn unexpected(out: Out) -> StoreError {
 /// once and kept: a commit costs no thread hop per statement (sqlx's SQLite driver makes one
 /// per statement), only one to hand the batch over and one to answer each request.
 ///
-/// `lock` is the exclusive lock on `PATH.lock`: a SQLite store belongs to one process (which
-/// is why every lease found at start-up is an orphan). The thread holds it until the store is
-/// dropped and every write queued before has run, and releases it after closing.
+/// `lock` is the store's exclusive lock on the database file: a SQLite store belongs to one
+/// process (which is why every lease found at start-up is an orphan). The thread holds its
+/// share of it until the store is dropped and every write queued before has run, and lets
+/// it go after closing its connection.
 fn run_writer(
     conn: rusqlite::Connection,
     mut rx: mpsc::Receiver<Request>,
     counters: Arc<Counters>,
-    lock: std::fs::File,
+    lock: Arc<super::lock::FileLock>,
 ) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
