@@ -13,7 +13,7 @@ use super::{Engine, push, set_status, store_error, validate};
 use crate::store::{StoreError, TaskQuery};
 use crate::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
 
-/// A push configuration as Get and List return it: its secrets (`token` and
+/// A push configuration as Create, Get and List return it: its secrets (`token` and
 /// `authentication.credentials`) are write-only — kept for delivery, never read back — so a
 /// caller that may read a task's configurations cannot learn another client's webhook
 /// credentials. The scheme stays, so a reader still sees that authentication is configured.
@@ -322,7 +322,7 @@ impl A2aService for Engine {
         if !w.record.task.state().is_terminal() {
             push::kick_from(&self.inner, live, &mut w, from).await;
         }
-        Ok(req)
+        Ok(redact_push_secrets(req))
     }
 
     async fn get_task_push_notification_config(
