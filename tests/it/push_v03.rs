@@ -66,6 +66,14 @@ async fn receiver() -> (String, mpsc::UnboundedReceiver<Hit>) {
 async fn server() -> (String, String, tokio::sync::oneshot::Sender<()>) {
     let server = Server::builder_shared(Arc::new(trident_testkit::agents::Demo))
         .webhook_policy(WebhookPolicy::new().allow("127.0.0.1").expect("entry"))
+        // A list of more than two 1.0 pages on one task (the default limit is one page).
+        .engine_config(trident::EngineConfig {
+            push_limits: trident::PushLimits {
+                per_task: 1000,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
         .bind("127.0.0.1:0")
         .build()
         .await
@@ -173,6 +181,10 @@ fn check_v03(hits: &[Hit], task: &str, token: &str) {
             None,
             "v0.3 names one token header: {hit:?}"
         );
+        assert!(
+            notification_seq(hit, task).is_some(),
+            "A2A-Notification-Id {{taskId}}:{{seq}}: {hit:?}"
+        );
         assert_eq!(hit.body["kind"], "task", "{hit:?}");
         assert_eq!(hit.body["id"], task, "{hit:?}");
         let state = hit.body["status"]["state"].as_str().unwrap_or_default();
@@ -208,8 +220,23 @@ fn check_completed_v03(last: &Hit, task: &str) {
     );
 }
 
-/// Every 1.0 notification: one `StreamResponse` per event, 1.0 headers.
+/// The sequence number of a notification's `A2A-Notification-Id: {task}:{seq}`.
+fn notification_seq(hit: &Hit, task: &str) -> Option<u64> {
+    hit.header("a2a-notification-id")?
+        .strip_prefix(task)?
+        .strip_prefix(':')?
+        .parse()
+        .ok()
+}
+
+/// Every 1.0 notification: one `StreamResponse` per event, 1.0 headers, each with its own
+/// `A2A-Notification-Id`.
 fn check_v1(hits: &[Hit], task: &str) {
+    let seqs: Vec<Option<u64>> = hits.iter().map(|h| notification_seq(h, task)).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0].is_some() && w[0] < w[1]),
+        "increasing {{taskId}}:{{seq}} ids: {seqs:?}"
+    );
     for hit in hits {
         assert_eq!(
             hit.header("content-type"),

@@ -311,12 +311,7 @@ impl A2aService for Engine {
         let guard = self.inner.live(&scope, &task_id).await?;
         let live = &guard.live;
         let mut w = live.lock_seen(&self.inner).await?;
-        self.inner
-            .stores
-            .push
-            .put(&scope, &req, cx.generation)
-            .await
-            .map_err(store_error)?;
+        self.inner.put_push(&scope, &req, cx.generation).await?;
         w.has_push = Some(true);
         let from = w.record.last_seq;
         if !w.record.task.state().is_terminal() {
