@@ -73,6 +73,9 @@ fn main() -> ExitCode {
     {
         trident::store::skew_clock(ms);
     }
+    // Before the arguments are parsed: the defaults of `serve` (--max-connections,
+    // --push-max-deliveries) are computed from the soft limit.
+    let raised = raise_open_files_limit();
     let mut args: Vec<String> = std::env::args().collect();
     if let Some(file) = config::path(&args) {
         let applied = config::load(&file)
@@ -117,6 +120,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    match raised {
+        Ok(Some((old, new))) => tracing::debug!(old, new, "raised the open-files limit"),
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "could not raise the open-files limit"),
+    }
     runtime.block_on(async {
         let code = run(cli.command).await;
         // Off the runtime's workers: sending the last spans needs them.
@@ -146,4 +154,27 @@ async fn run(command: Command) -> ExitCode {
             ExitCode::from(failure.exit_code())
         }
     }
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit (what a server may use without
+/// privileges; many systems start processes at 1 024 with a far higher hard limit). Returns
+/// the (old, new) soft limit when it changed, or the error.
+fn raise_open_files_limit() -> Result<Option<(u64, u64)>, std::io::Error> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else {
+        // Unlimited already, or no hard limit to raise to.
+        return Ok(None);
+    };
+    if soft >= hard {
+        return Ok(None);
+    }
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(hard),
+            maximum: Some(hard),
+        },
+    )?;
+    Ok(Some((soft, hard)))
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use trident::{
     A2aService, AgentExecutor, CallerLimits, ConnectionLimits, EngineConfig, ForwardedHeader,
-    ProxyOptions, Server, ServerBuilder, WebhookPolicy,
+    ProxyOptions, PushConcurrency, PushLimits, Server, ServerBuilder, WebhookPolicy,
 };
 use trident_testkit::agents;
 
@@ -249,6 +249,21 @@ pub(crate) struct Serve {
     /// (loopback, private, link-local…). Repeat, or comma-separate. Default: public only.
     #[arg(long, env = "TRIDENT_PUSH_ALLOW", value_delimiter = ',')]
     push_allow: Vec<String>,
+    /// Push notification configurations one task may have; creating one more is refused
+    /// (ResourceExhausted).
+    #[arg(long, env = "TRIDENT_PUSH_MAX_CONFIGS", default_value_t = PushLimits::default().per_task)]
+    push_max_configs: usize,
+    /// Push notification configurations one principal may have on its tasks in progress
+    /// (every anonymous caller of a tenant is one principal).
+    #[arg(long, env = "TRIDENT_PUSH_MAX_CONFIGS_PER_PRINCIPAL", default_value_t = PushLimits::default().per_principal)]
+    push_max_configs_per_principal: usize,
+    /// Webhook calls in flight at once (default: from the open-files limit, with
+    /// --max-connections, at most 128); more wait for a free slot.
+    #[arg(long, env = "TRIDENT_PUSH_MAX_DELIVERIES", default_value_t = trident_server::default_push_deliveries())]
+    push_max_deliveries: usize,
+    /// Webhook calls in flight at once to one host and port.
+    #[arg(long, env = "TRIDENT_PUSH_MAX_DELIVERIES_PER_HOST", default_value_t = PushConcurrency::default().per_host)]
+    push_max_deliveries_per_host: usize,
 }
 
 /// `trident gateway`
@@ -410,6 +425,14 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
             strict_version: args.strict_version,
             lease_ttl,
             node_id: args.node_id.clone(),
+            push_limits: PushLimits {
+                per_task: args.push_max_configs,
+                per_principal: args.push_max_configs_per_principal,
+            },
+            push_concurrency: PushConcurrency {
+                global: args.push_max_deliveries.max(1),
+                per_host: args.push_max_deliveries_per_host.max(1),
+            },
             ..EngineConfig::default()
         });
     let mut builder = match args.listen.apply(builder, &security) {

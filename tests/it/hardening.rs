@@ -328,7 +328,7 @@ async fn a_version_header_that_is_not_ascii_is_refused() {
     assert!(status.message().contains("A2A-Version"), "{status:?}");
 }
 
-/// Push credentials are write-only: Get and List never return `token` or
+/// Push credentials are write-only: Create, Get and List never return `token` or
 /// `authentication.credentials`; delivery still uses them (see `push.rs`).
 #[tokio::test]
 async fn push_secrets_are_not_read_back_on_any_binding() {
@@ -384,7 +384,7 @@ async fn push_secrets_are_not_read_back_on_any_binding() {
             .expect("list")
             .configs;
         assert_eq!(listed.len(), 1);
-        for read in [&got, &listed[0]] {
+        for read in [&created, &got, &listed[0]] {
             assert_eq!(read.url, "https://hooks.example.com/a2a", "{transport:?}");
             assert_eq!(read.token, "", "{transport:?}: token read back");
             let auth = read.authentication.as_ref().expect("scheme kept");

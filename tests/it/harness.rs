@@ -236,6 +236,11 @@ pub async fn spawn_server_with(
 
 impl Fixture {
     pub async fn new(transport: Transport, variant: Variant) -> Self {
+        Self::configured(transport, variant, EngineConfig::default()).await
+    }
+
+    /// As [`Fixture::new`], the engine (not a Python agent's) built with `config`.
+    pub async fn configured(transport: Transport, variant: Variant, config: EngineConfig) -> Self {
         if let Some(binding) = transport.python_binding() {
             return Self::python(
                 transport.python_sdk(),
@@ -258,7 +263,7 @@ impl Fixture {
         }
         let mut builder = Engine::builder(Arc::new(Demo)).config(EngineConfig {
             strict_version: variant.strict_version,
-            ..Default::default()
+            ..config
         });
         if let Some(extended) = variant.extended_card {
             card.capabilities

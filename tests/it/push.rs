@@ -27,9 +27,20 @@ struct Receiver {
     tx: mpsc::UnboundedSender<Received>,
     /// Requests to refuse with 503 before accepting.
     refuse: Arc<AtomicUsize>,
+    /// The `A2A-Notification-Id` of every request, refused ones too, in arrival order.
+    attempts: Attempts,
 }
 
+/// The `A2A-Notification-Id` of every request a receiver took, in arrival order.
+type Attempts = Arc<std::sync::Mutex<Vec<String>>>;
+
 async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: String) -> StatusCode {
+    let id = headers
+        .get("a2a-notification-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    r.attempts.lock().expect("attempts").push(id);
     if r.refuse.load(Ordering::SeqCst) > 0 {
         r.refuse.fetch_sub(1, Ordering::SeqCst);
         return StatusCode::SERVICE_UNAVAILABLE;
@@ -40,10 +51,18 @@ async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: String) -> St
 }
 
 pub(crate) async fn receiver(refuse: usize) -> (String, mpsc::UnboundedReceiver<Received>) {
+    let (url, rx, _) = logged_receiver(refuse).await;
+    (url, rx)
+}
+
+/// A receiver that refuses the first `refuse` requests with 503, and the ids of every request.
+async fn logged_receiver(refuse: usize) -> (String, mpsc::UnboundedReceiver<Received>, Attempts) {
     let (tx, rx) = mpsc::unbounded_channel();
+    let attempts = Attempts::default();
     let state = Receiver {
         tx,
         refuse: Arc::new(AtomicUsize::new(refuse)),
+        attempts: attempts.clone(),
     };
     let app = axum::Router::new()
         .route("/hook", axum::routing::post(hook))
@@ -53,7 +72,7 @@ pub(crate) async fn receiver(refuse: usize) -> (String, mpsc::UnboundedReceiver<
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}/hook"), rx)
+    (format!("http://{addr}/hook"), rx, attempts)
 }
 
 fn engine() -> Arc<dyn A2aService> {
@@ -233,6 +252,49 @@ async fn configs_added_later_get_later_events_and_deleted_ones_get_nothing() {
             .await
             .is_err(),
         "no notification after delete"
+    );
+}
+
+/// Every notification carries `A2A-Notification-Id: {taskId}:{seq}`, the same on every
+/// attempt: delivery is at-least-once (a retry, or another process resuming the outbox after a
+/// crash, sends an event again), and receivers deduplicate on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redelivered_event_carries_the_same_notification_id() {
+    // The first two attempts are refused: the first event is sent three times.
+    let (url, mut rx, attempts) = logged_receiver(2).await;
+    let svc = engine();
+    let cfg = pb::SendMessageConfiguration {
+        task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+            url,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let asked = task_of(
+        svc.send_message(&cx(), req_with(msg("input"), cfg))
+            .await
+            .expect("send"),
+    );
+    let first = next(&mut rx).await;
+    let second = next(&mut rx).await;
+    let id_of = |r: &Received| {
+        r.headers
+            .get("a2a-notification-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(id_of(&first), format!("{}:1", asked.id), "the task, seq 1");
+    assert_eq!(
+        id_of(&second),
+        format!("{}:2", asked.id),
+        "the next event, seq 2"
+    );
+    let seen = attempts.lock().expect("attempts").clone();
+    assert_eq!(
+        seen[..4],
+        [id_of(&first), id_of(&first), id_of(&first), id_of(&second)],
+        "retries of an event carry its id"
     );
 }
 
@@ -491,10 +553,25 @@ async fn a_slow_webhook_does_not_delay_another_on_the_same_task() {
     );
 }
 
-/// Push configurations whose listing fails `fail` more times.
+/// Push configurations whose listing fails `fail` more times, counting what is read.
 struct FlakyListing {
     inner: Arc<trident_engine::store::MemoryStore>,
     fail: AtomicUsize,
+    /// Configurations returned by `list` so far.
+    listed: AtomicUsize,
+    /// `get` calls so far.
+    gets: AtomicUsize,
+}
+
+impl FlakyListing {
+    fn new(inner: Arc<trident_engine::store::MemoryStore>, fail: usize) -> Self {
+        Self {
+            inner,
+            fail: AtomicUsize::new(fail),
+            listed: AtomicUsize::new(0),
+            gets: AtomicUsize::new(0),
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -516,6 +593,7 @@ impl trident_core::store::PushConfigStore for FlakyListing {
         Option<(pb::TaskPushNotificationConfig, trident_core::Generation)>,
         trident_core::store::StoreError,
     > {
+        self.gets.fetch_add(1, Ordering::SeqCst);
         trident_core::store::PushConfigStore::get(&*self.inner, scope, task_id, id).await
     }
     async fn list(
@@ -535,7 +613,11 @@ impl trident_core::store::PushConfigStore for FlakyListing {
                 "listing failed (injected)".into(),
             ));
         }
-        trident_core::store::PushConfigStore::list(&*self.inner, scope, task_id, after, limit).await
+        let listed =
+            trident_core::store::PushConfigStore::list(&*self.inner, scope, task_id, after, limit)
+                .await?;
+        self.listed.fetch_add(listed.0.len(), Ordering::SeqCst);
+        Ok(listed)
     }
     async fn delete(
         &self,
@@ -544,6 +626,13 @@ impl trident_core::store::PushConfigStore for FlakyListing {
         id: &str,
     ) -> Result<bool, trident_core::store::StoreError> {
         self.inner.delete(scope, task_id, id).await
+    }
+    async fn count(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+    ) -> Result<trident_core::store::ConfigCount, trident_core::store::StoreError> {
+        self.inner.count(scope, task_id).await
     }
     async fn claim_delivery(
         &self,
@@ -592,10 +681,7 @@ impl trident_core::store::PushConfigStore for FlakyListing {
 async fn a_failed_listing_of_configurations_loses_no_event() {
     let (url, mut rx) = receiver(0).await;
     let memory = Arc::new(trident_engine::store::MemoryStore::new());
-    let push = Arc::new(FlakyListing {
-        inner: memory.clone(),
-        fail: AtomicUsize::new(2),
-    });
+    let push = Arc::new(FlakyListing::new(memory.clone(), 2));
     let policy = trident_engine::WebhookPolicy::new()
         .allow("127.0.0.1")
         .expect("policy");
@@ -633,4 +719,462 @@ async fn a_failed_listing_of_configurations_loses_no_event() {
         ],
         "every event, after the failed listings"
     );
+}
+
+/// Counts webhook calls; every call succeeds at once.
+#[derive(Default)]
+struct CountingTransport {
+    posts: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl trident_engine::WebhookTransport for CountingTransport {
+    async fn post(
+        &self,
+        _request: &trident_engine::WebhookRequest,
+    ) -> Result<(), trident_engine::WebhookError> {
+        self.posts.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// What delivering one three-event turn to `configs` webhooks of one task reads from the
+/// push store: (configurations listed, configurations read one by one).
+async fn delivery_reads(configs: usize) -> (usize, usize) {
+    let memory = Arc::new(trident_engine::store::MemoryStore::new());
+    let push = Arc::new(FlakyListing::new(memory.clone(), 0));
+    let transport = Arc::new(CountingTransport::default());
+    let svc: Arc<dyn A2aService> = Arc::new(
+        Engine::builder(Arc::new(Demo))
+            .webhooks(transport.clone())
+            .stores(trident_core::store::Stores {
+                tasks: memory.clone(),
+                events: memory,
+                push: push.clone(),
+            })
+            .config(EngineConfig {
+                webhook_policy: trident_engine::WebhookPolicy::new()
+                    .allow("hooks.example")
+                    .expect("policy"),
+                push_limits: trident_engine::PushLimits {
+                    per_task: configs,
+                    per_principal: configs,
+                },
+                ..Default::default()
+            })
+            .build(),
+    );
+    let asked = task_of(
+        svc.send_message(&cx(), req_with(msg("input"), Default::default()))
+            .await
+            .expect("send"),
+    );
+    for i in 0..configs {
+        svc.create_task_push_notification_config(
+            &cx(),
+            pb::TaskPushNotificationConfig {
+                task_id: asked.id.clone(),
+                id: format!("c{i:05}"),
+                url: format!("http://hooks.example/{i}"),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("create");
+    }
+    // Each create starts a delivery worker unless one runs (it finds nothing to deliver);
+    // the one still running may list the configurations once more.
+    let listed = push.listed.load(Ordering::SeqCst);
+    let gets = push.gets.load(Ordering::SeqCst);
+    follow_up(&*svc, &cx(), &asked, "Ada")
+        .await
+        .expect("follow-up");
+    // WORKING, the artifact, COMPLETED: three events per webhook.
+    crate::wait::until("every webhook has the turn's three events", || async {
+        (transport.posts.load(Ordering::SeqCst) >= 3 * configs).then_some(())
+    })
+    .await;
+    (
+        push.listed.load(Ordering::SeqCst) - listed,
+        push.gets.load(Ordering::SeqCst) - gets,
+    )
+}
+
+/// Push fan-out costs O(configurations × events): delivering a three-event turn to N and to 4N
+/// webhooks reads each configuration a bounded number of times per event (a listing per new
+/// event, a read before each POST), not once per listing per lane report (which made 2 000
+/// configurations take minutes of CPU).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_fan_out_reads_each_configuration_a_bounded_number_of_times_per_event() {
+    const EVENTS: usize = 3;
+    for configs in [50, 200] {
+        let (listed, gets) = delivery_reads(configs).await;
+        // At most two listings per event (a worker started for an event may list just
+        // before it is published, then again), one more by the worker a create started: a
+        // bound per configuration that does not grow with their number (before the fix: 56
+        // per configuration at 50, growing with N).
+        assert!(
+            listed <= configs * (2 * EVENTS + 3),
+            "{configs} configurations: {listed} listed ({} per configuration)",
+            listed as f64 / configs as f64
+        );
+        assert!(
+            gets <= configs * EVENTS,
+            "{configs} configurations: {gets} read one by one"
+        );
+    }
+}
+
+/// Push configurations are limited per task and per principal (its tasks in progress), over
+/// every binding and store: one more is `ResourceExhausted`, naming the limit; replacing one
+/// (the same id) is not limited; configurations of ended tasks and other principals' do not
+/// count; a configuration given with SendMessage counts too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_configurations_are_limited_per_task_and_per_principal() {
+    use crate::harness::{Fixture, Transport, Variant};
+    let mut transports = vec![
+        Transport::InProcess,
+        Transport::Sqlite,
+        Transport::Grpc,
+        Transport::JsonRpc,
+        Transport::Rest,
+    ];
+    if crate::harness::postgres_url("push_limits").is_some() {
+        transports.push(Transport::Postgres);
+    }
+    for transport in transports {
+        let config = EngineConfig {
+            push_limits: trident_engine::PushLimits {
+                per_task: 3,
+                per_principal: 5,
+            },
+            ..Default::default()
+        };
+        let f = Fixture::configured(transport, Variant::default(), config).await;
+        let svc = &*f.svc;
+        let me = cx();
+        let create = |task: &str, id: &str| {
+            svc.create_task_push_notification_config(
+                &me,
+                pb::TaskPushNotificationConfig {
+                    task_id: task.to_owned(),
+                    id: id.to_owned(),
+                    url: "https://hooks.example.com/a2a".into(),
+                    ..Default::default()
+                },
+            )
+        };
+        let waiting = || async {
+            task_of(
+                svc.send_message(&cx(), req_with(msg("input"), Default::default()))
+                    .await
+                    .expect("send"),
+            )
+        };
+        let a = waiting().await;
+        for id in ["a1", "a2", "a3"] {
+            create(&a.id, id).await.expect("within the task's limit");
+        }
+        let refused = create(&a.id, "a4").await.expect_err("a fourth on one task");
+        assert_eq!(
+            refused.kind(),
+            trident_core::ErrorKind::ResourceExhausted,
+            "{transport:?}: {refused:?}"
+        );
+        assert!(
+            refused.message().contains("(3)"),
+            "{transport:?}: names the limit: {refused:?}"
+        );
+        create(&a.id, "a2")
+            .await
+            .expect("replacing one needs no room");
+
+        let b = waiting().await;
+        create(&b.id, "b1").await.expect("the principal's fourth");
+        create(&b.id, "b2").await.expect("the principal's fifth");
+        let refused = create(&b.id, "b3")
+            .await
+            .expect_err("a sixth for the principal");
+        assert_eq!(
+            refused.kind(),
+            trident_core::ErrorKind::ResourceExhausted,
+            "{transport:?}: {refused:?}"
+        );
+        // Given with a message, for a new task: refused before the task is created.
+        let cfg = pb::SendMessageConfiguration {
+            task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+                url: "https://hooks.example.com/a2a".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let refused = svc
+            .send_message(&cx(), req_with(msg("input"), cfg.clone()))
+            .await
+            .expect_err("a configuration with a new task, over the principal's limit");
+        assert_eq!(
+            refused.kind(),
+            trident_core::ErrorKind::ResourceExhausted,
+            "{transport:?}: {refused:?}"
+        );
+        // Another principal has room of its own.
+        let other = crate::harness::cx_as("bob");
+        let theirs = task_of(
+            svc.send_message(&other, req_with(msg("input"), cfg.clone()))
+                .await
+                .expect("another principal's configuration"),
+        );
+        assert!(!theirs.id.is_empty());
+        // Once task A ends, its three configurations no longer count.
+        follow_up(svc, &cx(), &a, "Ada").await.expect("follow-up");
+        create(&b.id, "b3")
+            .await
+            .expect("room again once a task ended");
+    }
+}
+
+/// A webhook receiver that accepts connections and never answers: how many connections are
+/// open now and at most.
+#[derive(Clone, Default)]
+struct Hanging {
+    open: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl Hanging {
+    async fn start(&self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let counts = self.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let counts = counts.clone();
+                let now = counts.open.fetch_add(1, Ordering::SeqCst) + 1;
+                counts.most.fetch_max(now, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    use tokio::io::AsyncReadExt;
+                    // Read (the request) until the client gives up and closes.
+                    let mut buf = [0u8; 1024];
+                    while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+                    counts.open.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        format!("http://{addr}/hook")
+    }
+}
+
+/// Webhook calls in flight are bounded per host and in all: many webhooks that hang never
+/// hold more connections than that, and a webhook on another host still gets its events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_webhooks_hold_at_most_the_bound_and_others_still_get_events() {
+    const PER_HOST: usize = 4;
+    const GLOBAL: usize = 6;
+    const TASKS: usize = 12;
+    let policy = trident_engine::WebhookPolicy::new()
+        .allow("127.0.0.1")
+        .expect("policy");
+    // Longer than the test: a hanging call holds its slot throughout.
+    let webhooks =
+        HttpWebhooks::with_policy(Duration::from_secs(120), policy.clone()).expect("client");
+    let svc: Arc<dyn A2aService> = Arc::new(
+        Engine::builder(Arc::new(Demo))
+            .webhooks(Arc::new(webhooks))
+            .config(EngineConfig {
+                webhook_policy: policy,
+                push_concurrency: trident_engine::PushConcurrency {
+                    global: GLOBAL,
+                    per_host: PER_HOST,
+                },
+                ..Default::default()
+            })
+            .build(),
+    );
+    let send_with = |url: String| {
+        let svc = svc.clone();
+        async move {
+            let cfg = pb::SendMessageConfiguration {
+                task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+                    url,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            task_of(
+                svc.send_message(&cx(), req_with(msg("input"), cfg))
+                    .await
+                    .expect("send"),
+            )
+        }
+    };
+    let first = Hanging::default();
+    let first_url = first.start().await;
+    for _ in 0..TASKS {
+        send_with(first_url.clone()).await;
+    }
+    crate::wait::until("the hanging host's slots are taken", || async {
+        (first.open.load(Ordering::SeqCst) == PER_HOST).then_some(())
+    })
+    .await;
+    // Another host's webhook is not held up by them.
+    let (url, mut rx) = receiver(0).await;
+    send_with(url).await;
+    assert_eq!(
+        kind(&next(&mut rx).await),
+        ("task", Some(pb::TaskState::Submitted))
+    );
+    // A second hanging host takes the global slots left, and no more.
+    let second = Hanging::default();
+    let second_url = second.start().await;
+    for _ in 0..TASKS {
+        send_with(second_url.clone()).await;
+    }
+    crate::wait::until("every global slot is taken", || async {
+        (first.open.load(Ordering::SeqCst) + second.open.load(Ordering::SeqCst) == GLOBAL)
+            .then_some(())
+    })
+    .await;
+    crate::wait::holds_for(
+        "no more connections than the bounds",
+        Duration::from_millis(500),
+        || async {
+            first.open.load(Ordering::SeqCst) + second.open.load(Ordering::SeqCst) <= GLOBAL
+        },
+    )
+    .await;
+    assert_eq!(first.most.load(Ordering::SeqCst), PER_HOST, "per host");
+    assert!(
+        second.most.load(Ordering::SeqCst) <= PER_HOST,
+        "per host: {}",
+        second.most.load(Ordering::SeqCst)
+    );
+}
+
+/// A webhook call this process could not make for want of its own resources (`EMFILE`) is
+/// retried until it goes out, without counting as one of the webhook's attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_that_hits_local_exhaustion_is_retried_not_given_up() {
+    /// Fails the first `exhausted` calls as `Local`, then records each request.
+    struct Exhausted {
+        exhausted: AtomicUsize,
+        sent: mpsc::UnboundedSender<u64>,
+    }
+    #[async_trait::async_trait]
+    impl trident_engine::WebhookTransport for Exhausted {
+        async fn post(
+            &self,
+            request: &trident_engine::WebhookRequest,
+        ) -> Result<(), trident_engine::WebhookError> {
+            if self
+                .exhausted
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                return Err(trident_engine::WebhookError::Local(
+                    "Too many open files (os error 24)".into(),
+                ));
+            }
+            let _ = self.sent.send(request.seq);
+            Ok(())
+        }
+    }
+    let (sent, mut delivered) = mpsc::unbounded_channel();
+    let svc: Arc<dyn A2aService> = Arc::new(
+        Engine::builder(Arc::new(Demo))
+            .webhooks(Arc::new(Exhausted {
+                exhausted: AtomicUsize::new(5),
+                sent,
+            }))
+            .config(EngineConfig {
+                webhook_policy: trident_engine::WebhookPolicy::new()
+                    .allow("hooks.example")
+                    .expect("policy"),
+                // One attempt per event: a counted failure would give the event up.
+                push_retry: RetryPolicy {
+                    attempts: 1,
+                    initial_backoff: Duration::from_millis(10),
+                    max_backoff: Duration::from_millis(50),
+                },
+                ..Default::default()
+            })
+            .build(),
+    );
+    let cfg = pb::SendMessageConfiguration {
+        task_push_notification_config: Some(pb::TaskPushNotificationConfig {
+            url: "http://hooks.example/hook".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    svc.send_message(&cx(), req_with(msg("input"), cfg))
+        .await
+        .expect("send");
+    let mut seqs = Vec::new();
+    for _ in 0..2 {
+        seqs.push(
+            tokio::time::timeout(crate::wait::CEILING, delivered.recv())
+                .await
+                .expect("delivered in time")
+                .expect("open"),
+        );
+    }
+    assert_eq!(
+        seqs,
+        [1, 2],
+        "the first event too, after five local failures"
+    );
+}
+
+/// `trident serve` raises its soft open-files limit to the hard limit at start (before the
+/// connection and delivery bounds are computed from it): started with a soft limit of 256, it
+/// runs with the hard limit.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn serve_raises_its_open_files_limit_to_the_hard_limit() {
+    use std::io::BufRead;
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum;
+    let Some(hard) = hard.filter(|h| *h > 256) else {
+        return; // Nothing to raise to.
+    };
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -Sn 256 && exec \"$0\" serve --store memory --listen 127.0.0.1:0",
+            env!("CARGO_BIN_EXE_trident"),
+        ])
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start trident serve");
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+    let ready = tokio::task::spawn_blocking(move || {
+        let mut lines = stdout.lines();
+        let started = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|line| line.trim().starts_with("agent card"));
+        // Keep draining so the child never blocks on a full pipe.
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        started
+    });
+    let started = tokio::time::timeout(crate::wait::CEILING, ready).await;
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id()));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(matches!(started, Ok(Ok(true))), "trident serve started");
+    let limits = limits.expect("/proc/PID/limits");
+    let soft: Option<u64> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| {
+            l.trim_start_matches("Max open files")
+                .split_whitespace()
+                .next()
+        })
+        .and_then(|v| v.parse().ok());
+    assert_eq!(soft, Some(hard), "{limits}");
 }

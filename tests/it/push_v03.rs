@@ -66,6 +66,14 @@ async fn receiver() -> (String, mpsc::UnboundedReceiver<Hit>) {
 async fn server() -> (String, String, tokio::sync::oneshot::Sender<()>) {
     let server = Server::builder_shared(Arc::new(trident_testkit::agents::Demo))
         .webhook_policy(WebhookPolicy::new().allow("127.0.0.1").expect("entry"))
+        // A list of more than two 1.0 pages on one task (the default limit is one page).
+        .engine_config(trident::EngineConfig {
+            push_limits: trident::PushLimits {
+                per_task: 1000,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
         .bind("127.0.0.1:0")
         .build()
         .await
@@ -173,6 +181,10 @@ fn check_v03(hits: &[Hit], task: &str, token: &str) {
             None,
             "v0.3 names one token header: {hit:?}"
         );
+        assert!(
+            notification_seq(hit, task).is_some(),
+            "A2A-Notification-Id {{taskId}}:{{seq}}: {hit:?}"
+        );
         assert_eq!(hit.body["kind"], "task", "{hit:?}");
         assert_eq!(hit.body["id"], task, "{hit:?}");
         let state = hit.body["status"]["state"].as_str().unwrap_or_default();
@@ -208,8 +220,23 @@ fn check_completed_v03(last: &Hit, task: &str) {
     );
 }
 
-/// Every 1.0 notification: one `StreamResponse` per event, 1.0 headers.
+/// The sequence number of a notification's `A2A-Notification-Id: {task}:{seq}`.
+fn notification_seq(hit: &Hit, task: &str) -> Option<u64> {
+    hit.header("a2a-notification-id")?
+        .strip_prefix(task)?
+        .strip_prefix(':')?
+        .parse()
+        .ok()
+}
+
+/// Every 1.0 notification: one `StreamResponse` per event, 1.0 headers, each with its own
+/// `A2A-Notification-Id`.
 fn check_v1(hits: &[Hit], task: &str) {
+    let seqs: Vec<Option<u64>> = hits.iter().map(|h| notification_seq(h, task)).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[0].is_some() && w[0] < w[1]),
+        "increasing {{taskId}}:{{seq}} ids: {seqs:?}"
+    );
     for hit in hits {
         assert_eq!(
             hit.header("content-type"),
@@ -485,4 +512,92 @@ async fn v03_lists_answer_every_config_on_each_binding() {
         })
         .collect();
     assert_eq!(ids, want, "gRPC");
+}
+
+/// A v0.3 create (`tasks/pushNotificationConfig/set`, its HTTP+JSON and gRPC forms) answers
+/// without the configuration's secrets, as 1.0's Create, Get and List do: `token` and
+/// `authentication.credentials` are write-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v03_creates_do_not_echo_push_secrets() {
+    let (origin, grpc, _stop) = server().await;
+    let http = reqwest::Client::new();
+    let task = rpc03(
+        &http,
+        &origin,
+        "message/send",
+        json!({"message": user03("m-secret", "input", None)}),
+    )
+    .await;
+    let id = task["id"].as_str().expect("task id").to_owned();
+    let config = json!({"url": "http://127.0.0.1:9/hook", "token": "opaque-123",
+                        "authentication": {"schemes": ["Bearer"], "credentials": "hook-secret"}});
+    let mut answers = Vec::new();
+    let mut rpc_config = config.clone();
+    rpc_config["id"] = json!("c-rpc");
+    answers.push((
+        "JSON-RPC",
+        rpc03(
+            &http,
+            &origin,
+            "tasks/pushNotificationConfig/set",
+            json!({"taskId": id, "pushNotificationConfig": rpc_config}),
+        )
+        .await,
+    ));
+    answers.push((
+        "HTTP+JSON",
+        post(
+            &http,
+            &format!("{origin}/v1/tasks/{id}/pushNotificationConfigs"),
+            &[],
+            json!({"parent": format!("tasks/{id}"), "configId": "c-rest",
+                   "config": {"pushNotificationConfig": config}}),
+        )
+        .await,
+    ));
+    for (via, answer) in &answers {
+        let p = &answer["pushNotificationConfig"];
+        assert_eq!(p["url"], "http://127.0.0.1:9/hook", "{via}: {answer}");
+        assert!(
+            p.get("token").is_none_or(|t| t == ""),
+            "{via}: token echoed: {answer}"
+        );
+        assert!(
+            p["authentication"]
+                .get("credentials")
+                .is_none_or(|c| c == ""),
+            "{via}: credentials echoed: {answer}"
+        );
+    }
+    let mut c = A2aServiceClient::connect(format!("http://{grpc}"))
+        .await
+        .expect("gRPC connect");
+    let created = c
+        .create_task_push_notification_config(v03::CreateTaskPushNotificationConfigRequest {
+            parent: format!("tasks/{id}"),
+            config_id: "c-grpc".into(),
+            config: Some(v03::TaskPushNotificationConfig {
+                name: String::new(),
+                push_notification_config: Some(v03::PushNotificationConfig {
+                    id: "c-grpc".into(),
+                    url: "http://127.0.0.1:9/hook".into(),
+                    token: "opaque-123".into(),
+                    authentication: Some(v03::AuthenticationInfo {
+                        schemes: vec!["Bearer".into()],
+                        credentials: "hook-secret".into(),
+                    }),
+                }),
+            }),
+        })
+        .await
+        .expect("v0.3 gRPC create")
+        .into_inner();
+    let p = created.push_notification_config.expect("config");
+    assert_eq!(p.url, "http://127.0.0.1:9/hook");
+    assert_eq!(p.token, "", "gRPC: token echoed");
+    assert_eq!(
+        p.authentication.map(|a| a.credentials).unwrap_or_default(),
+        "",
+        "gRPC: credentials echoed"
+    );
 }

@@ -48,7 +48,8 @@ pub enum ErrorKind {
     PermissionDenied,
     /// The server is temporarily unable to serve the request.
     Unavailable,
-    /// The caller exceeded a limit (request rate, concurrent streams); retry later.
+    /// The caller exceeded a limit (request rate, concurrent streams; retry later) or a quota
+    /// (push configurations per task or principal; free some first).
     ResourceExhausted,
     /// The caller's deadline passed before the call completed (raised by a client whose
     /// [`CallContext::deadline`](crate::CallContext::deadline) passed, or by an upstream).

@@ -35,6 +35,6 @@ pub mod store {
 
 pub use engine::{
     AllowEntryError, Destination, Engine, EngineBuilder, EngineConfig, EngineStats, Limits,
-    PolicyError, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport,
-    non_public, webhook_destination,
+    NOTIFICATION_ID_HEADER, PolicyError, PushConcurrency, PushLimits, RetryPolicy, WebhookError,
+    WebhookPolicy, WebhookRequest, WebhookTransport, non_public, webhook_destination,
 };

@@ -46,6 +46,9 @@ impl HttpWebhooks {
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(5)))
             .redirect(reqwest::redirect::Policy::none())
+            // No idle connections: each call in flight holds at most one descriptor, so the
+            // engine's bound on calls in flight (`PushConcurrency`) bounds them all.
+            .pool_max_idle_per_host(0)
             .dns_resolver(Arc::new(PolicyResolver {
                 policy: policy.clone(),
             }))
@@ -113,14 +116,23 @@ impl WebhookTransport for HttpWebhooks {
             builder = builder.header(name, value);
         }
         let response = builder.send().await.map_err(|e| {
-            // The policy's refusal sits at the bottom of the error chain.
+            // The policy's refusal sits at the bottom of the error chain, and so does the
+            // system's error when this process could not open a connection.
             let mut source: Option<&dyn std::error::Error> = Some(&e);
             let mut text = e.to_string();
+            let mut local = false;
             while let Some(s) = source {
                 text = s.to_string();
+                local |= s
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(is_local_exhaustion);
                 source = s.source();
             }
-            WebhookError::Transport(text)
+            if local {
+                WebhookError::Local(text)
+            } else {
+                WebhookError::Transport(text)
+            }
         })?;
         let status = response.status();
         if status.is_success() {
@@ -130,3 +142,24 @@ impl WebhookTransport for HttpWebhooks {
         }
     }
 }
+
+/// Whether `e` says this process (or host) ran out of something a connection needs — file
+/// descriptors (`EMFILE`, `ENFILE`), buffer space or memory, local ports — rather than that the
+/// webhook failed: such a call is retried, not counted against the webhook.
+fn is_local_exhaustion(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    e.raw_os_error().is_some_and(|code| {
+        [
+            Errno::MFILE,
+            Errno::NFILE,
+            Errno::NOBUFS,
+            Errno::NOMEM,
+            Errno::ADDRNOTAVAIL,
+        ]
+        .iter()
+        .any(|errno| errno.raw_os_error() == code)
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -98,9 +98,33 @@ impl Default for ConnectionLimits {
 
 /// The most connections the default limit ever allows.
 pub const MAX_CONNECTIONS_CAP: usize = 10_000;
-/// File descriptors the default connection limit leaves to everything else (stores,
-/// webhooks, agent processes, the gRPC listener).
+/// File descriptors the default connection limit leaves to everything else: half of them to
+/// webhook calls in flight ([`default_push_deliveries`]), half to stores, agent processes,
+/// the gRPC listener and the like.
 const FD_HEADROOM: u64 = 256;
+
+/// The most webhook calls in flight the default allows (half of [`FD_HEADROOM`]).
+pub const PUSH_DELIVERIES_CAP: usize = 128;
+
+/// The default bound on webhook calls in flight (`PushConcurrency::global`), from the same
+/// descriptor budget as [`default_max_connections`]: half of what the connection limit leaves
+/// of the soft `RLIMIT_NOFILE`, at most [`PUSH_DELIVERIES_CAP`]. Each call in flight holds one
+/// connection (the sender keeps none idle), so both defaults together stay under the limit.
+pub fn default_push_deliveries() -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|text| soft_open_files_limit(&text));
+    push_deliveries_for(soft)
+}
+
+fn push_deliveries_for(soft_limit: Option<u64>) -> usize {
+    let Some(soft) = soft_limit else {
+        return PUSH_DELIVERIES_CAP;
+    };
+    let connections = max_connections_for(Some(soft)) as u64;
+    let left = soft.saturating_sub(connections) / 2;
+    usize::try_from(left).map_or(PUSH_DELIVERIES_CAP, |n| n.clamp(1, PUSH_DELIVERIES_CAP))
+}
 
 /// The default connection limit: the process's soft `RLIMIT_NOFILE` (read from
 /// `/proc/self/limits`) minus 256 descriptors of headroom (but at least half the limit),

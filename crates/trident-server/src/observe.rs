@@ -539,6 +539,15 @@ impl PushConfigStore for TimedStores {
             .await
     }
 
+    /// Timed as a listing (`list_push`): it reads the same rows.
+    async fn count(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<trident_core::store::ConfigCount, StoreError> {
+        self.time(8, self.inner.push.count(scope, task_id)).await
+    }
+
     async fn claim_delivery(
         &self,
         scope: &Scope,

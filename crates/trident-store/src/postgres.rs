@@ -11,8 +11,8 @@ use sqlx::Row as _;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::{mpsc, oneshot};
 use trident_core::store::{
-    EventLog, Generation, LoggedEvent, Notice, NoticeFeed, PushConfigStore, Scope, StoreError,
-    TaskPage, TaskQuery, TaskRecord, TaskStore, events_continue,
+    ConfigCount, EventLog, Generation, LoggedEvent, Notice, NoticeFeed, PushConfigStore, Scope,
+    StoreError, TaskPage, TaskQuery, TaskRecord, TaskStore, events_continue,
 };
 use trident_proto as pb;
 
@@ -577,6 +577,10 @@ impl PushConfigStore for PgStore {
 
     /// One upsert whose update applies only when the claim is free, ours or expired: racing
     /// processes serialize on the row, and at most one gets it.
+    async fn count(&self, scope: &Scope, task_id: &str) -> Result<ConfigCount, StoreError> {
+        self.reads.push_config_count(scope, task_id).await
+    }
+
     async fn claim_delivery(
         &self,
         scope: &Scope,

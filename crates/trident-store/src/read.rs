@@ -7,7 +7,7 @@
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Database, Pool, Row as _};
 use trident_core::store::{
-    Generation, LoggedEvent, Scope, StoreError, TaskPage, TaskQuery, TaskRecord,
+    ConfigCount, Generation, LoggedEvent, Scope, StoreError, TaskPage, TaskQuery, TaskRecord,
 };
 use trident_proto as pb;
 
@@ -272,6 +272,42 @@ where
         let more = configs.len() > limit_n;
         configs.truncate(limit_n);
         Ok((configs, more))
+    }
+
+    /// `PushConfigStore::count`: the task's configurations, then those of the principal's
+    /// tasks that have not ended — from its tasks by state (the `tasks_by_state` index), so
+    /// configurations of ended tasks are not even read.
+    pub(crate) async fn push_config_count(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+    ) -> Result<ConfigCount, StoreError> {
+        // Every state that is not terminal (0..16 covers the enum and some room).
+        let active: Vec<String> = (0..16)
+            .filter(|&n| pb::TaskState::try_from(n).is_ok_and(|s| !s.is_terminal()))
+            .map(|n| n.to_string())
+            .collect();
+        let rows = self
+            .rows(
+                format!(
+                    "SELECT (SELECT count(*) FROM push_configs                              WHERE tenant = $1 AND owner = $2 AND task_id = $3),                             (SELECT count(*) FROM tasks t JOIN push_configs p                                ON p.tenant = t.tenant AND p.owner = t.owner AND p.task_id = t.id                              WHERE t.tenant = $1 AND t.owner = $2 AND t.state IN ({}))",
+                    active.join(", ")
+                ),
+                vec![
+                    Val::Str(scope.tenant.to_string()),
+                    Val::Str(scope.owner.to_string()),
+                    Val::Str(task_id.to_owned()),
+                ],
+            )
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(ConfigCount::default());
+        };
+        let count = |i: usize| row.try_get::<i64, _>(i).map(to_u64).map_err(backend);
+        Ok(ConfigCount {
+            task: count(0)?,
+            active: count(1)?,
+        })
     }
 
     /// `PushConfigStore::pending_deliveries`.

@@ -16,8 +16,8 @@ use sqlx::sqlite::{
 };
 use sqlx::{ConnectOptions as _, Connection as _};
 use trident_core::store::{
-    EventLog, Generation, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage, TaskQuery,
-    TaskRecord, TaskStore, events_continue, now_ms,
+    ConfigCount, EventLog, Generation, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage,
+    TaskQuery, TaskRecord, TaskStore, events_continue, now_ms,
 };
 use trident_proto as pb;
 
@@ -298,6 +298,10 @@ impl PushConfigStore for SqliteStore {
             Out::Bool(b) => Ok(b),
             other => Err(unexpected(other)),
         }
+    }
+
+    async fn count(&self, scope: &Scope, task_id: &str) -> Result<ConfigCount, StoreError> {
+        self.reads.push_config_count(scope, task_id).await
     }
 
     async fn claim_delivery(

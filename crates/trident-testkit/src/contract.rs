@@ -74,6 +74,7 @@ pub async fn run(stores: &Stores) {
     list_pages_show_appended_state(stores).await;
     leases_renew_and_lapse(stores).await;
     push_configs_crud(stores).await;
+    push_configs_are_counted(stores).await;
     delivery_cursor_is_claimed_once(stores).await;
 }
 
@@ -949,6 +950,63 @@ pub async fn push_configs_crud(stores: &Stores) {
             .await
             .expect("delete again")
     );
+}
+
+/// `count`: a task's configurations whatever its state, and the principal's on tasks that have
+/// not ended; other principals' are not counted.
+pub async fn push_configs_are_counted(stores: &Stores) {
+    let scope = Scope::new("", "counted");
+    for (id, state) in [
+        ("working", pb::TaskState::Working),
+        ("waiting", pb::TaskState::InputRequired),
+        ("done", pb::TaskState::Completed),
+    ] {
+        let rec = TaskRecord::new(task(id, "c", state, 1), 1);
+        stores
+            .tasks
+            .commit(&scope, &rec, None, &[ev(id, 1)])
+            .await
+            .expect("create");
+    }
+    let put = |scope: Scope, task: &'static str, id: &'static str| async move {
+        let config = pb::TaskPushNotificationConfig {
+            id: id.into(),
+            task_id: task.into(),
+            url: "http://one".into(),
+            ..Default::default()
+        };
+        stores
+            .push
+            .put(&scope, &config, Generation::V1)
+            .await
+            .expect("put");
+    };
+    put(scope.clone(), "working", "a").await;
+    put(scope.clone(), "working", "b").await;
+    put(scope.clone(), "waiting", "a").await;
+    put(scope.clone(), "done", "a").await;
+    put(scope.clone(), "done", "b").await;
+    put(Scope::new("", "someone-else"), "working", "c").await;
+    let count = |task: &'static str| {
+        let scope = scope.clone();
+        async move { stores.push.count(&scope, task).await.expect("count") }
+    };
+    let working = count("working").await;
+    assert_eq!((working.task, working.active), (2, 3));
+    let done = count("done").await;
+    assert_eq!(
+        (done.task, done.active),
+        (2, 3),
+        "an ended task's are not active"
+    );
+    let none = count("nothing").await;
+    assert_eq!((none.task, none.active), (0, 3));
+    stores
+        .push
+        .delete(&scope, "working", "a")
+        .await
+        .expect("delete");
+    assert_eq!(count("working").await.active, 2);
 }
 
 /// The delivery cursor: one node at a time, released or expired claims move on, and only tasks

@@ -172,8 +172,9 @@ pub use trident_core::{
 };
 // The engine and push delivery.
 pub use trident_engine::{
-    AllowEntryError, Engine, EngineBuilder, EngineConfig, Limits, RetryPolicy, WebhookError,
-    WebhookPolicy, WebhookRequest, WebhookTransport,
+    AllowEntryError, Engine, EngineBuilder, EngineConfig, Limits, NOTIFICATION_ID_HEADER,
+    PushConcurrency, PushLimits, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest,
+    WebhookTransport,
 };
 // Listener settings.
 pub use trident_server::{

@@ -377,9 +377,10 @@ async fn grpc_success_messages() {
         }),
         ..Default::default()
     };
+    // Answered without its secrets: `token` and `credentials` are write-only (Create too).
     let config_json = json!({"id": "cfg-1", "taskId": "<task>",
-                             "url": "https://client.example.com/hook", "token": "opaque-123",
-                             "authentication": {"scheme": "Bearer", "credentials": "hook-secret"}});
+                             "url": "https://client.example.com/hook",
+                             "authentication": {"scheme": "Bearer"}});
     let created = c
         .create_task_push_notification_config(r(config))
         .await

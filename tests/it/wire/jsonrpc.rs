@@ -394,9 +394,10 @@ async fn jsonrpc_eleven_methods_and_their_envelopes() {
     );
 
     // Push notification configurations.
+    // Answered without its secrets: `token` and `credentials` are write-only (Create too).
     let config = json!({
         "id": "cfg-1", "taskId": "<task>", "url": "https://client.example.com/hook",
-        "token": "opaque-123", "authentication": {"scheme": "Bearer", "credentials": "hook-secret"},
+        "authentication": {"scheme": "Bearer"},
     });
     rpc.exchange(
         "CreateTaskPushNotificationConfig",

@@ -857,8 +857,7 @@ async fn rest_v03_remaining_routes() {
         &r.summary(&names),
         &json!({"status": 200, "contentType": "application/json", "body": {
             "name": "tasks/<slow>/pushNotificationConfigs/c-1",
-            "pushNotificationConfig": {"id": "c-1", "url": "https://client.example.com/h",
-                                       "token": "secret-token"}}}),
+            "pushNotificationConfig": {"id": "c-1", "url": "https://client.example.com/h"}}}),
     );
     let r = read(
         send(

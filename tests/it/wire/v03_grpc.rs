@@ -311,9 +311,7 @@ async fn grpc_v03_methods_and_streams() {
         &answer(&names, created),
         &json!({"name": "tasks/<task>/pushNotificationConfigs/cfg-1",
                 "pushNotificationConfig": {"id": "cfg-1", "url": "https://client.example.com/hook",
-                                           "token": "opaque-123",
-                                           "authentication": {"schemes": ["Bearer"],
-                                                              "credentials": "hook-secret"}}}),
+                                           "authentication": {"schemes": ["Bearer"]}}}),
     );
     // Read back without its secrets: `token` and `credentials` are write-only.
     let read_back = json!({"name": "tasks/<task>/pushNotificationConfigs/cfg-1",

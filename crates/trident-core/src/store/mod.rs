@@ -239,6 +239,16 @@ pub struct TaskPage {
     pub next: Option<ListCursor>,
 }
 
+/// What [`PushConfigStore::count`] counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConfigCount {
+    /// Configurations of the task.
+    pub task: u64,
+    /// Configurations of the principal's tasks that have not ended (the task's included,
+    /// unless it ended).
+    pub active: u64,
+}
+
 /// Store failures. The engine maps them to `Internal`/`Unavailable`, except `Conflict`, which
 /// means another writer got there first.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -377,6 +387,10 @@ pub trait PushConfigStore: Send + Sync + 'static {
     ) -> Result<(Vec<pb::TaskPushNotificationConfig>, bool), StoreError>;
     /// Deletes a configuration; `true` if it existed.
     async fn delete(&self, scope: &Scope, task_id: &str, id: &str) -> Result<bool, StoreError>;
+    /// How many configurations `scope` holds on task `task_id`, and on all of its tasks that
+    /// have not ended (whose configurations can still be notified); what the engine's push limits are
+    /// checked against before it adds one.
+    async fn count(&self, scope: &Scope, task_id: &str) -> Result<ConfigCount, StoreError>;
     /// Claims delivery of a task's notifications for `node` until `until_ms`, unless another
     /// node holds an unexpired claim (`None`; expiry judged by the clock of
     /// [`TaskStore::clock_ms`]). Creates the cursor at `from` when the task has

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use super::{Engine, EngineConfig, Inner, V03TaskBody, WebhookTransport, cluster};
+use super::{
+    Engine, EngineConfig, Inner, PUSH_ADMISSION_LOCKS, V03TaskBody, WebhookTransport, cluster, push,
+};
 use crate::AgentExecutor;
 use crate::auth::Authorizer;
 use crate::store::{Sharded, Stores};
@@ -91,11 +93,15 @@ impl EngineBuilder {
                 webhooks: self.webhooks,
                 v03_body: self.v03_body,
                 authorizer: self.authorizer,
+                deliveries: push::Slots::new(self.config.push_concurrency),
                 config: self.config,
                 live: Sharded::new(),
                 closing: CancellationToken::new(),
                 clock_offset_ms: std::sync::atomic::AtomicI64::new(0),
                 clock_measured: std::sync::atomic::AtomicBool::new(false),
+                push_admission: (0..PUSH_ADMISSION_LOCKS)
+                    .map(|_| tokio::sync::Mutex::new(()))
+                    .collect(),
             }),
         };
         if tokio::runtime::Handle::try_current().is_ok() {

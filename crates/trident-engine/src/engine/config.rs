@@ -27,6 +27,28 @@ impl Default for Limits {
     }
 }
 
+/// How many push configurations one task, and one principal's tasks in progress, may have:
+/// each configuration is a delivery lane, every event a POST per lane. Creating one more is
+/// refused with `ResourceExhausted`; replacing one (the same id) is not limited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PushLimits {
+    /// Configurations per task (default 100, one page of ListTaskPushNotificationConfigs).
+    pub per_task: usize,
+    /// Configurations one principal (tenant and owner; every anonymous caller of a tenant is
+    /// one principal) holds on its tasks that have not ended (default 10 000: a hundred
+    /// tasks at the per-task limit). Configurations of ended tasks do not count.
+    pub per_principal: usize,
+}
+
+impl Default for PushLimits {
+    fn default() -> Self {
+        Self {
+            per_task: 100,
+            per_principal: 10_000,
+        }
+    }
+}
+
 /// Engine settings.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -50,6 +72,10 @@ pub struct EngineConfig {
     pub node_id: Option<String>,
     /// Where webhooks may point (default: public addresses only).
     pub webhook_policy: WebhookPolicy,
+    /// How many push configurations a task and a principal may have.
+    pub push_limits: PushLimits,
+    /// How many webhook calls may be in flight at once.
+    pub push_concurrency: PushConcurrency,
 }
 
 impl Default for EngineConfig {
@@ -63,6 +89,31 @@ impl Default for EngineConfig {
             lease_ttl: std::time::Duration::from_secs(10),
             node_id: None,
             webhook_policy: WebhookPolicy::default(),
+            push_limits: PushLimits::default(),
+            push_concurrency: PushConcurrency::default(),
+        }
+    }
+}
+
+/// How many webhook calls may be in flight at once: in all (`global`) and to one host and port
+/// (`per_host`). A call waits for a free slot (in order) before it connects; waiting is not an
+/// attempt. Each call in flight holds at most one connection (the HTTP sender keeps none idle),
+/// so `global` bounds the file descriptors push delivery uses: the server's default takes it
+/// from the same budget as its connection limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PushConcurrency {
+    /// Calls in flight in all (default 128).
+    pub global: usize,
+    /// Calls in flight to one host and port (default 16), so webhooks that hang on one host
+    /// leave the other slots to other hosts.
+    pub per_host: usize,
+}
+
+impl Default for PushConcurrency {
+    fn default() -> Self {
+        Self {
+            global: 128,
+            per_host: 16,
         }
     }
 }

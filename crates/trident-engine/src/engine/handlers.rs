@@ -27,7 +27,7 @@ fn conflict_backoff(attempt: u32) -> std::time::Duration {
     std::time::Duration::from_micros(base * 1000 + nanos % (base * 500 + 1))
 }
 
-/// A push configuration as Get and List return it: its secrets (`token` and
+/// A push configuration as Create, Get and List return it: its secrets (`token` and
 /// `authentication.credentials`) are write-only — kept for delivery, never read back — so a
 /// caller that may read a task's configurations cannot learn another client's webhook
 /// credentials. The scheme stays, so a reader still sees that authentication is configured.
@@ -333,18 +333,13 @@ impl A2aService for Engine {
         let guard = self.inner.live(&scope, &task_id).await?;
         let live = &guard.live;
         let mut w = live.lock_seen(&self.inner).await?;
-        self.inner
-            .stores
-            .push
-            .put(&scope, &req, cx.generation)
-            .await
-            .map_err(store_error)?;
+        self.inner.put_push(&scope, &req, cx.generation).await?;
         w.has_push = Some(true);
         let from = w.record.last_seq;
         if !w.record.task.state().is_terminal() {
             push::kick_from(&self.inner, live, &mut w, from).await;
         }
-        Ok(req)
+        Ok(redact_push_secrets(req))
     }
 
     async fn get_task_push_notification_config(

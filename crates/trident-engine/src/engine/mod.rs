@@ -36,16 +36,17 @@ mod tests;
 use live::Live;
 
 use crate::auth::Authorizer;
-use crate::store::{Lease, Sharded, StoreError, Stores, now_ms};
+use crate::store::{Generation, Lease, Scope, Sharded, StoreError, Stores, now_ms};
 use crate::{A2aError, AgentExecutor, ErrorKind};
 
 pub use builder::EngineBuilder;
-pub use config::{EngineConfig, Limits};
+pub use config::{EngineConfig, Limits, PushConcurrency, PushLimits};
 pub use policy::{
     AllowEntryError, Destination, PolicyError, WebhookPolicy, non_public, webhook_destination,
 };
 pub use push::{
-    RetryPolicy, V03TaskBody, WebhookError, WebhookRequest, WebhookTransport, webhook_request,
+    NOTIFICATION_ID_HEADER, RetryPolicy, V03TaskBody, WebhookError, WebhookRequest,
+    WebhookTransport, webhook_request,
 };
 
 /// The A2A engine: implements [`A2aService`](trident_core::A2aService) for one agent.
@@ -82,6 +83,94 @@ pub(crate) struct Inner {
     clock_offset_ms: std::sync::atomic::AtomicI64,
     /// `clock_offset_ms` has been measured once.
     clock_measured: std::sync::atomic::AtomicBool,
+    /// Serializes adding push configurations per principal (by a hash of the scope), so two
+    /// concurrent creates cannot both pass the limits' count.
+    push_admission: Box<[tokio::sync::Mutex<()>]>,
+    /// Webhook calls in flight ([`EngineConfig::push_concurrency`]).
+    pub(crate) deliveries: push::Slots,
+}
+
+/// How many locks [`Inner::push_admission`] spreads principals over.
+const PUSH_ADMISSION_LOCKS: usize = 32;
+
+impl Inner {
+    /// Stores a push configuration, within [`EngineConfig::push_limits`] unless it replaces
+    /// one (the same id).
+    pub(crate) async fn put_push(
+        &self,
+        scope: &Scope,
+        config: &pb::TaskPushNotificationConfig,
+        generation: Generation,
+    ) -> Result<(), A2aError> {
+        // A fixed hasher: the same scope must find the same lock every time.
+        let hasher =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let i = (std::hash::BuildHasher::hash_one(&hasher, scope) as usize)
+            % self.push_admission.len().max(1);
+        let _admitted = match self.push_admission.get(i) {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        };
+        self.check_push_room(scope, &config.task_id, Some(&config.id))
+            .await?;
+        self.stores
+            .push
+            .put(scope, config, generation)
+            .await
+            .map_err(store_error)
+    }
+
+    /// Whether `scope` may add a push configuration to task `task_id` (`id`: the one it would
+    /// replace, which needs no room): `ResourceExhausted` past either limit.
+    pub(crate) async fn check_push_room(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: Option<&str>,
+    ) -> Result<(), A2aError> {
+        if let Some(id) = id
+            && self
+                .stores
+                .push
+                .get(scope, task_id, id)
+                .await
+                .map_err(store_error)?
+                .is_some()
+        {
+            return Ok(());
+        }
+        let limits = self.config.push_limits;
+        let count = self
+            .stores
+            .push
+            .count(scope, task_id)
+            .await
+            .map_err(store_error)?;
+        if count.task >= limits.per_task as u64 {
+            return Err(A2aError::new(
+                ErrorKind::ResourceExhausted,
+                format!(
+                    "task {task_id} has {} push notification configs, the most one task may \
+                     have ({}); delete one first",
+                    count.task, limits.per_task
+                ),
+            )
+            .with_meta("taskId", task_id.to_owned())
+            .with_meta("limit", "pushConfigsPerTask"));
+        }
+        if count.active >= limits.per_principal as u64 {
+            return Err(A2aError::new(
+                ErrorKind::ResourceExhausted,
+                format!(
+                    "the caller has {} push notification configs on tasks in progress, the \
+                     most one principal may have ({}); delete some, or wait for tasks to end",
+                    count.active, limits.per_principal
+                ),
+            )
+            .with_meta("limit", "pushConfigsPerPrincipal"));
+        }
+        Ok(())
+    }
 }
 
 /// What a stream still open at shutdown ends with.

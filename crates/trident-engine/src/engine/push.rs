@@ -3,16 +3,18 @@
 //! event, in order, to every configured webhook — one lane per webhook, so each retries with
 //! exponential backoff on its own and a slow one delays no other.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::btree_map::Entry as Entry2;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use trident_proto as pb;
 
-use super::Inner;
 use super::live::{Live, LiveGuard, Writer};
+use super::{Inner, PushConcurrency};
 use crate::A2aError;
 use crate::store::{Generation, now_ms};
 
@@ -41,6 +43,12 @@ pub enum WebhookError {
     /// The request did not complete (connect, timeout, TLS, ...).
     #[error("webhook unreachable: {0}")]
     Transport(String),
+    /// This process could not make the call: it ran out of something of its own (file
+    /// descriptors, `EMFILE`/`ENFILE`; memory; local ports). Not the webhook's failure: the
+    /// engine retries it with backoff for as long as it lasts, without counting an attempt,
+    /// so local exhaustion never makes it give up an event.
+    #[error("no local resources for the webhook call: {0}")]
+    Local(String),
 }
 
 /// Sends webhook requests. The HTTP implementation lives in `trident-rest`; the engine only
@@ -78,9 +86,18 @@ impl Default for RetryPolicy {
 /// needs no v0.3 model.
 pub type V03TaskBody = fn(&pb::Task) -> Result<Vec<u8>, A2aError>;
 
+/// The header naming a notification: `A2A-Notification-Id: {taskId}:{seq}`. Delivery is
+/// at-least-once (a retry, or another process resuming a task's outbox after a crash, sends an
+/// event again); the id is the same every time an event is sent, so receivers deduplicate on
+/// it. Neither the spec nor the official SDKs name such a header; this follows 1.0's
+/// unprefixed `A2A-` names. For a v0.3 configuration (sent the task itself, once per batch of
+/// events) `seq` is the last event the task includes.
+pub const NOTIFICATION_ID_HEADER: &str = "a2a-notification-id";
+
 /// Builds the request for one event and configuration created through `generation`: 1.0's
 /// `application/a2a+json` with both token headers, or v0.3's `application/json` with
-/// `X-A2A-Notification-Token` (what the v0.3 SDKs' senders write).
+/// `X-A2A-Notification-Token` (what the v0.3 SDKs' senders write); both with
+/// [`NOTIFICATION_ID_HEADER`].
 pub fn webhook_request(
     config: &pb::TaskPushNotificationConfig,
     generation: Generation,
@@ -91,7 +108,10 @@ pub fn webhook_request(
         Generation::V1 => "application/a2a+json",
         Generation::V03 => "application/json",
     };
-    let mut headers = vec![("content-type", content_type.to_owned())];
+    let mut headers = vec![
+        ("content-type", content_type.to_owned()),
+        (NOTIFICATION_ID_HEADER, format!("{}:{seq}", config.task_id)),
+    ];
     if let Some(auth) = config
         .authentication
         .as_ref()
@@ -183,6 +203,7 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
     };
     let mut lanes = Lanes {
         positions: HashMap::new(),
+        behind: BTreeMap::new(),
         running: HashMap::new(),
         stored: cursor,
         listed_at: None,
@@ -195,40 +216,48 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
             .unwrap_or(1000)
             .max(10),
     );
+    let start_lane = |id: &str, pos: u64| {
+        tokio::spawn(lane(
+            guard.inner.clone(),
+            guard.live.clone(),
+            transport.clone(),
+            id.to_owned(),
+            pos,
+            report.clone(),
+        ))
+    };
     // Store failures in a row; the worker stops after MAX_FAILURES (the next commit, or
     // another process once the claim lapses, starts over from the stored cursor).
     let mut failures = 0u32;
+    // Every step costs O(1) or O(log configurations), except the listing, which runs once
+    // per new published position (not per lane report): delivering E events to N
+    // configurations costs O(N × E).
     let outcome = loop {
         // New configurations start after the events seen at the previous listing (the first
         // listing: at the stored cursor); deleted ones drop out.
         let seen = progress.borrow_and_update().seq;
-        if let Err(e) = lanes.relist(inner, live, seen).await {
-            // Nothing below may run on a failed listing: with no positions the cursor would
-            // move past events no webhook has had.
-            failures += 1;
-            if failures >= MAX_FAILURES {
-                break Err("the configurations cannot be listed");
+        if lanes.listed_at != Some(seen) {
+            if let Err(e) = lanes.relist(inner, live, seen).await {
+                // Nothing below may run on a failed listing: with no positions the cursor
+                // would move past events no webhook has had.
+                failures += 1;
+                if failures >= MAX_FAILURES {
+                    break Err("the configurations cannot be listed");
+                }
+                tracing::warn!(task = %live.task_id, error = %e, "push delivery paused: cannot list the configurations");
+                tokio::time::sleep(PAUSE).await;
+                continue;
             }
-            tracing::warn!(task = %live.task_id, error = %e, "push delivery paused: cannot list the configurations");
-            tokio::time::sleep(PAUSE).await;
-            continue;
-        }
-        for (id, pos) in &lanes.positions {
-            if *pos < seen && !lanes.running.contains_key(id) {
-                let lane = tokio::spawn(lane(
-                    guard.inner.clone(),
-                    guard.live.clone(),
-                    transport.clone(),
-                    id.clone(),
-                    *pos,
-                    report.clone(),
-                ));
-                lanes.running.insert(id.clone(), lane);
+            // Every lane that is behind and idle starts (each has an event to send).
+            for (id, pos) in &lanes.positions {
+                if *pos < seen && !lanes.running.contains_key(id) {
+                    lanes.running.insert(id.clone(), start_lane(id, *pos));
+                }
             }
         }
         // The outbox cursor follows the slowest lane; the claim is renewed with it, and at
         // least every third of the lease while a slow lane holds the cursor back.
-        let slowest = lanes.positions.values().copied().min().unwrap_or(seen);
+        let slowest = lanes.slowest().unwrap_or(seen);
         let renew_due = now_ms().saturating_sub(renewed) >= inner.lease_ttl_ms() / 3;
         if slowest > lanes.stored || renew_due {
             let to = slowest.max(lanes.stored);
@@ -272,20 +301,21 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
         }
         tokio::select! {
             Some((id, r)) = reports.recv() => match r {
-                LaneReport::At(pos) => {
-                    if let Some(p) = lanes.positions.get_mut(&id) {
-                        *p = (*p).max(pos);
-                    }
-                }
+                LaneReport::At(pos) => lanes.advance(&id, pos),
                 LaneReport::Done(pos) => {
                     lanes.running.remove(&id);
-                    if let Some(p) = lanes.positions.get_mut(&id) {
-                        *p = (*p).max(pos);
+                    lanes.advance(&id, pos);
+                    // Behind what was listed (its log read failed, or returned nothing yet;
+                    // it paused): again. Events after the listing start it at the next one.
+                    if let Some(at) = lanes.positions.get(&id).copied()
+                        && lanes.listed_at.is_some_and(|listed| at < listed)
+                    {
+                        lanes.running.insert(id.clone(), start_lane(&id, at));
                     }
                 }
                 LaneReport::Deleted => {
                     lanes.running.remove(&id);
-                    lanes.positions.remove(&id);
+                    lanes.remove(&id);
                 }
             },
             changed = progress.changed() => if changed.is_err() {
@@ -308,6 +338,8 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
 struct Lanes {
     /// Each configuration's position: the last event it has had (or given up on).
     positions: HashMap<String, u64>,
+    /// How many lanes are at each position (the slowest is the first key).
+    behind: BTreeMap<u64, usize>,
     /// Lanes with events in hand.
     running: HashMap<String, tokio::task::JoinHandle<()>>,
     /// The stored outbox cursor.
@@ -317,9 +349,10 @@ struct Lanes {
 }
 
 impl Lanes {
+    /// Lists the configurations: O(configurations), once per new published position.
     async fn relist(&mut self, inner: &Inner, live: &Live, seen: u64) -> Result<(), A2aError> {
         let start = self.listed_at.unwrap_or(self.stored);
-        let mut ids = Vec::new();
+        let mut ids = HashSet::new();
         let mut after: Option<String> = None;
         loop {
             let (configs, more) = inner
@@ -328,20 +361,64 @@ impl Lanes {
                 .list(&live.scope, &live.task_id, after.as_deref(), 100)
                 .await
                 .map_err(super::store_error)?;
-            ids.extend(configs.iter().map(|c| c.id.clone()));
-            match configs.last() {
-                Some(last) if more => after = Some(last.id.clone()),
+            let last = configs.last().map(|c| c.id.clone());
+            ids.extend(configs.into_iter().map(|c| c.id));
+            match last {
+                Some(last) if more => after = Some(last),
                 _ => break,
             }
         }
-        for id in &ids {
-            self.positions.entry(id.clone()).or_insert(start);
+        let gone: Vec<String> = self
+            .positions
+            .keys()
+            .filter(|id| !ids.contains(*id) && !self.running.contains_key(*id))
+            .cloned()
+            .collect();
+        for id in gone {
+            self.remove(&id);
         }
-        let running = &self.running;
-        self.positions
-            .retain(|id, _| ids.contains(id) || running.contains_key(id));
+        for id in ids {
+            if let Entry::Vacant(slot) = self.positions.entry(id) {
+                slot.insert(start);
+                *self.behind.entry(start).or_default() += 1;
+            }
+        }
         self.listed_at = Some(seen);
         Ok(())
+    }
+
+    /// The slowest lane's position.
+    fn slowest(&self) -> Option<u64> {
+        self.behind.keys().next().copied()
+    }
+
+    /// Moves a lane forward to `pos`.
+    fn advance(&mut self, id: &str, pos: u64) {
+        let Some(at) = self.positions.get_mut(id) else {
+            return;
+        };
+        if pos <= *at {
+            return;
+        }
+        let old = std::mem::replace(at, pos);
+        self.uncount(old);
+        *self.behind.entry(pos).or_default() += 1;
+    }
+
+    /// Drops a lane.
+    fn remove(&mut self, id: &str) {
+        if let Some(at) = self.positions.remove(id) {
+            self.uncount(at);
+        }
+    }
+
+    fn uncount(&mut self, pos: u64) {
+        if let Entry2::Occupied(mut n) = self.behind.entry(pos) {
+            *n.get_mut() -= 1;
+            if *n.get() == 0 {
+                n.remove();
+            }
+        }
     }
 }
 
@@ -449,7 +526,13 @@ async fn lane(
             match body {
                 Ok(body) => {
                     let request = webhook_request(&config, shape, seq, body);
-                    send_with_retry(transport.as_ref(), &request, inner.config.push_retry).await;
+                    send_with_retry(
+                        &inner.deliveries,
+                        transport.as_ref(),
+                        &request,
+                        inner.config.push_retry,
+                    )
+                    .await;
                 }
                 Err(e) => {
                     tracing::warn!(task = %live.task_id, seq, error = %e, "push delivery skipped an event it cannot encode");
@@ -461,23 +544,112 @@ async fn lane(
     }
 }
 
+/// POSTs `request` in a delivery slot ([`Slots`]), retrying as `policy` says. A call that
+/// failed for want of local resources ([`WebhookError::Local`]) is retried with backoff
+/// without counting as an attempt: only the webhook's own failures make it give up.
 async fn send_with_retry(
+    slots: &Slots,
     transport: &dyn WebhookTransport,
     request: &WebhookRequest,
     policy: RetryPolicy,
 ) {
     let mut backoff = policy.initial_backoff;
-    for attempt in 1..=policy.attempts.max(1) {
-        match transport.post(request).await {
+    let mut local_backoff = policy.initial_backoff;
+    let mut attempt = 0u32;
+    loop {
+        let result = {
+            let _slot = slots.acquire(&request.url).await;
+            transport.post(request).await
+        };
+        match result {
             Ok(()) => return,
-            Err(e) if attempt < policy.attempts => {
+            Err(WebhookError::Local(e)) => {
+                tracing::warn!(url = %request.url, error = %e, "webhook call not made: this process is out of resources; retrying");
+                tokio::time::sleep(local_backoff).await;
+                local_backoff = (local_backoff * 2).min(policy.max_backoff);
+            }
+            Err(e) => {
+                attempt += 1;
+                if attempt >= policy.attempts.max(1) {
+                    tracing::warn!(url = %request.url, attempt, error = %e, "webhook failed, giving up on this event");
+                    return;
+                }
                 tracing::debug!(url = %request.url, attempt, error = %e, "webhook failed, retrying");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(policy.max_backoff);
             }
-            Err(e) => {
-                tracing::warn!(url = %request.url, attempt, error = %e, "webhook failed, giving up on this event")
-            }
+        }
+    }
+}
+
+/// Webhook calls in flight ([`PushConcurrency`]): a call takes a slot of its host (host and
+/// port) first, then a global one, each in arrival order, so calls that hang on one host
+/// hold at most `per_host` of the global slots and other hosts' calls still go out.
+pub(crate) struct Slots {
+    global: Arc<Semaphore>,
+    per_host: usize,
+    /// Hosts with calls in flight or waiting (an entry goes with its last slot).
+    hosts: std::sync::Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl Slots {
+    pub(crate) fn new(limits: PushConcurrency) -> Self {
+        Self {
+            global: Arc::new(Semaphore::new(limits.global.max(1))),
+            per_host: limits.per_host.max(1),
+            hosts: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Waits for a slot for a call to `url`.
+    async fn acquire(&self, url: &str) -> Slot<'_> {
+        let key = url::Url::parse(url)
+            .ok()
+            .map(|u| {
+                format!(
+                    "{}:{}",
+                    u.host_str().unwrap_or_default(),
+                    u.port_or_known_default().unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        let host = crate::store::lock_std(&self.hosts)
+            .entry(key.clone())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.per_host)))
+            .clone();
+        let mut slot = Slot {
+            slots: self,
+            key,
+            host,
+            permits: None,
+        };
+        // The semaphores are never closed.
+        let host_permit = slot.host.clone().acquire_owned().await.ok();
+        let global_permit = self.global.clone().acquire_owned().await.ok();
+        slot.permits = Some((host_permit, global_permit));
+        slot
+    }
+}
+
+/// A call's place in [`Slots`]; dropping it frees the place.
+struct Slot<'a> {
+    slots: &'a Slots,
+    key: String,
+    host: Arc<Semaphore>,
+    permits: Option<(Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>)>,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.permits = None;
+        let mut hosts = crate::store::lock_std(&self.slots.hosts);
+        // Nobody else holds or waits for this host's semaphore: the map's and ours.
+        if Arc::strong_count(&self.host) == 2
+            && hosts
+                .get(&self.key)
+                .is_some_and(|h| Arc::ptr_eq(h, &self.host))
+        {
+            hosts.remove(&self.key);
         }
     }
 }

@@ -78,6 +78,9 @@ impl Inner {
             message.task_id = task_id.clone();
             if let Some(p) = push.as_mut() {
                 validate::bind_push(p, &task_id, &scope)?;
+                // The principal's limit (a new task has none yet). Checked before the turn
+                // starts; the configuration is stored with the task's first commit.
+                Box::pin(self.check_push_room(&scope, &task_id, None)).await?;
             }
             ctx.task_id = task_id.clone();
             ctx.context_id = message.context_id.clone();
@@ -238,11 +241,7 @@ impl Inner {
             ctx.task = Some(task.clone());
 
             if let Some(p) = &push {
-                self.stores
-                    .push
-                    .put(&live.scope, p, cx.generation)
-                    .await
-                    .map_err(store_error)?;
+                self.put_push(&live.scope, p, cx.generation).await?;
                 w.has_push = Some(true);
             }
             if inline && self.may_hold(&live, &mut w).await {

@@ -11,8 +11,8 @@ use std::time::Duration;
 use trident_proto as pb;
 
 use super::{
-    EventLog, Generation, ListCursor, LoggedEvent, PushConfigStore, Scope, StoreError, TaskPage,
-    TaskQuery, TaskRecord, TaskStore,
+    ConfigCount, EventLog, Generation, ListCursor, LoggedEvent, PushConfigStore, Scope, StoreError,
+    TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 
 /// A task's push delivery cursor and who holds it.
@@ -932,6 +932,43 @@ impl PushConfigStore for MemoryStore {
         Ok(shard
             .get_mut_in(scope, task_id)
             .is_some_and(|m| m.remove(id).is_some()))
+    }
+
+    async fn count(&self, scope: &Scope, task_id: &str) -> Result<ConfigCount, StoreError> {
+        let task = self
+            .push
+            .shard(task_id)
+            .get_in(scope, task_id)
+            .map_or(0, BTreeMap::len);
+        // The principal's configured tasks, then their states (lock order: never a task's
+        // shard while holding a configurations' shard).
+        let mut configured = Vec::new();
+        for shard in self.push.shards() {
+            if let Some(tasks) = shard.get(scope) {
+                configured.extend(
+                    tasks
+                        .iter()
+                        .filter(|(_, configs)| !configs.is_empty())
+                        .map(|(id, configs)| (id.clone(), configs.len())),
+                );
+            }
+        }
+        let active = configured
+            .into_iter()
+            .filter(|(id, _)| {
+                // A task not stored yet (its configuration is put first) is in progress.
+                !self
+                    .tasks
+                    .shard(id)
+                    .get_in(scope, id)
+                    .is_some_and(|t| t.state.is_terminal())
+            })
+            .map(|(_, n)| n)
+            .sum::<usize>();
+        Ok(ConfigCount {
+            task: task as u64,
+            active: active as u64,
+        })
     }
 
     async fn claim_delivery(

@@ -12,9 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{
-    ConnectionLimits, H2_PREFACE, MAX_CONNECTIONS_CAP, Protocol, Throttle, TimedBody,
-    body_timeout_response, fit_event_stream_headers, max_connections_for, protocol_of, serve_with,
-    soft_open_files_limit,
+    ConnectionLimits, H2_PREFACE, MAX_CONNECTIONS_CAP, PUSH_DELIVERIES_CAP, Protocol, Throttle,
+    TimedBody, body_timeout_response, fit_event_stream_headers, max_connections_for, protocol_of,
+    push_deliveries_for, serve_with, soft_open_files_limit,
 };
 
 const LIMITS: &str = "\
@@ -44,6 +44,18 @@ fn the_default_limit_leaves_descriptors_for_everything_else() {
     assert_eq!(max_connections_for(Some(1 << 20)), MAX_CONNECTIONS_CAP);
     assert_eq!(max_connections_for(None), MAX_CONNECTIONS_CAP);
     assert!(super::default_max_connections() >= 1);
+    // Webhook calls in flight take half of what the connections leave.
+    assert_eq!(push_deliveries_for(Some(1024)), 128);
+    assert_eq!(push_deliveries_for(Some(300)), 75);
+    assert_eq!(push_deliveries_for(Some(1)), 1);
+    assert_eq!(push_deliveries_for(None), PUSH_DELIVERIES_CAP);
+    for soft in [1, 2, 300, 1024, 4096, 1 << 20] {
+        assert!(
+            (max_connections_for(Some(soft)) + push_deliveries_for(Some(soft))) as u64
+                <= soft.max(2),
+            "{soft}"
+        );
+    }
 }
 
 #[test]
