@@ -26,6 +26,7 @@ mod push;
 mod push_v03;
 mod readme;
 mod recovery;
+mod request_memory;
 mod security;
 mod slowloris;
 mod store_contract;

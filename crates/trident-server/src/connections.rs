@@ -55,6 +55,12 @@ use crate::registry::{Admission, ConnId, Registry};
 ///   at all is idle from its accept.
 /// - **HTTP/2 liveness** (`h2_keep_alive`, 30 s): a `PING` that often; a peer that does not
 ///   answer within as long is dropped, so a dead client cannot hold a stream open forever.
+/// - **Request head size** (`max_header_bytes`, 16 KiB): an HTTP/1.1 request line and headers
+///   larger than this are answered `431 Request Header Fields Too Large` and the connection
+///   closed (hyper's own answer); what hyper buffers of a head is bounded by it (never less
+///   than hyper's 8 KiB read buffer), instead of hyper's default of about 400 KiB. On HTTP/2
+///   it is the `SETTINGS_MAX_HEADER_LIST_SIZE` the server announces and enforces (a stream
+///   over it gets `431` and `REFUSED_STREAM`; hyper's default is the same 16 KiB).
 /// - **Connection count** (`max_connections`, see [`default_max_connections`]): at the limit
 ///   the connection idle the longest is closed to admit the new one; when none is idle the new
 ///   connection is refused (closed at once). Established callers with requests in flight are
@@ -82,6 +88,11 @@ pub struct ConnectionLimits {
     /// longest is closed to admit a new one, or the new one is refused if none is idle.
     /// Default: [`default_max_connections`].
     pub max_connections: Option<usize>,
+    /// Largest request head: an HTTP/1.1 request line and headers, in bytes (`431` and the
+    /// connection closed past it), and an HTTP/2 header list as HTTP/2 counts it (names,
+    /// values and 32 bytes per field). Default [`DEFAULT_MAX_HEADER_BYTES`]; `None`: hyper's
+    /// defaults (about 400 KiB on HTTP/1.1, 16 KiB on HTTP/2).
+    pub max_header_bytes: Option<usize>,
 }
 
 impl Default for ConnectionLimits {
@@ -92,9 +103,17 @@ impl Default for ConnectionLimits {
             idle_timeout: Some(Duration::from_secs(60)),
             h2_keep_alive: Some(Duration::from_secs(30)),
             max_connections: Some(default_max_connections()),
+            max_header_bytes: Some(DEFAULT_MAX_HEADER_BYTES),
         }
     }
 }
+
+/// The default [`ConnectionLimits::max_header_bytes`]: 16 KiB, what hyper allows an HTTP/2
+/// header list (and Node.js an HTTP/1.1 head).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 16 << 10;
+
+/// hyper's smallest HTTP/1 read buffer limit (`max_buf_size` panics below it).
+const HYPER_MIN_BUF: usize = 8 << 10;
 
 /// The most connections the default limit ever allows.
 pub const MAX_CONNECTIONS_CAP: usize = 10_000;
@@ -360,6 +379,13 @@ impl Builders {
         http1
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_timeout);
+        if let Some(max) = limits.max_header_bytes {
+            // The head's exact limit, and the read buffer's (hyper's floor is 8 KiB): a head
+            // never holds more than this of the connection's memory.
+            http1
+                .max_header_size(max)
+                .max_buf_size(max.max(HYPER_MIN_BUF));
+        }
         Self {
             http1,
             http2: auto.clone().http2_only(),
@@ -467,12 +493,19 @@ async fn sniff(tcp: &TcpStream) -> Protocol {
 
 fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
+    let mut http1 = builder.http1();
+    http1
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
+    if let Some(max) = limits.max_header_bytes {
+        // hyper-util's HTTP/1 builder has no head limit of its own: the read buffer's is it.
+        http1.max_buf_size(max.max(HYPER_MIN_BUF));
+    }
     let mut http2 = builder.http2();
     http2.timer(TokioTimer::new());
+    if let Some(max) = limits.max_header_bytes {
+        http2.max_header_list_size(u32::try_from(max).unwrap_or(u32::MAX));
+    }
     if let Some(interval) = limits.h2_keep_alive {
         http2
             .keep_alive_interval(interval)

@@ -29,7 +29,8 @@ mod observe;
 pub mod proxy;
 mod registry;
 pub use connections::{
-    ConnectionLimits, MAX_CONNECTIONS_CAP, default_max_connections, serve_with, serve_with_proxies,
+    ConnectionLimits, DEFAULT_MAX_HEADER_BYTES, MAX_CONNECTIONS_CAP, default_max_connections,
+    serve_with, serve_with_proxies,
 };
 pub use limits::{CallerLimits, Limited};
 /// OTLP export of the spans and metrics (cargo feature `otlp`).
