@@ -59,6 +59,11 @@ pub(crate) struct Listen {
     /// defaults (about 400 KiB on HTTP/1.1).
     #[arg(long, env = "TRIDENT_MAX_HEADER_BYTES", default_value_t = trident_server::DEFAULT_MAX_HEADER_BYTES)]
     max_header_bytes: usize,
+    /// Most bytes of request bodies received and not yet complete, per listener; past it the
+    /// requests that received bytes the longest ago (stalled bodies) are cut off with 429 /
+    /// RESOURCE_EXHAUSTED. 0: no limit (connections x --max-body).
+    #[arg(long, env = "TRIDENT_MAX_INFLIGHT_BODY_BYTES", default_value_t = trident_server::DEFAULT_MAX_INFLIGHT_BODY_BYTES)]
+    max_inflight_body_bytes: usize,
     /// Requests per second each caller may make (0: unlimited); over it: HTTP 429 /
     /// RESOURCE_EXHAUSTED.
     #[arg(long, env = "TRIDENT_RATE_LIMIT", default_value_t = 0.0)]
@@ -159,6 +164,8 @@ impl Listen {
             idle_timeout: optional_seconds(self.idle_timeout, "--idle-timeout")?,
             max_connections: (self.max_connections > 0).then_some(self.max_connections),
             max_header_bytes: (self.max_header_bytes > 0).then_some(self.max_header_bytes),
+            max_inflight_body_bytes: (self.max_inflight_body_bytes > 0)
+                .then_some(self.max_inflight_body_bytes),
             ..ConnectionLimits::default()
         })
     }
