@@ -1,18 +1,23 @@
 //! Memory a client can make the server hold with requests it never finishes (issue 27): an
 //! HTTP/1.1 request head is refused at `max_header_bytes` (hyper alone buffered about 400 KiB
 //! of one), stalled request bodies share one budget per listener (`max_inflight_body_bytes`)
-//! that cuts the stalest off for fresher bytes.
+//! that cuts the stalest off for fresher bytes, and on the default limits a flood of both
+//! keeps a real `trident serve` under a fixed resident-memory bound while callers are served
+//! over every binding.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+use trident_client::Binding;
 use trident_core::A2aService;
 use trident_server::{ConnectionLimits, DEFAULT_MAX_HEADER_BYTES, ServerOptions};
 
 use crate::harness::{cx, msg, req};
+use crate::process::Trident;
 use crate::slowloris::{MARGIN, connect, read_until_closed, relaxed, serve, still_open};
+use crate::wait::until;
 
 /// Exactly `len` bytes of an HTTP/1.1 request head that never ends (no blank line).
 fn unfinished_head(len: usize) -> Vec<u8> {
@@ -207,4 +212,115 @@ async fn stalled_bodies_past_the_body_budget_are_cut_off_and_callers_are_served(
     ];
     served_over_every_binding(&clients).await;
     drop(outcomes);
+}
+
+/// `VmRSS` and `VmHWM` (peak) of process `pid`, in bytes.
+fn resident(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb << 10)
+            .unwrap_or_else(|| panic!("{name} in /proc/{pid}/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Bytes sent to `port` that the server has not read yet: the receive queues of its sockets
+/// and the send queues of their peers (IPv4 loopback, from `/proc/net/tcp`).
+fn unread_by_server(port: u16) -> u64 {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let port_of = |address: &str| {
+        address
+            .rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok())
+    };
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (tx, rx) = fields.get(4)?.split_once(':')?;
+            let queue = if port_of(fields.get(1)?)? == port {
+                rx
+            } else if port_of(fields.get(2)?)? == port {
+                tx
+            } else {
+                return None;
+            };
+            u64::from_str_radix(queue, 16).ok()
+        })
+        .sum()
+}
+
+/// The resident-memory bound the README states for the flood below.
+const FLOOD_BOUND: u64 = 448 << 20;
+
+/// The done-when test of issue 27: a real `trident serve` on the default limits, flooded with
+/// 300 unfinished 384 KiB request heads and 128 request bodies stalled 16 bytes short of
+/// 4 MiB (624 MiB offered: hyper alone would buffer the heads whole, and without a budget
+/// every body stays held until the body timeout), stays under [`FLOOD_BOUND`] of peak
+/// resident memory while a SendMessage over each binding succeeds during the flood.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_unfinished_heads_and_stalled_bodies_stays_under_a_memory_bound() {
+    let server = Trident::serve(&["--store", "memory"]).await;
+    let addr: SocketAddr = server
+        .origin
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    let clients: Vec<(&str, Arc<dyn A2aService>)> = vec![
+        ("JSON-RPC", server.client(Binding::JsonRpc).await),
+        ("HTTP+JSON", server.client(Binding::Rest).await),
+        ("gRPC", server.client(Binding::Grpc).await),
+    ];
+    let head = Arc::new(unfinished_head(384 << 10));
+    let heads = futures::future::join_all((0..300).map(|_| {
+        let head = head.clone();
+        async move {
+            let mut socket = connect(addr).await;
+            send(&mut socket, &head).await;
+            socket
+        }
+    }));
+    const LENGTH: usize = 4 << 20;
+    let body = Arc::new(vec![b' '; LENGTH - 16]);
+    let bodies = futures::future::join_all((0..128).map(|i| {
+        let body = body.clone();
+        async move {
+            let path = if i % 2 == 0 { "/" } else { "/message:send" };
+            let mut socket = connect(addr).await;
+            send(&mut socket, &body_head(path, LENGTH)).await;
+            send(&mut socket, &body).await;
+            socket
+        }
+    }));
+    let (heads, bodies) = tokio::join!(heads, bodies);
+    // Written is not read: wait until the server has taken in what the kernel holds for it,
+    // so that the memory measured is the memory the flood makes it hold.
+    until("the server has read the flood", || {
+        let unread = unread_by_server(addr.port());
+        async move { (unread < 64 << 10).then_some(()) }
+    })
+    .await;
+    served_over_every_binding(&clients).await;
+    let (rss, peak) = resident(server.pid());
+    println!(
+        "flood: peak resident memory {} MiB, now {} MiB (bound {} MiB)",
+        peak >> 20,
+        rss >> 20,
+        FLOOD_BOUND >> 20
+    );
+    assert!(
+        peak < FLOOD_BOUND,
+        "peak resident memory {} MiB (now {} MiB) over the bound of {} MiB",
+        peak >> 20,
+        rss >> 20,
+        FLOOD_BOUND >> 20
+    );
+    drop((heads, bodies));
 }
