@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use trident_client::Binding;
@@ -117,26 +118,6 @@ async fn a_request_head_at_the_head_limit_is_answered_431_and_closed() {
     }
 }
 
-/// Connections that each send the head and `sent` bytes of a `length`-byte JSON body (to
-/// JSON-RPC and HTTP+JSON in turn), then stall.
-async fn stalled_bodies(
-    addr: SocketAddr,
-    count: usize,
-    length: usize,
-    sent: usize,
-) -> Vec<(&'static str, TcpStream)> {
-    let body = vec![b' '; sent];
-    let mut stalled = Vec::new();
-    for i in 0..count {
-        let path = if i % 2 == 0 { "/" } else { "/message:send" };
-        let mut socket = connect(addr).await;
-        send(&mut socket, &body_head(path, length)).await;
-        send(&mut socket, &body).await;
-        stalled.push((path, socket));
-    }
-    stalled
-}
-
 /// A SendMessage over each binding's client succeeds.
 async fn served_over_every_binding(clients: &[(&str, Arc<dyn A2aService>)]) {
     for (binding, client) in clients {
@@ -147,9 +128,19 @@ async fn served_over_every_binding(clients: &[(&str, Arc<dyn A2aService>)]) {
     }
 }
 
+/// Waits until the server listening on `port` has read everything sent to it.
+async fn server_has_read(port: u16) {
+    until("the server has read what was sent", || {
+        let unread = unread_by_server(port);
+        async move { (unread == 0).then_some(()) }
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_bodies_past_the_body_budget_are_cut_off_and_callers_are_served() {
     const BUDGET: usize = 1 << 20;
+    const SENT: usize = 300 << 10;
     // The body timeout is a minute: only the budget can end these quickly.
     let server = serve(
         ConnectionLimits {
@@ -159,22 +150,66 @@ async fn stalled_bodies_past_the_body_budget_are_cut_off_and_callers_are_served(
         ServerOptions::default(),
     )
     .await;
-    // Eight bodies of 256 KiB received (of 1 MiB promised): twice the budget.
-    let stalled = stalled_bodies(server.addr, 8, 1 << 20, 256 << 10).await;
+    let port = server.addr.port();
+    // First, and so the stalest: a gRPC SendMessage over h2c whose one message promises
+    // 1 MiB and stops after 300 KiB.
+    let mut frame = vec![0u8];
+    frame.extend_from_slice(&(1u32 << 20).to_be_bytes());
+    frame.extend_from_slice(&[0x0a; SENT]);
+    let stalled_grpc = futures::stream::once(async move { Ok::<_, std::io::Error>(frame) })
+        .chain(futures::stream::pending());
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let grpc = tokio::spawn(
+        h2.post(format!(
+            "{}/lf.a2a.v1.A2AService/SendMessage",
+            server.interfaces.rest
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(reqwest::Body::wrap_stream(stalled_grpc))
+        .send(),
+    );
+    server_has_read(port).await;
+    // Then eight JSON bodies over HTTP/1.1, to JSON-RPC and HTTP+JSON in turn, each 300 KiB
+    // of 1 MiB promised, one after the other: 2.6 MiB held without a budget. Of 1 MiB, the
+    // three freshest fit; the gRPC body and the five oldest are cut off, oldest first.
+    let body = vec![b' '; SENT];
+    let mut stalled = Vec::new();
+    for i in 0..8 {
+        let path = if i % 2 == 0 { "/" } else { "/message:send" };
+        let mut socket = connect(server.addr).await;
+        send(&mut socket, &body_head(path, 1 << 20)).await;
+        send(&mut socket, &body).await;
+        server_has_read(port).await;
+        stalled.push((path, socket));
+    }
+    let grpc = tokio::time::timeout(MARGIN, grpc)
+        .await
+        .expect("the gRPC call is answered, not held")
+        .expect("the request task")
+        .expect("a response");
+    assert_eq!(
+        grpc.headers().get("grpc-status").map(|v| v.as_bytes()),
+        Some(&b"8"[..]),
+        "gRPC: RESOURCE_EXHAUSTED: {:?}",
+        grpc.headers()
+    );
     let outcomes =
         futures::future::join_all(stalled.into_iter().map(|(path, mut socket)| async move {
             let (response, closed) = read_until_closed(&mut socket, MARGIN).await;
             (path, response, closed, socket)
         }))
         .await;
-    let cut: Vec<_> = outcomes.iter().filter(|o| o.2).collect();
-    assert!(
-        cut.len() >= 4,
-        "at most 1 MiB of the 2 MiB stays held: {} of 8 cut off",
-        cut.len()
+    let closed: Vec<bool> = outcomes.iter().map(|o| o.2).collect();
+    assert_eq!(
+        closed,
+        [true, true, true, true, true, false, false, false],
+        "the five oldest bodies are cut off, the three freshest held"
     );
-    assert!(cut.len() < 8, "the freshest body is kept");
-    for (path, response, _, _) in &cut {
+    for (path, response, _, _) in outcomes.iter().filter(|o| o.2) {
         let lower = response.to_ascii_lowercase();
         assert!(lower.contains("connection: close"), "{path}: {response:?}");
         if *path == "/" {
