@@ -513,6 +513,10 @@ async fn trident_serve_takes_its_connection_limits_from_flags_and_the_config_fil
         "--body-timeout",
         "--idle-timeout",
         "--max-connections",
+        "--max-header-bytes <MAX_HEADER_BYTES>",
+        "[default: 16384]",
+        "--max-inflight-body-bytes <MAX_INFLIGHT_BODY_BYTES>",
+        "[default: 268435456]",
     ] {
         assert!(help.contains(flag), "{flag} in --help:\n{help}");
     }
