@@ -54,6 +54,16 @@ pub(crate) struct Listen {
     /// the open-files limit minus 256, at most 10000.
     #[arg(long, env = "TRIDENT_MAX_CONNECTIONS", default_value_t = trident_server::default_max_connections())]
     max_connections: usize,
+    /// Largest request head, in bytes: an HTTP/1.1 request line and headers (over it: 431 and
+    /// the connection closed), an HTTP/2 header list (431 and the stream refused). 0: hyper's
+    /// defaults (about 400 KiB on HTTP/1.1).
+    #[arg(long, env = "TRIDENT_MAX_HEADER_BYTES", default_value_t = trident_server::DEFAULT_MAX_HEADER_BYTES)]
+    max_header_bytes: usize,
+    /// Most bytes of request bodies received and not yet complete, per listener; past it the
+    /// requests that received bytes the longest ago (stalled bodies) are cut off with 429 /
+    /// RESOURCE_EXHAUSTED. 0: no limit (connections x --max-body).
+    #[arg(long, env = "TRIDENT_MAX_INFLIGHT_BODY_BYTES", default_value_t = trident_server::DEFAULT_MAX_INFLIGHT_BODY_BYTES)]
+    max_inflight_body_bytes: usize,
     /// Requests per second each caller may make (0: unlimited); over it: HTTP 429 /
     /// RESOURCE_EXHAUSTED.
     #[arg(long, env = "TRIDENT_RATE_LIMIT", default_value_t = 0.0)]
@@ -153,6 +163,9 @@ impl Listen {
             body_timeout: optional_seconds(self.body_timeout, "--body-timeout")?,
             idle_timeout: optional_seconds(self.idle_timeout, "--idle-timeout")?,
             max_connections: (self.max_connections > 0).then_some(self.max_connections),
+            max_header_bytes: (self.max_header_bytes > 0).then_some(self.max_header_bytes),
+            max_inflight_body_bytes: (self.max_inflight_body_bytes > 0)
+                .then_some(self.max_inflight_body_bytes),
             ..ConnectionLimits::default()
         })
     }

@@ -89,6 +89,11 @@ fn connection_limits_come_from_the_file_for_serve_and_gateway() {
         ("TRIDENT_BODY_TIMEOUT".to_owned(), "2".to_owned()),
         ("TRIDENT_IDLE_TIMEOUT".to_owned(), "0".to_owned()),
         ("TRIDENT_MAX_CONNECTIONS".to_owned(), "64".to_owned()),
+        ("TRIDENT_MAX_HEADER_BYTES".to_owned(), "8192".to_owned()),
+        (
+            "TRIDENT_MAX_INFLIGHT_BODY_BYTES".to_owned(),
+            "1048576".to_owned(),
+        ),
     ];
     for command in ["serve", "gateway"] {
         let out =
@@ -102,6 +107,8 @@ fn connection_limits_come_from_the_file_for_serve_and_gateway() {
                 "--body-timeout=2",
                 "--idle-timeout=0",
                 "--max-connections=64",
+                "--max-header-bytes=8192",
+                "--max-inflight-body-bytes=1048576",
             ])
         );
         let mut with_upstream = out.clone();

@@ -27,6 +27,7 @@ mod push_v03;
 mod readme;
 mod recovery;
 mod schema;
+mod request_memory;
 mod security;
 mod slowloris;
 mod store_contract;

@@ -26,23 +26,24 @@ fn ms(n: u64) -> Duration {
 }
 
 /// Generous slack for a loaded CI machine: "closed within the timeout plus this".
-const MARGIN: Duration = Duration::from_secs(5);
+pub(crate) const MARGIN: Duration = Duration::from_secs(5);
 
 /// Limits that never get in the way unless a test lowers one.
-fn relaxed() -> ConnectionLimits {
+pub(crate) fn relaxed() -> ConnectionLimits {
     ConnectionLimits {
         header_timeout: Some(Duration::from_secs(60)),
         body_timeout: Some(Duration::from_secs(60)),
         idle_timeout: Some(Duration::from_secs(60)),
         h2_keep_alive: Some(Duration::from_secs(60)),
         max_connections: Some(10_000),
+        ..ConnectionLimits::default()
     }
 }
 
-struct Server {
+pub(crate) struct Server {
     engine: Engine,
-    interfaces: Interfaces,
-    addr: SocketAddr,
+    pub(crate) interfaces: Interfaces,
+    pub(crate) addr: SocketAddr,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -53,7 +54,7 @@ impl Drop for Server {
 }
 
 /// The demo agent served by `trident_server::serve_with` on 127.0.0.1:0.
-async fn serve(limits: ConnectionLimits, options: ServerOptions) -> Server {
+pub(crate) async fn serve(limits: ConnectionLimits, options: ServerOptions) -> Server {
     let engine = Engine::builder(Arc::new(Demo)).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -94,7 +95,7 @@ async fn closed_within(mut socket: TcpStream, wait: Duration) -> bool {
 }
 
 /// Everything the server sends until it closes, or what it sent within `wait`.
-async fn read_until_closed(socket: &mut TcpStream, wait: Duration) -> (String, bool) {
+pub(crate) async fn read_until_closed(socket: &mut TcpStream, wait: Duration) -> (String, bool) {
     let mut out = Vec::new();
     let mut buf = [0u8; 4096];
     let closed = tokio::time::timeout(wait, async {
@@ -111,14 +112,14 @@ async fn read_until_closed(socket: &mut TcpStream, wait: Duration) -> (String, b
 }
 
 /// Whether `socket` is still open: nothing to read and no EOF for a short while.
-async fn still_open(socket: &mut TcpStream) -> bool {
+pub(crate) async fn still_open(socket: &mut TcpStream) -> bool {
     let mut buf = [0u8; 1];
     tokio::time::timeout(ms(200), socket.read(&mut buf))
         .await
         .is_err()
 }
 
-async fn connect(addr: SocketAddr) -> TcpStream {
+pub(crate) async fn connect(addr: SocketAddr) -> TcpStream {
     TcpStream::connect(addr).await.expect("connect")
 }
 
@@ -434,6 +435,7 @@ async fn streams_outlive_the_idle_body_and_header_timeouts() {
             idle_timeout: Some(short),
             h2_keep_alive: Some(short),
             max_connections: Some(64),
+            ..ConnectionLimits::default()
         },
         options,
     )
@@ -511,6 +513,10 @@ async fn trident_serve_takes_its_connection_limits_from_flags_and_the_config_fil
         "--body-timeout",
         "--idle-timeout",
         "--max-connections",
+        "--max-header-bytes <MAX_HEADER_BYTES>",
+        "[default: 16384]",
+        "--max-inflight-body-bytes <MAX_INFLIGHT_BODY_BYTES>",
+        "[default: 268435456]",
     ] {
         assert!(help.contains(flag), "{flag} in --help:\n{help}");
     }

@@ -11,7 +11,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -30,6 +30,9 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
+use trident_core::{A2aError, ErrorKind};
+
+use crate::budget::{Budget, Cut, Place, Refused};
 use crate::proxy::{ProxyHeader, ProxyOptions};
 use crate::registry::{Admission, ConnId, Registry};
 
@@ -55,6 +58,20 @@ use crate::registry::{Admission, ConnId, Registry};
 ///   at all is idle from its accept.
 /// - **HTTP/2 liveness** (`h2_keep_alive`, 30 s): a `PING` that often; a peer that does not
 ///   answer within as long is dropped, so a dead client cannot hold a stream open forever.
+/// - **Request head size** (`max_header_bytes`, 16 KiB): an HTTP/1.1 request line and headers
+///   larger than this are answered `431 Request Header Fields Too Large` and the connection
+///   closed (hyper's own answer); what hyper buffers of a head is bounded by it (never less
+///   than hyper's 8 KiB read buffer), instead of hyper's default of about 400 KiB. On HTTP/2
+///   it is the `SETTINGS_MAX_HEADER_LIST_SIZE` the server announces and enforces (a stream
+///   over it gets `431` and `REFUSED_STREAM`; hyper's default is the same 16 KiB).
+/// - **Request bodies in flight** (`max_inflight_body_bytes`, 256 MiB): the bytes of request
+///   bodies received and not yet complete, over all the listener's requests. Past it the
+///   requests that received bytes the longest ago (stalled bodies first) are cut off for the
+///   new bytes: each is answered `ResourceExhausted` in its binding's format (HTTP 429 with
+///   `Retry-After`, JSON-RPC -31429, gRPC `RESOURCE_EXHAUSTED`; `Connection: close` on
+///   HTTP/1.1) and its bytes freed; a body larger than the whole budget is refused so. A
+///   request holds budget from its first body bytes until its body is complete, fails or is
+///   dropped (the client gone, the body timeout, the handler done with it).
 /// - **Connection count** (`max_connections`, see [`default_max_connections`]): at the limit
 ///   the connection idle the longest is closed to admit the new one; when none is idle the new
 ///   connection is refused (closed at once). Established callers with requests in flight are
@@ -82,6 +99,16 @@ pub struct ConnectionLimits {
     /// longest is closed to admit a new one, or the new one is refused if none is idle.
     /// Default: [`default_max_connections`].
     pub max_connections: Option<usize>,
+    /// Largest request head: an HTTP/1.1 request line and headers, in bytes (`431` and the
+    /// connection closed past it), and an HTTP/2 header list as HTTP/2 counts it (names,
+    /// values and 32 bytes per field). Default [`DEFAULT_MAX_HEADER_BYTES`]; `None`: hyper's
+    /// defaults (about 400 KiB on HTTP/1.1, 16 KiB on HTTP/2).
+    pub max_header_bytes: Option<usize>,
+    /// Most bytes of request bodies received and not yet complete, over all the listener's
+    /// requests; past it the requests that received bytes the longest ago are cut off
+    /// (answered `ResourceExhausted`). Default [`DEFAULT_MAX_INFLIGHT_BODY_BYTES`]; `None`:
+    /// unbounded (connections × the largest body).
+    pub max_inflight_body_bytes: Option<usize>,
 }
 
 impl Default for ConnectionLimits {
@@ -92,9 +119,22 @@ impl Default for ConnectionLimits {
             idle_timeout: Some(Duration::from_secs(60)),
             h2_keep_alive: Some(Duration::from_secs(30)),
             max_connections: Some(default_max_connections()),
+            max_header_bytes: Some(DEFAULT_MAX_HEADER_BYTES),
+            max_inflight_body_bytes: Some(DEFAULT_MAX_INFLIGHT_BODY_BYTES),
         }
     }
 }
+
+/// The default [`ConnectionLimits::max_inflight_body_bytes`]: 256 MiB, 64 bodies of the
+/// default 4 MiB largest.
+pub const DEFAULT_MAX_INFLIGHT_BODY_BYTES: usize = 256 << 20;
+
+/// The default [`ConnectionLimits::max_header_bytes`]: 16 KiB, what hyper allows an HTTP/2
+/// header list (and Node.js an HTTP/1.1 head).
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 16 << 10;
+
+/// hyper's smallest HTTP/1 read buffer limit (`max_buf_size` panics below it).
+const HYPER_MIN_BUF: usize = 8 << 10;
 
 /// The most connections the default limit ever allows.
 pub const MAX_CONNECTIONS_CAP: usize = 10_000;
@@ -241,6 +281,9 @@ pub async fn serve_with_proxies(
         registry: Mutex::new(Registry::new(limits.max_connections, limits.idle_timeout)),
     });
     let builders = Arc::new(Builders::new(&limits));
+    let budget = limits
+        .max_inflight_body_bytes
+        .map(|max| Arc::new(Budget::new(max)));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     // In a set of its own, so that it ends with this function even when it is dropped.
@@ -326,6 +369,7 @@ pub async fn serve_with_proxies(
                     builders: builders.clone(),
                     app: app.clone(),
                     body_timeout: limits.body_timeout,
+                    budget: budget.clone(),
                     stop: stop_rx.clone(),
                     proxies: proxies.clone(),
                     proxy_header_timeout,
@@ -384,6 +428,13 @@ impl Builders {
         http1
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_timeout);
+        if let Some(max) = limits.max_header_bytes {
+            // The head's exact limit, and the read buffer's (hyper's floor is 8 KiB): a head
+            // never holds more than this of the connection's memory.
+            http1
+                .max_header_size(max)
+                .max_buf_size(max.max(HYPER_MIN_BUF));
+        }
         Self {
             http1,
             http2: auto.clone().http2_only(),
@@ -491,12 +542,19 @@ async fn sniff(tcp: &TcpStream) -> Protocol {
 
 fn builder(limits: &ConnectionLimits) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
+    let mut http1 = builder.http1();
+    http1
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout);
+    if let Some(max) = limits.max_header_bytes {
+        // hyper-util's HTTP/1 builder has no head limit of its own: the read buffer's is it.
+        http1.max_buf_size(max.max(HYPER_MIN_BUF));
+    }
     let mut http2 = builder.http2();
     http2.timer(TokioTimer::new());
+    if let Some(max) = limits.max_header_bytes {
+        http2.max_header_list_size(u32::try_from(max).unwrap_or(u32::MAX));
+    }
     if let Some(interval) = limits.h2_keep_alive {
         http2
             .keep_alive_interval(interval)
@@ -531,6 +589,7 @@ struct Connection {
     builders: Arc<Builders>,
     app: axum::Router,
     body_timeout: Option<Duration>,
+    budget: Option<Arc<Budget>>,
     stop: watch::Receiver<bool>,
     proxies: Arc<ProxyOptions>,
     proxy_header_timeout: Duration,
@@ -552,6 +611,7 @@ fn connection(c: Connection) -> impl Future<Output = ()> + Send {
         builders,
         app,
         body_timeout,
+        budget,
         mut stop,
         proxies,
         proxy_header_timeout,
@@ -573,7 +633,11 @@ fn connection(c: Connection) -> impl Future<Output = ()> + Send {
         let service = hyper::service::service_fn({
             let shared = shared.clone();
             move |request: Request<Incoming>| {
-                handle(request, peer, id, &shared, &app, body_timeout, &proxies)
+                let limits = RequestLimits {
+                    body_timeout,
+                    budget: budget.as_ref(),
+                };
+                handle(request, peer, id, &shared, &app, limits, &proxies)
             }
         });
         let conn = builders.serve(protocol, tcp, service);
@@ -674,38 +738,66 @@ async fn serve_connection(
     }
 }
 
+/// What bounds a request's body: its deadline and the listener's budget.
+#[derive(Clone, Copy)]
+struct RequestLimits<'a> {
+    body_timeout: Option<Duration>,
+    budget: Option<&'a Arc<Budget>>,
+}
+
 /// One request: counted in flight until its response ends, given the client's address (the
-/// connection's peer, or whom a trusted proxy names) and the body deadline, answered by `app`.
+/// connection's peer, or whom a trusted proxy names), the body deadline and the body budget,
+/// answered by `app`.
 fn handle(
     request: Request<Incoming>,
     peer: SocketAddr,
     id: ConnId,
     shared: &Arc<Shared>,
     app: &axum::Router,
-    body_timeout: Option<Duration>,
+    limits: RequestLimits<'_>,
     proxies: &ProxyOptions,
 ) -> Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>> {
+    let RequestLimits {
+        body_timeout,
+        budget,
+    } = limits;
     shared.registry().start(id);
     let guard = InFlight {
         shared: shared.clone(),
         id,
     };
     let version = request.version();
-    let grpc = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/grpc"));
+    let grpc = crate::admission::is_grpc(request.headers());
+    let jsonrpc = !grpc
+        && request.method() == http::Method::POST
+        && request.uri().path() == crate::JSONRPC_PATH;
     let (mut parts, body) = request.into_parts();
     let peer = proxies.client(&parts.headers, peer);
     parts.extensions.insert(ConnectInfo(peer));
     let timed_out = Arc::new(AtomicBool::new(false));
-    let body = match body_timeout {
-        // A request without a body (most GETs, h2 HEADERS with END_STREAM) needs no timer.
-        Some(timeout) if !http_body::Body::is_end_stream(&body) => {
-            Body::new(TimedBody::new(body, timeout, timed_out.clone()))
+    // The budget's verdict on the body, allocated only for a body the budget sees: the
+    // listener's budget and its largest (for the refusal's message).
+    let mut over_budget = None;
+    // A request without a body (most GETs, h2 HEADERS with END_STREAM) needs neither a timer
+    // nor budget.
+    let body = if http_body::Body::is_end_stream(&body) {
+        Body::new(body)
+    } else {
+        let mut verdict = || {
+            let verdict = Arc::new(AtomicU8::new(WITHIN_BUDGET));
+            over_budget = budget.map(|b| (verdict.clone(), b.max()));
+            verdict
+        };
+        match (body_timeout, budget) {
+            (Some(timeout), Some(budget)) => Body::new(Budgeted::new(
+                TimedBody::new(body, timeout, timed_out.clone()),
+                budget.clone(),
+                verdict(),
+            )),
+            (Some(timeout), None) => Body::new(TimedBody::new(body, timeout, timed_out.clone())),
+            (None, Some(budget)) => Body::new(Budgeted::new(body, budget.clone(), verdict())),
+            (None, None) => Body::new(body),
         }
-        _ => Body::new(body),
     };
     let request = Request::from_parts(parts, body);
     let app = app.clone();
@@ -723,6 +815,14 @@ fn handle(
                 body_timeout_response(version, grpc, timeout)
             }
             _ => response,
+        };
+        let verdict = over_budget.map(|(verdict, max)| (verdict.load(Ordering::Acquire), max));
+        let response = match verdict {
+            None | Some((WITHIN_BUDGET, _)) => response,
+            Some((why, max)) => {
+                tracing::debug!(%peer, max, "request body cut off: the body budget is full");
+                over_budget_response(version, grpc, jsonrpc, why == TOO_LARGE, max)
+            }
         };
         let response = if version <= Version::HTTP_11 {
             fit_event_stream_headers(response)
@@ -794,6 +894,168 @@ fn body_timeout_response(version: Version, grpc: bool, timeout: Duration) -> Res
         headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
+}
+
+/// The answer to a request whose body the budget refused, whatever the handler made of the
+/// error: `ResourceExhausted` in its binding's format (gRPC status, JSON-RPC error with a
+/// null id — the body was never read whole — or the HTTP+JSON error, 429 with
+/// `Retry-After`), and `Connection: close` on HTTP/1.x, as the rest of the body is still owed.
+fn over_budget_response(
+    version: Version,
+    grpc: bool,
+    jsonrpc: bool,
+    too_large: bool,
+    max: usize,
+) -> Response<Body> {
+    let error = if too_large {
+        A2aError::new(
+            ErrorKind::ResourceExhausted,
+            format!(
+                "the request body is larger than the server's request-body budget of {max} bytes"
+            ),
+        )
+    } else {
+        A2aError::new(
+            ErrorKind::ResourceExhausted,
+            format!(
+                "the server holds its most request-body bytes ({max}) and this request's body \
+                 had received nothing for the longest; retry in 1 s"
+            ),
+        )
+        .with_retry_after(1)
+    };
+    let mut response = if grpc {
+        trident_grpc::status(&error).into_http::<Body>()
+    } else if jsonrpc {
+        trident_jsonrpc::error_reply(b"", &error)
+    } else {
+        trident_rest::error_response(&error)
+    };
+    if version <= Version::HTTP_11 && !grpc {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// [`Budgeted`]'s verdict, read by [`handle`] once the handler has answered.
+const WITHIN_BUDGET: u8 = 0;
+/// Cut off for other requests' bytes.
+const CUT_OFF: u8 = 1;
+/// Larger than the whole budget.
+const TOO_LARGE: u8 = 2;
+
+/// A body's error, whatever its cause.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a request body read failed: the body budget cut it off.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body was cut off: the server's request-body budget is full")]
+pub(crate) struct OverBudget;
+
+/// A request body whose bytes are charged to the listener's [`Budget`] as they arrive, until
+/// it is complete, fails or is dropped; cut off (its next read fails) when the budget needs
+/// the room for fresher bytes.
+struct Budgeted<B> {
+    inner: B,
+    budget: Arc<Budget>,
+    /// The request's place in the budget while it holds bytes.
+    place: Option<Place>,
+    /// Allocated at the first charge: a body that never holds bytes is never cut off.
+    cut: Option<Arc<Cut>>,
+    verdict: Arc<AtomicU8>,
+}
+
+impl<B> Budgeted<B> {
+    fn new(inner: B, budget: Arc<Budget>, verdict: Arc<AtomicU8>) -> Self {
+        Self {
+            inner,
+            budget,
+            place: None,
+            cut: None,
+            verdict,
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some(place) = self.place.take() {
+            self.budget.release(place);
+        }
+    }
+
+    /// Ends the body with [`OverBudget`], leaving `verdict` for [`handle`].
+    fn refuse(&mut self, verdict: u8) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.release();
+        self.verdict.store(verdict, Ordering::Release);
+        Poll::Ready(Some(Err(Box::new(OverBudget))))
+    }
+}
+
+impl<B> Drop for Budgeted<B> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl<B> http_body::Body for Budgeted<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Some(cut) = &this.cut
+            && cut.register(cx.waker())
+        {
+            this.place = None;
+            return this.refuse(CUT_OFF);
+        }
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        let frame = match polled {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Some(Ok(frame))) => frame,
+            Poll::Ready(other) => {
+                // Complete, or failed: it holds nothing any more.
+                this.release();
+                return Poll::Ready(other.map(|r| r.map_err(Into::into)));
+            }
+        };
+        let bytes = frame.data_ref().map_or(0, Bytes::len);
+        if bytes > 0 {
+            let cut = this.cut.get_or_insert_with(|| {
+                let cut = Arc::new(Cut::default());
+                cut.register(cx.waker());
+                cut
+            });
+            match this.budget.charge(this.place, cut, bytes) {
+                Ok(place) => this.place = Some(place),
+                Err(refused) => {
+                    this.place = None;
+                    let verdict = match refused {
+                        Refused::TooLarge => TOO_LARGE,
+                        Refused::Cut => CUT_OFF,
+                    };
+                    return this.refuse(verdict);
+                }
+            }
+        }
+        Poll::Ready(Some(Ok(frame)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A request in flight on a connection; dropping it ends the request in the registry.

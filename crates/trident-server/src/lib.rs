@@ -25,14 +25,16 @@ use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION, Principal};
 use trident_proto as pb;
 
 mod admission;
+mod budget;
 mod connections;
 mod limits;
 mod observe;
 pub mod proxy;
 mod registry;
 pub use connections::{
-    ConnectionLimits, MAX_CONNECTIONS_CAP, PUSH_DELIVERIES_CAP, default_max_connections,
-    default_push_deliveries, serve_with, serve_with_proxies,
+    ConnectionLimits, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_INFLIGHT_BODY_BYTES,
+    MAX_CONNECTIONS_CAP, PUSH_DELIVERIES_CAP, default_max_connections, default_push_deliveries,
+    serve_with, serve_with_proxies,
 };
 pub use limits::{CallerLimits, Limited};
 /// OTLP export of the spans and metrics (cargo feature `otlp`).

@@ -12,10 +12,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{
-    ConnectionLimits, H2_PREFACE, MAX_CONNECTIONS_CAP, PUSH_DELIVERIES_CAP, Protocol, Throttle,
-    TimedBody, body_timeout_response, fit_event_stream_headers, max_connections_for, protocol_of,
-    push_deliveries_for, serve_with, soft_open_files_limit,
+    BoxError, Budgeted, CUT_OFF, ConnectionLimits, H2_PREFACE, MAX_CONNECTIONS_CAP,
+    PUSH_DELIVERIES_CAP, Protocol, TOO_LARGE, Throttle, TimedBody, WITHIN_BUDGET,
+    body_timeout_response, fit_event_stream_headers, max_connections_for, over_budget_response,
+    protocol_of, push_deliveries_for, serve_with, soft_open_files_limit,
 };
+use crate::budget::Budget;
 
 const LIMITS: &str = "\
 Limit                     Soft Limit           Hard Limit           Units
@@ -119,6 +121,182 @@ fn a_timed_out_body_is_a_408_or_deadline_exceeded() {
     assert_eq!(
         grpc.headers()["grpc-message"],
         "the request body did not arrive within 0.5s"
+    );
+}
+
+/// A body's frames, as a test writes them.
+type TestBody = StreamBody<futures::stream::BoxStream<'static, Result<Frame<Bytes>, BoxError>>>;
+
+/// A body of `frames`, then `end`: the end of the body (`None`), an error, or nothing ever
+/// more (a stalled body).
+fn body_of(frames: &[&'static str], end: Option<Option<&'static str>>) -> TestBody {
+    use futures::StreamExt;
+    let frames = futures::stream::iter(
+        frames
+            .iter()
+            .map(|f| Ok(Frame::data(Bytes::from_static(f.as_bytes()))))
+            .collect::<Vec<_>>(),
+    );
+    let tail = match end {
+        None => futures::stream::pending().boxed(),
+        Some(None) => futures::stream::empty().boxed(),
+        Some(Some(e)) => {
+            let e: BoxError = e.into();
+            futures::stream::iter([Err(e)]).boxed()
+        }
+    };
+    StreamBody::new(frames.chain(tail).boxed())
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct WakeCount(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for WakeCount {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn verdict() -> Arc<std::sync::atomic::AtomicU8> {
+    Arc::new(std::sync::atomic::AtomicU8::new(WITHIN_BUDGET))
+}
+
+/// Reads one frame, failing if none comes in time.
+async fn next<B: http_body::Body + Unpin>(
+    body: &mut B,
+) -> Option<Result<Frame<B::Data>, B::Error>> {
+    tokio::time::timeout(Duration::from_secs(10), body.frame())
+        .await
+        .expect("a frame or the end in time")
+}
+
+#[tokio::test]
+async fn a_budgeted_body_holds_its_bytes_until_it_ends_fails_times_out_or_is_dropped() {
+    let budget = Arc::new(Budget::new(1 << 20));
+    // Complete: held while it arrives, released at its end.
+    let mut body = Budgeted::new(
+        body_of(&["hello", "world"], Some(None)),
+        budget.clone(),
+        verdict(),
+    );
+    assert!(next(&mut body).await.is_some());
+    assert_eq!(budget.used(), 5);
+    assert!(next(&mut body).await.is_some());
+    assert_eq!(budget.used(), 10);
+    assert!(next(&mut body).await.is_none());
+    assert_eq!(budget.used(), 0, "released at the end");
+    // Failed (the client sent garbage, or the connection broke).
+    let mut body = Budgeted::new(
+        body_of(&["hello"], Some(Some("broken"))),
+        budget.clone(),
+        verdict(),
+    );
+    assert!(next(&mut body).await.is_some());
+    assert!(matches!(next(&mut body).await, Some(Err(_))));
+    assert_eq!(budget.used(), 0, "released on an error");
+    // Dropped halfway (the client gone, or the handler done with it).
+    let mut body = Budgeted::new(body_of(&["hello"], None), budget.clone(), verdict());
+    assert!(next(&mut body).await.is_some());
+    assert_eq!(budget.used(), 5);
+    drop(body);
+    assert_eq!(budget.used(), 0, "released on drop");
+    // Timed out.
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let timed = TimedBody::new(
+        body_of(&["hello"], None),
+        Duration::from_millis(50),
+        timed_out.clone(),
+    );
+    let mut body = Budgeted::new(timed, budget.clone(), verdict());
+    assert!(next(&mut body).await.is_some());
+    assert!(matches!(next(&mut body).await, Some(Err(_))));
+    assert!(timed_out.load(Ordering::Acquire));
+    assert_eq!(budget.used(), 0, "released at the body timeout");
+}
+
+#[tokio::test]
+async fn a_stalled_body_is_cut_off_for_fresher_bytes_and_its_reader_woken() {
+    let budget = Arc::new(Budget::new(10));
+    let stalled_verdict = verdict();
+    let mut stalled = Budgeted::new(
+        body_of(&["1234567"], None),
+        budget.clone(),
+        stalled_verdict.clone(),
+    );
+    assert!(next(&mut stalled).await.is_some());
+    // Its reader waits for more.
+    let wakes = Arc::new(WakeCount::default());
+    let waker = std::task::Waker::from(wakes.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(http_body::Body::poll_frame(std::pin::Pin::new(&mut stalled), &mut cx).is_pending());
+    let fresh_verdict = verdict();
+    let mut fresh = Budgeted::new(
+        body_of(&["abcdef"], Some(None)),
+        budget.clone(),
+        fresh_verdict.clone(),
+    );
+    assert!(next(&mut fresh).await.is_some());
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        1,
+        "the stalled body's reader is woken"
+    );
+    match http_body::Body::poll_frame(std::pin::Pin::new(&mut stalled), &mut cx) {
+        std::task::Poll::Ready(Some(Err(e))) => assert!(e.to_string().contains("budget"), "{e}"),
+        other => panic!("cut off, not {:?}", other.map(|f| f.map(|r| r.is_ok()))),
+    }
+    assert_eq!(stalled_verdict.load(Ordering::Acquire), CUT_OFF);
+    assert_eq!(fresh_verdict.load(Ordering::Acquire), WITHIN_BUDGET);
+    assert_eq!(budget.used(), 6, "only the fresh body's bytes");
+    // Larger than the whole budget: refused, holding nothing.
+    let too_large = verdict();
+    let mut body = Budgeted::new(
+        body_of(&["0123456789a"], Some(None)),
+        budget.clone(),
+        too_large.clone(),
+    );
+    assert!(matches!(next(&mut body).await, Some(Err(_))));
+    assert_eq!(too_large.load(Ordering::Acquire), TOO_LARGE);
+    assert_eq!(budget.used(), 6);
+}
+
+#[test]
+fn a_body_over_budget_is_resource_exhausted_in_its_bindings_format() {
+    let rest = over_budget_response(Version::HTTP_11, false, false, false, 1024);
+    assert_eq!(rest.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(rest.headers()["retry-after"], "1");
+    assert_eq!(rest.headers()["connection"], "close");
+    let jsonrpc = over_budget_response(Version::HTTP_11, false, true, false, 1024);
+    assert_eq!(jsonrpc.status(), StatusCode::OK);
+    assert_eq!(jsonrpc.headers()["connection"], "close");
+    let h2 = over_budget_response(Version::HTTP_2, false, true, true, 1024);
+    assert!(
+        !h2.headers().contains_key("connection"),
+        "no connection headers on h2"
+    );
+    let grpc = over_budget_response(Version::HTTP_2, true, false, false, 1024);
+    assert_eq!(grpc.status(), StatusCode::OK);
+    assert_eq!(grpc.headers()["grpc-status"], "8", "RESOURCE_EXHAUSTED");
+}
+
+#[tokio::test]
+async fn the_json_rpc_refusal_is_a_resource_exhausted_error_with_a_null_id() {
+    let jsonrpc = over_budget_response(Version::HTTP_11, false, true, true, 1024);
+    let body = jsonrpc
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes();
+    let reply: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(reply["id"], serde_json::Value::Null);
+    assert_eq!(reply["error"]["code"], -31429);
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("1024 bytes")),
+        "{reply}"
     );
 }
 
