@@ -790,6 +790,32 @@ async fn a_key_twice_in_a_json_object_is_refused_on_every_json_route() {
             assert_eq!(meta["path"], path, "{what}: {meta}");
         }
     }
+    // The envelope's own members twice: its derived decoder refuses them (InvalidRequest).
+    let interfaces = f.interfaces.clone().expect("server");
+    let params = r#"{"message":{"messageId":"m0","role":"ROLE_USER","parts":[{"text":"a"}]}}"#;
+    for envelope in [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{params},"params":{params}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","method":"SendMessage","params":{params}}}"#
+        ),
+    ] {
+        let (status, body, _) =
+            post(&interfaces.jsonrpc, Some("application/json"), &envelope).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (200, &json!(-32600)),
+            "{body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("duplicate field"),
+            "{body}"
+        );
+    }
     assert_eq!(task_count(&f).await, 0, "no refused request ran");
     // The same key in different objects, or a value equal to a key, is no repeat.
     let ok = r#"{"messageId":"m5","role":"ROLE_USER","content":[{"text":"a"}],"parts":[{"text":"a","metadata":{"a":{"a":1}}}],"metadata":{"a":"a"}}"#;
