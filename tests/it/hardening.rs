@@ -679,12 +679,11 @@ async fn failed_commit(honour_cancel: bool) {
 /// code or HTTP+JSON error code, error message, ErrorInfo's metadata — v0.3's free-form
 /// `data`).
 async fn send_raw_everywhere(
-    f: &Fixture,
+    interfaces: &trident_server::Interfaces,
     message: &str,
     message_v03: &str,
     message_v03_rest: &str,
 ) -> Vec<(&'static str, u16, Value, String, Value)> {
-    let interfaces = f.interfaces.clone().expect("server");
     let calls = [
         (
             "JSON-RPC",
@@ -755,6 +754,7 @@ fn invalid_params(route: &str) -> (u16, Value) {
 #[tokio::test]
 async fn a_key_twice_in_a_json_object_is_refused_on_every_json_route() {
     let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
     // (message as 1.0 / v0.3 HTTP+JSON write it, as v0.3 JSON-RPC writes it, key, path)
     let cases = [
         (
@@ -778,7 +778,7 @@ async fn a_key_twice_in_a_json_object_is_refused_on_every_json_route() {
     ];
     for (message, message_v03, key, path) in cases {
         for (route, status, code, text, meta) in
-            send_raw_everywhere(&f, message, message_v03, message).await
+            send_raw_everywhere(&interfaces, message, message_v03, message).await
         {
             let what = format!("{route}, {key} at {path}");
             assert_eq!((status, code), invalid_params(route), "{what}: {text}");
@@ -791,7 +791,6 @@ async fn a_key_twice_in_a_json_object_is_refused_on_every_json_route() {
         }
     }
     // The envelope's own members twice: its derived decoder refuses them (InvalidRequest).
-    let interfaces = f.interfaces.clone().expect("server");
     let params = r#"{"message":{"messageId":"m0","role":"ROLE_USER","parts":[{"text":"a"}]}}"#;
     for envelope in [
         format!(
@@ -820,9 +819,24 @@ async fn a_key_twice_in_a_json_object_is_refused_on_every_json_route() {
     // The same key in different objects, or a value equal to a key, is no repeat.
     let ok = r#"{"messageId":"m5","role":"ROLE_USER","content":[{"text":"a"}],"parts":[{"text":"a","metadata":{"a":{"a":1}}}],"metadata":{"a":"a"}}"#;
     let ok_v03 = r#"{"kind":"message","messageId":"m6","role":"user","parts":[{"kind":"text","text":"a","metadata":{"a":{"a":1}}}],"metadata":{"a":"a"}}"#;
-    for (route, status, code, text, _) in send_raw_everywhere(&f, ok, ok_v03, ok).await {
+    for (route, status, code, text, _) in send_raw_everywhere(&interfaces, ok, ok_v03, ok).await {
         assert_eq!((status, &code), (200, &Value::Null), "{route}: {text}");
     }
+}
+
+/// A message (1.0 and v0.3 HTTP+JSON, v0.3 JSON-RPC) with 60 000 metadata keys in 700 KB:
+/// within the 65 536 values, beyond 4 × its size + 1 MiB once decoded.
+fn dense_messages() -> (String, String) {
+    let keys: Vec<String> = (0..60_000).map(|i| format!(r#""k{i}":0"#)).collect();
+    let keys = keys.join(",");
+    (
+        format!(
+            r#"{{"messageId":"m1","role":"ROLE_USER","content":[{{"text":"a"}}],"parts":[{{"text":"a"}}],"metadata":{{{keys}}}}}"#
+        ),
+        format!(
+            r#"{{"kind":"message","messageId":"m1","role":"user","parts":[{{"kind":"text","text":"a"}}],"metadata":{{{keys}}}}}"#
+        ),
+    )
 }
 
 /// A body of many small values decodes into many times its size (65 k metadata keys in 4 MB
@@ -832,16 +846,10 @@ async fn a_key_twice_in_a_json_object_is_refused_on_every_json_route() {
 #[tokio::test]
 async fn a_body_that_would_decode_out_of_proportion_is_refused_on_every_json_route() {
     let f = Fixture::new(Transport::Rest, Variant::default()).await;
-    let keys: Vec<String> = (0..60_000).map(|i| format!(r#""k{i}":0"#)).collect();
-    let keys = keys.join(",");
-    let dense = format!(
-        r#"{{"messageId":"m1","role":"ROLE_USER","content":[{{"text":"a"}}],"parts":[{{"text":"a"}}],"metadata":{{{keys}}}}}"#
-    );
-    let dense_v03 = format!(
-        r#"{{"kind":"message","messageId":"m1","role":"user","parts":[{{"kind":"text","text":"a"}}],"metadata":{{{keys}}}}}"#
-    );
+    let interfaces = f.interfaces.clone().expect("server");
+    let (dense, dense_v03) = dense_messages();
     for (route, status, code, text, meta) in
-        send_raw_everywhere(&f, &dense, &dense_v03, &dense).await
+        send_raw_everywhere(&interfaces, &dense, &dense_v03, &dense).await
     {
         assert_eq!((status, code), invalid_params(route), "{route}: {text}");
         assert!(text.contains("more JSON values"), "{route}: {text}");
@@ -855,7 +863,7 @@ async fn a_body_that_would_decode_out_of_proportion_is_refused_on_every_json_rou
     let many_v03 =
         format!(r#"{{"kind":"message","messageId":"m2","role":"user","parts":[{parts_v03}]}}"#);
     for (route, status, code, text, _) in
-        send_raw_everywhere(&f, &many, &many_v03, &many_v03_rest).await
+        send_raw_everywhere(&interfaces, &many, &many_v03, &many_v03_rest).await
     {
         assert_eq!((status, code), invalid_params(route), "{route}: {text}");
         // Refused by the scan, not after decoding by the engine's bound on parts (which is
@@ -863,4 +871,28 @@ async fn a_body_that_would_decode_out_of_proportion_is_refused_on_every_json_rou
         assert!(text.contains("JSON values"), "{route}: {text}");
     }
     assert_eq!(task_count(&f).await, 0, "no refused request ran");
+}
+
+/// The memory budget is the server's to set (`ServerBuilder::json_limits`, what
+/// `--json-memory-factor` and `--json-memory-slack` set): with a larger factor the dense body
+/// refused by default is decoded and answered on every JSON route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_memory_budget_is_the_servers_to_set() {
+    let server =
+        trident::Server::builder_shared(std::sync::Arc::new(trident_testkit::agents::Echo))
+            .bind("127.0.0.1:0")
+            .json_limits(trident::JsonLimits {
+                memory_factor: 64,
+                ..Default::default()
+            })
+            .build()
+            .await
+            .expect("build")
+            .spawn();
+    let (dense, dense_v03) = dense_messages();
+    let answers = send_raw_everywhere(server.interfaces(), &dense, &dense_v03, &dense).await;
+    assert_eq!(answers.len(), 4);
+    for (route, status, code, text, _) in answers {
+        assert_eq!((status, &code), (200, &Value::Null), "{route}: {text}");
+    }
 }
