@@ -131,7 +131,7 @@ enum Refusal {
 
 /// A key of an open object: where its text (between the quotes) lies in the body, and whether
 /// it has escapes.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Key {
     start: usize,
     end: usize,
@@ -139,6 +139,7 @@ struct Key {
 }
 
 /// An open object or array.
+#[derive(Clone, Copy, Default)]
 struct Frame {
     /// An object (else an array).
     object: bool,
@@ -156,9 +157,9 @@ struct Frame {
 fn scan(json: &[u8], max_values: usize) -> Result<(usize, usize), Refusal> {
     let mut values = 0usize;
     let mut deepest = 0usize;
-    let mut frames: Vec<Frame> = Vec::new();
+    let mut frames: Stack<Frame, 16> = Stack::new();
     // The keys of every open object, innermost last.
-    let mut keys: Vec<Key> = Vec::new();
+    let mut keys: Stack<Key, 32> = Stack::new();
     // The next string is an object's key: after `{` or `,` in an object.
     let mut expect_key = false;
     let mut i = 0;
@@ -216,11 +217,11 @@ fn scan(json: &[u8], max_values: usize) -> Result<(usize, usize), Refusal> {
                 if let Some(frame) = frames.pop()
                     && frame.object
                 {
-                    let own = keys.get_mut(frame.keys..).unwrap_or_default();
+                    let own = keys.items_mut().get_mut(frame.keys..).unwrap_or_default();
                     if let Some(key) = repeated(json, own) {
                         return Err(Refusal::Duplicate {
                             key: shown(json, key),
-                            path: path(json, &frames),
+                            path: path(json, frames.items()),
                         });
                     }
                     keys.truncate(frame.keys);
@@ -242,15 +243,110 @@ fn scan(json: &[u8], max_values: usize) -> Result<(usize, usize), Refusal> {
     Ok((values, deepest))
 }
 
-/// A key that `keys` (one object's) holds twice, if any. Sorts them.
+/// A stack that holds its first `N` items inline and moves them to the heap past that: the
+/// scan of an ordinary body allocates nothing.
+struct Stack<T, const N: usize> {
+    inline: [T; N],
+    heap: Vec<T>,
+    on_heap: bool,
+    len: usize,
+}
+
+impl<T: Copy + Default, const N: usize> Stack<T, N> {
+    fn new() -> Self {
+        Self {
+            inline: [T::default(); N],
+            heap: Vec::new(),
+            on_heap: false,
+            len: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn items(&self) -> &[T] {
+        if self.on_heap {
+            &self.heap
+        } else {
+            self.inline.get(..self.len).unwrap_or_default()
+        }
+    }
+
+    fn items_mut(&mut self) -> &mut [T] {
+        if self.on_heap {
+            &mut self.heap
+        } else {
+            self.inline.get_mut(..self.len).unwrap_or_default()
+        }
+    }
+
+    fn last_mut(&mut self) -> Option<&mut T> {
+        self.items_mut().last_mut()
+    }
+
+    fn push(&mut self, item: T) {
+        if !self.on_heap {
+            if let Some(slot) = self.inline.get_mut(self.len) {
+                *slot = item;
+                self.len += 1;
+                return;
+            }
+            self.heap.reserve(2 * N);
+            self.heap.extend_from_slice(&self.inline);
+            self.on_heap = true;
+        }
+        self.heap.push(item);
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        let last = self.items().last().copied()?;
+        self.truncate(self.len - 1);
+        Some(last)
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if len < self.len {
+            self.len = len;
+            if self.on_heap {
+                self.heap.truncate(len);
+            }
+        }
+    }
+}
+
+/// Objects with at most this many keys are checked pair by pair; larger ones are sorted.
+const PAIRWISE: usize = 16;
+
+/// A key that `keys` (one object's) holds twice, if any (the later of the two). May reorder
+/// them.
 fn repeated(json: &[u8], keys: &mut [Key]) -> Option<Key> {
-    if keys.len() < 2 {
+    if keys.len() <= PAIRWISE {
+        for (i, a) in keys.iter().enumerate() {
+            for b in keys.get(i + 1..).unwrap_or_default() {
+                if same(json, a, b) {
+                    return Some(*b);
+                }
+            }
+        }
         return None;
     }
     keys.sort_unstable_by(|a, b| compare(json, a, b));
     keys.windows(2)
         .find(|w| compare(json, &w[0], &w[1]).is_eq())
         .map(|w| w[1])
+}
+
+/// Whether two keys are the same once unescaped.
+fn same(json: &[u8], a: &Key, b: &Key) -> bool {
+    if !a.escaped && !b.escaped {
+        a.end.saturating_sub(a.start) == b.end.saturating_sub(b.start)
+            && raw(json, a) == raw(json, b)
+    } else {
+        compare(json, a, b).is_eq()
+    }
 }
 
 /// Orders keys by their unescaped bytes.

@@ -175,3 +175,40 @@ fn the_memory_budget_bounds_values_by_the_body_size() {
     assert_eq!(unbounded().budget(10), None);
     assert_eq!(limits.budget(10), Some(40 + JSON_MEMORY_SLACK));
 }
+
+#[test]
+fn deep_and_wide_bodies_are_checked_past_the_inline_stacks() {
+    // 51 levels (past the 16 frames held inline), the repeat in the innermost object.
+    let deep = format!(
+        "{}{{\"x\":1,\"y\":2,\"x\":3}}{}",
+        r#"{"a":["#.repeat(25),
+        "]}".repeat(25)
+    );
+    let path = vec!["a[0]"; 25].join(".");
+    assert_eq!(duplicate(&deep), Some(("x".to_owned(), path)));
+    // Keys of an outer object held while an inner one of 100 keys (past the 32 keys held
+    // inline) is open and closed: the outer repeat is still found, the inner keys gone.
+    let inner: Vec<String> = (0..100).map(|i| format!(r#""i{i}":0"#)).collect();
+    let wide = format!(
+        r#"{{"o1":0,"o2":{{{}}},"i5":0,"o3":0,"o1":1}}"#,
+        inner.join(",")
+    );
+    assert_eq!(duplicate(&wide), Some(("o1".to_owned(), String::new())));
+    let no_repeat = format!(r#"{{"o1":0,"o2":{{{}}},"i5":0}}"#, inner.join(","));
+    assert_eq!(duplicate(&no_repeat), None);
+    // Objects of up to 16 keys are compared pair by pair, larger ones sorted: both find the
+    // repeat wherever it is.
+    for n in [2, 15, 16, 17, 40] {
+        for at in [0, n / 2, n - 1] {
+            let mut keys: Vec<String> = (0..n).map(|i| format!(r#""k{i}":0"#)).collect();
+            // The repeat written with an escape: `\u006b` is `k`.
+            keys.push(format!(r#""\u006b{at}":1"#));
+            let body = format!("{{{}}}", keys.join(","));
+            assert_eq!(
+                duplicate(&body),
+                Some((format!("k{at}"), String::new())),
+                "{body}"
+            );
+        }
+    }
+}
