@@ -1,6 +1,7 @@
 //! The scan every JSON request body goes through before it is decoded ([`check_json`]), on
 //! both JSON bindings and in both protocol generations: one pass over the bytes, allocating
-//! only for the keys of the objects open at the point it has reached, that refuses
+//! nothing for an ordinary body (it holds the keys of the objects open where it is), that
+//! refuses
 //!
 //! - more than [`MAX_JSON_VALUES`] values or nesting deeper than [`MAX_JSON_DEPTH`],
 //! - a body whose decoding would take more memory than [`JsonLimits`] allow for its size
