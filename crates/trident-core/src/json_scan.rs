@@ -64,8 +64,12 @@ impl JsonLimits {
     }
 }
 
-/// Checks `json` before it is decoded (see the [module](self)): an `Err` is
-/// [`ErrorKind::InvalidParams`] naming the bound or the repeated key and where it is.
+/// Checks a JSON request body before it is decoded, in one pass over its bytes: more than
+/// [`MAX_JSON_VALUES`] values, nesting deeper than [`MAX_JSON_DEPTH`], values that would take
+/// more memory decoded than `limits` allow for its size, or an object with a key twice (after
+/// unescaping) is an `Err` of [`ErrorKind::InvalidParams`] naming the bound, or the key and
+/// where it is (ErrorInfo `duplicateKey`, `path`). Malformed JSON passes: the parser reports
+/// it properly.
 pub fn check_json(json: &[u8], limits: JsonLimits) -> Result<(), A2aError> {
     let budget = limits.budget(json.len());
     // The largest value count the budget leaves room for.
