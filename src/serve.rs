@@ -33,6 +33,15 @@ pub(crate) struct Listen {
     /// Largest request body, in bytes, on every binding.
     #[arg(long, env = "TRIDENT_MAX_BODY", default_value_t = 4 << 20)]
     max_body: usize,
+    /// Decoding a JSON request body (both JSON bindings, both protocol generations) may take
+    /// at most this many times its size plus --json-memory-slack bytes, estimated before it
+    /// is decoded; over it: InvalidParams. 0: only the bound of 65 536 JSON values.
+    #[arg(long, env = "TRIDENT_JSON_MEMORY_FACTOR", default_value_t = 4)]
+    json_memory_factor: usize,
+    /// Bytes decoding any JSON request body may take beside --json-memory-factor times its
+    /// size.
+    #[arg(long, env = "TRIDENT_JSON_MEMORY_SLACK", default_value_t = trident::JsonLimits::default().memory_slack)]
+    json_memory_slack: usize,
     /// Seconds open streams may take to finish after SIGTERM/Ctrl-C.
     #[arg(long, env = "TRIDENT_DRAIN", default_value_t = 10.0)]
     drain: f64,
@@ -196,6 +205,10 @@ impl Listen {
         let mut builder = builder
             .bind(self.listen)
             .max_body(self.max_body)
+            .json_limits(trident::JsonLimits {
+                memory_factor: self.json_memory_factor,
+                memory_slack: self.json_memory_slack,
+            })
             .protocols(self.protocols)
             .drain(seconds(self.drain, "--drain")?)
             .connection_limits(self.connection_limits()?)

@@ -111,7 +111,14 @@ impl A2aService for NullService {
 /// binds `vars`, and encodes the default answer.
 pub fn dispatch(op: Operation, body: &[u8], vars: PathVars) -> Result<JsonReply, A2aError> {
     let cx = CallContext::default();
-    futures::executor::block_on(dispatch_json(&NullService, &cx, op, body, vars))
+    futures::executor::block_on(dispatch_json(
+        &NullService,
+        &cx,
+        op,
+        body,
+        vars,
+        trident_core::JsonLimits::default(),
+    ))
 }
 
 /// Names of the request messages, in selector order.

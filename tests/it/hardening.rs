@@ -672,3 +672,227 @@ async fn failed_commit(honour_cancel: bool) {
         .map(|e| e.kind());
     assert_eq!(refused, Some(ErrorKind::UnsupportedOperation));
 }
+
+/// The four JSON routes of one server (1.0 and v0.3, JSON-RPC and HTTP+JSON) and what each
+/// answers a SendMessage whose `message` is `message` (1.0), `message_v03` (v0.3 JSON-RPC's
+/// shape) or `message_v03_rest` (v0.3 HTTP+JSON's), as written: (route, HTTP status, JSON-RPC
+/// code or HTTP+JSON error code, error message, ErrorInfo's metadata — v0.3's free-form
+/// `data`).
+async fn send_raw_everywhere(
+    interfaces: &trident_server::Interfaces,
+    message: &str,
+    message_v03: &str,
+    message_v03_rest: &str,
+) -> Vec<(&'static str, u16, Value, String, Value)> {
+    let calls = [
+        (
+            "JSON-RPC",
+            interfaces.jsonrpc.clone(),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{{"message":{message}}}}}"#
+            ),
+        ),
+        (
+            "HTTP+JSON",
+            format!("{}/message:send", interfaces.rest),
+            format!(r#"{{"message":{message}}}"#),
+        ),
+        (
+            "v0.3 JSON-RPC",
+            interfaces.jsonrpc.clone(),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"message/send","params":{{"message":{message_v03}}}}}"#
+            ),
+        ),
+        (
+            "v0.3 HTTP+JSON",
+            format!("{}/v1/message:send", interfaces.rest),
+            format!(r#"{{"message":{message_v03_rest}}}"#),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (route, url, body) in calls {
+        let (status, answer, _) = post(&url, Some("application/json"), &body).await;
+        // v0.3's HTTP+JSON error body is the error object itself.
+        let error = if answer["error"].is_null() {
+            &answer
+        } else {
+            &answer["error"]
+        };
+        let meta = if route.starts_with("v0.3") {
+            error["data"].clone()
+        } else if error["details"].is_null() {
+            error_info(&error["data"])["metadata"].clone()
+        } else {
+            error_info(&error["details"])["metadata"].clone()
+        };
+        answers.push((
+            route,
+            status,
+            error["code"].clone(),
+            error["message"].as_str().unwrap_or_default().to_owned(),
+            meta,
+        ));
+    }
+    answers
+}
+
+/// The HTTP status and error code of InvalidParams on `route`: JSON-RPC's -32602 (in HTTP 200;
+/// v0.3's HTTP+JSON with 400), HTTP+JSON's 400.
+fn invalid_params(route: &str) -> (u16, Value) {
+    match route {
+        "HTTP+JSON" => (400, json!(400)),
+        "v0.3 HTTP+JSON" => (400, json!(-32602)),
+        _ => (200, json!(-32602)),
+    }
+}
+
+/// A key given twice in a JSON object — message metadata, a part, the message itself — was
+/// read as the last of the two, so what the agent saw was not what the client's JSON said.
+/// Every JSON route refuses it as InvalidParams naming the key and where it is, and the call
+/// never runs.
+#[tokio::test]
+async fn a_key_twice_in_a_json_object_is_refused_on_every_json_route() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    // (message as 1.0 / v0.3 HTTP+JSON write it, as v0.3 JSON-RPC writes it, key, path)
+    let cases = [
+        (
+            r#"{"messageId":"m1","role":"ROLE_USER","content":[{"text":"hi"}],"parts":[{"text":"hi"}],"metadata":{"tier":"free","tier":"paid"}}"#,
+            r#"{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"tier":"free","tier":"paid"}}"#,
+            "tier",
+            "message.metadata",
+        ),
+        (
+            r#"{"messageId":"m2","role":"ROLE_USER","content":[{"text":"a"}],"parts":[{"text":"a","metadata":{"x":{"y":1,"\u0079":2}}}]}"#,
+            r#"{"kind":"message","messageId":"m2","role":"user","parts":[{"kind":"text","text":"a","metadata":{"x":{"y":1,"\u0079":2}}}]}"#,
+            "y",
+            "message.parts[0].metadata.x",
+        ),
+        (
+            r#"{"messageId":"m3","messageId":"m4","role":"ROLE_USER","content":[{"text":"a"}],"parts":[{"text":"a"}]}"#,
+            r#"{"kind":"message","messageId":"m3","messageId":"m4","role":"user","parts":[{"kind":"text","text":"a"}]}"#,
+            "messageId",
+            "message",
+        ),
+    ];
+    for (message, message_v03, key, path) in cases {
+        for (route, status, code, text, meta) in
+            send_raw_everywhere(&interfaces, message, message_v03, message).await
+        {
+            let what = format!("{route}, {key} at {path}");
+            assert_eq!((status, code), invalid_params(route), "{what}: {text}");
+            assert!(
+                text.contains(&format!("duplicate key {key:?}")) && text.contains(path),
+                "{what}: the error names the key and where: {text}"
+            );
+            assert_eq!(meta["duplicateKey"], key, "{what}: {meta}");
+            assert_eq!(meta["path"], path, "{what}: {meta}");
+        }
+    }
+    // The envelope's own members twice: its derived decoder refuses them (InvalidRequest).
+    let params = r#"{"message":{"messageId":"m0","role":"ROLE_USER","parts":[{"text":"a"}]}}"#;
+    for envelope in [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{params},"params":{params}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","method":"SendMessage","params":{params}}}"#
+        ),
+    ] {
+        let (status, body, _) =
+            post(&interfaces.jsonrpc, Some("application/json"), &envelope).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (200, &json!(-32600)),
+            "{body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("duplicate field"),
+            "{body}"
+        );
+    }
+    assert_eq!(task_count(&f).await, 0, "no refused request ran");
+    // The same key in different objects, or a value equal to a key, is no repeat.
+    let ok = r#"{"messageId":"m5","role":"ROLE_USER","content":[{"text":"a"}],"parts":[{"text":"a","metadata":{"a":{"a":1}}}],"metadata":{"a":"a"}}"#;
+    let ok_v03 = r#"{"kind":"message","messageId":"m6","role":"user","parts":[{"kind":"text","text":"a","metadata":{"a":{"a":1}}}],"metadata":{"a":"a"}}"#;
+    for (route, status, code, text, _) in send_raw_everywhere(&interfaces, ok, ok_v03, ok).await {
+        assert_eq!((status, &code), (200, &Value::Null), "{route}: {text}");
+    }
+}
+
+/// A message (1.0 and v0.3 HTTP+JSON, v0.3 JSON-RPC) with 60 000 metadata keys in 700 KB:
+/// within the 65 536 values, beyond 4 × its size + 1 MiB once decoded.
+fn dense_messages() -> (String, String) {
+    let keys: Vec<String> = (0..60_000).map(|i| format!(r#""k{i}":0"#)).collect();
+    let keys = keys.join(",");
+    (
+        format!(
+            r#"{{"messageId":"m1","role":"ROLE_USER","content":[{{"text":"a"}}],"parts":[{{"text":"a"}}],"metadata":{{{keys}}}}}"#
+        ),
+        format!(
+            r#"{{"kind":"message","messageId":"m1","role":"user","parts":[{{"kind":"text","text":"a"}}],"metadata":{{{keys}}}}}"#
+        ),
+    )
+}
+
+/// A body of many small values decodes into many times its size (65 k metadata keys in 4 MB
+/// peaked at 32-65 MB a request), and the v0.3 routes did not bound values at all: every JSON
+/// route refuses, before decoding, a body whose values would take more than 4 × its size and
+/// 1 MiB (`--json-memory-factor`), and one of more than 65 536 values.
+#[tokio::test]
+async fn a_body_that_would_decode_out_of_proportion_is_refused_on_every_json_route() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let (dense, dense_v03) = dense_messages();
+    for (route, status, code, text, meta) in
+        send_raw_everywhere(&interfaces, &dense, &dense_v03, &dense).await
+    {
+        assert_eq!((status, code), invalid_params(route), "{route}: {text}");
+        assert!(text.contains("more JSON values"), "{route}: {text}");
+        assert_eq!(meta["memoryFactor"], "4", "{route}: {meta}");
+    }
+    // More than 65 536 values (over the memory budget as well).
+    let parts = vec![r#"{"text":""}"#; 140_000].join(",");
+    let many = format!(r#"{{"messageId":"m2","role":"ROLE_USER","parts":[{parts}]}}"#);
+    let many_v03_rest = format!(r#"{{"messageId":"m2","role":"ROLE_USER","content":[{parts}]}}"#);
+    let parts_v03 = vec![r#"{"kind":"text","text":""}"#; 140_000].join(",");
+    let many_v03 =
+        format!(r#"{{"kind":"message","messageId":"m2","role":"user","parts":[{parts_v03}]}}"#);
+    for (route, status, code, text, _) in
+        send_raw_everywhere(&interfaces, &many, &many_v03, &many_v03_rest).await
+    {
+        assert_eq!((status, code), invalid_params(route), "{route}: {text}");
+        // Refused by the scan, not after decoding by the engine's bound on parts (which is
+        // how the v0.3 routes refused it, having decoded 140 k parts).
+        assert!(text.contains("JSON values"), "{route}: {text}");
+    }
+    assert_eq!(task_count(&f).await, 0, "no refused request ran");
+}
+
+/// The memory budget is the server's to set (`ServerBuilder::json_limits`, what
+/// `--json-memory-factor` and `--json-memory-slack` set): with a larger factor the dense body
+/// refused by default is decoded and answered on every JSON route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_json_memory_budget_is_the_servers_to_set() {
+    let server =
+        trident::Server::builder_shared(std::sync::Arc::new(trident_testkit::agents::Echo))
+            .bind("127.0.0.1:0")
+            .json_limits(trident::JsonLimits {
+                memory_factor: 64,
+                ..Default::default()
+            })
+            .build()
+            .await
+            .expect("build")
+            .spawn();
+    let (dense, dense_v03) = dense_messages();
+    let answers = send_raw_everywhere(server.interfaces(), &dense, &dense_v03, &dense).await;
+    assert_eq!(answers.len(), 4);
+    for (route, status, code, text, _) in answers {
+        assert_eq!((status, &code), (200, &Value::Null), "{route}: {text}");
+    }
+}

@@ -9,8 +9,8 @@
 //! fails to compile here until it is handled.
 
 use trident_core::{
-    A2aError, A2aReply, A2aRequest, A2aService, CallContext, ErrorKind, EventStream,
-    MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation,
+    A2aError, A2aReply, A2aRequest, A2aService, CallContext, ErrorKind, EventStream, JsonLimits,
+    Operation, check_json,
 };
 use trident_proto as pb;
 
@@ -31,9 +31,13 @@ macro_rules! reply_json {
 macro_rules! json_rpcs {
     ($({ $op:ident, $method:ident, $req:ident, $resp:ident, $kind:ident })*) => {
         /// Parses `body` as the ProtoJSON request of `op` ([`parse_request`]).
-        pub fn request_from_json(op: Operation, body: &[u8]) -> Result<A2aRequest, A2aError> {
+        pub fn request_from_json(
+            op: Operation,
+            body: &[u8],
+            limits: JsonLimits,
+        ) -> Result<A2aRequest, A2aError> {
             Ok(match op {
-                $(Operation::$op => A2aRequest::$op(parse_request::<pb::$req>(body)?),)*
+                $(Operation::$op => A2aRequest::$op(parse_request::<pb::$req>(body, limits)?),)*
             })
         }
 
@@ -108,71 +112,21 @@ impl std::fmt::Debug for JsonReply {
     }
 }
 
-/// Counts what decoding `json` would allocate — objects, arrays and their elements outside
-/// strings — without allocating, and refuses a body over [`MAX_JSON_VALUES`] or nested
-/// deeper than [`MAX_JSON_DEPTH`] before it is decoded. Malformed JSON passes: the parser
-/// reports it properly.
-fn check_json_shape(json: &[u8]) -> Result<(), A2aError> {
-    let (values, max_depth) = json_shape(json);
-    if values > MAX_JSON_VALUES {
-        return Err(A2aError::new(
-            ErrorKind::InvalidParams,
-            format!("the request holds more than {MAX_JSON_VALUES} JSON values"),
-        )
-        .with_meta("maxValues", MAX_JSON_VALUES.to_string()));
-    }
-    if max_depth > MAX_JSON_DEPTH {
-        return Err(A2aError::new(
-            ErrorKind::InvalidParams,
-            format!("the request nests JSON deeper than {MAX_JSON_DEPTH} levels"),
-        )
-        .with_meta("maxDepth", MAX_JSON_DEPTH.to_string()));
-    }
-    Ok(())
-}
-
-/// The values (objects, arrays and their elements outside strings) and the deepest nesting
-/// of `json`, in one pass; malformed JSON is counted as far as it goes.
-fn json_shape(json: &[u8]) -> (usize, usize) {
-    let (mut values, mut depth, mut max_depth) = (0usize, 0usize, 0usize);
-    let mut i = 0;
-    while let Some(&b) = json.get(i) {
-        match b {
-            b'"' => {
-                // Skip the string: up to the next quote not escaped by a backslash.
-                i += 1;
-                while let Some(&c) = json.get(i) {
-                    match c {
-                        b'\\' => i += 2,
-                        b'"' => break,
-                        _ => i += 1,
-                    }
-                }
-            }
-            b'{' | b'[' => {
-                values += 1;
-                depth += 1;
-                max_depth = max_depth.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' => values += 1,
-            _ => {}
-        }
-        i += 1;
-    }
-    (values, max_depth)
-}
-
 /// Parses the ProtoJSON of a request; an empty body or `null` is the empty request. Malformed
 /// JSON is `ParseError`, well-formed JSON of the wrong shape `InvalidParams`, and so is a body
-/// whose decoding would allocate out of proportion to its size ([`MAX_JSON_VALUES`],
-/// [`MAX_JSON_DEPTH`]).
-pub fn parse_request<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, A2aError> {
+/// that [`check_json`] refuses before it is decoded: one whose decoding would allocate out of
+/// proportion to its size ([`MAX_JSON_VALUES`](trident_core::MAX_JSON_VALUES),
+/// [`MAX_JSON_DEPTH`](trident_core::MAX_JSON_DEPTH), `limits`), or with an object that has a
+/// key twice.
+pub fn parse_request<T: serde::de::DeserializeOwned + Default>(
+    body: &[u8],
+    limits: JsonLimits,
+) -> Result<T, A2aError> {
     let trimmed = body.trim_ascii();
     if trimmed.is_empty() || trimmed == b"null" {
         return Ok(T::default());
     }
-    check_json_shape(trimmed)?;
+    check_json(trimmed, limits)?;
     serde_json::from_slice(trimmed).map_err(|e| match e.classify() {
         serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
             A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}"))
@@ -187,15 +141,17 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, A2aError> {
         .map_err(|e| A2aError::internal(format!("cannot encode the response: {e}")))
 }
 
-/// Decodes `body` as the request of `op`, binds `vars`, calls `svc`, encodes the answer.
+/// Decodes `body` as the request of `op` (within `limits`), binds `vars`, calls `svc`,
+/// encodes the answer.
 pub async fn dispatch_json(
     svc: &dyn A2aService,
     cx: &CallContext,
     op: Operation,
     body: &[u8],
     vars: PathVars,
+    limits: JsonLimits,
 ) -> Result<JsonReply, A2aError> {
-    let mut req = request_from_json(op, body)?;
+    let mut req = request_from_json(op, body, limits)?;
     bind_path(&mut req, vars);
     reply_into_json(req.call(svc, cx).await?)
 }

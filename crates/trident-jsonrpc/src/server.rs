@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use jsonrpsee_types::ErrorObjectOwned;
 use serde_json::value::RawValue;
 use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonLimits, Operation, StreamEvent,
 };
 use trident_http::{JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 
@@ -30,6 +30,9 @@ pub struct JsonRpcOptions {
     /// Answer the 1.0 methods (default `true`; off, with `v03` on, the endpoint is a v0.3-only
     /// agent's: 1.0 methods are refused as unknown, in v0.3's error form).
     pub v1: bool,
+    /// How much memory decoding a request's `params` may take relative to their size (the
+    /// scan before decoding, [`trident_core::check_json`]; default 4 × their size + 1 MiB).
+    pub json: JsonLimits,
 }
 
 impl Default for JsonRpcOptions {
@@ -39,6 +42,7 @@ impl Default for JsonRpcOptions {
             keep_alive: Duration::from_secs(15),
             v03: true,
             v1: true,
+            json: JsonLimits::default(),
         }
     }
 }
@@ -262,13 +266,21 @@ async fn handle(State(st): State<AppState>, request: axum::extract::Request) -> 
         Ok((id, Method::V1(op), params)) => (id, op, params),
         Ok((id, Method::V03(method), params)) => {
             let cx = call_context(&parts);
-            return crate::v03::handle(&*st.svc, cx, id, method, params, st.options.keep_alive)
-                .await;
+            return crate::v03::handle(&*st.svc, cx, id, method, params, &st.options).await;
         }
         Err((id, e)) => return json(error_json(id, &e)),
     };
     let cx = call_context(&parts);
-    match dispatch_json(&*st.svc, &cx, op, params, PathVars::default()).await {
+    match dispatch_json(
+        &*st.svc,
+        &cx,
+        op,
+        params,
+        PathVars::default(),
+        st.options.json,
+    )
+    .await
+    {
         Ok(JsonReply::Unary(result)) => (
             [(header::CONTENT_TYPE, "application/json")],
             Body::from(success_envelope(id, &result)),

@@ -27,13 +27,13 @@ pub(crate) async fn handle(
     id_json: &str,
     method: Method,
     params: &[u8],
-    keep_alive: Duration,
+    options: &crate::JsonRpcOptions,
 ) -> Response {
     let error = |e| json(rpc::error_envelope(id_json, &e));
     if let Err(e) = trident_v03::version::admit_v03(&mut cx, method.name()) {
         return error(e);
     }
-    let request = match rpc::request(method, params) {
+    let request = match rpc::request(method, params, options.json) {
         Ok(r) => r,
         Err(e) => return error(e),
     };
@@ -46,7 +46,7 @@ pub(crate) async fn handle(
     };
     match reply {
         Reply::Unary(result) => json(rpc::success_envelope(id_json, &result)),
-        Reply::Stream(events) => sse(events, id_json.to_owned(), keep_alive),
+        Reply::Stream(events) => sse(events, id_json.to_owned(), options.keep_alive),
     }
 }
 

@@ -5,6 +5,7 @@
 //! newtypes wrap the pbjson-types values unchanged (same protobuf encoding, same parser) and only
 //! replace the serializer. The generated A2A messages use them through `extern_path`.
 
+use std::collections::hash_map::Entry;
 use std::ops::{Deref, DerefMut};
 
 use prost::bytes::{Buf, BufMut};
@@ -103,20 +104,119 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
-// `Struct` and `Value` are read through `serde_json` and `from_json` rather than with the
-// pbjson-types parser: that parser reads a JSON `null` (a struct member, a list element) as a
-// `Value` with no `kind` instead of `NullValue`. Such a Value is invalid on the protobuf wire
-// (Go's protojson refuses to print it) and compares unequal to `Value::from_json(null)`.
+// `Struct` and `Value` are read with visitors of our own rather than with the pbjson-types
+// parser: that parser reads a JSON `null` (a struct member, a list element) as a `Value` with
+// no `kind` instead of `NullValue` (invalid on the protobuf wire: Go's protojson refuses to
+// print it), and keeps the last of a key given twice. Ours build the pbjson-types values
+// straight from the parser, with no `serde_json::Value` in between (which took as much memory
+// again as the result while it was converted), and refuse a repeated key.
 
 impl<'de> Deserialize<'de> for Struct {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde_json::Map::deserialize(d).map(Self::from_json)
+        d.deserialize_map(ValueVisitor).and_then(|v| match v.kind {
+            Some(pbjson_types::value::Kind::StructValue(s)) => Ok(Self(s)),
+            _ => Err(serde::de::Error::custom("a Struct must be a JSON object")),
+        })
     }
 }
 
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde_json::Value::deserialize(d).map(Self::from_json)
+        d.deserialize_any(ValueVisitor).map(Self)
+    }
+}
+
+/// Reads any JSON value as a `google.protobuf.Value`.
+struct ValueVisitor;
+
+/// A `Value` of `kind`.
+fn value(kind: pbjson_types::value::Kind) -> pbjson_types::Value {
+    pbjson_types::Value { kind: Some(kind) }
+}
+
+/// Reads a `google.protobuf.Value` (with [`ValueVisitor`]) where a seed is asked for.
+struct ValueSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueSeed {
+    type Value = pbjson_types::Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(ValueVisitor)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueVisitor {
+    type Value = pbjson_types::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(value(pbjson_types::value::Kind::NullValue(0)))
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        self.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Self::Value, E> {
+        Ok(value(pbjson_types::value::Kind::BoolValue(b)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Self::Value, E> {
+        Ok(value(pbjson_types::value::Kind::NumberValue(n as f64)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Self::Value, E> {
+        Ok(value(pbjson_types::value::Kind::NumberValue(n as f64)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Self::Value, E> {
+        Ok(value(pbjson_types::value::Kind::NumberValue(n)))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(value(pbjson_types::value::Kind::StringValue(s.to_owned())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Self::Value, E> {
+        Ok(value(pbjson_types::value::Kind::StringValue(s)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(v) = seq.next_element_seed(ValueSeed)? {
+            values.push(v);
+        }
+        Ok(value(pbjson_types::value::Kind::ListValue(
+            pbjson_types::ListValue { values },
+        )))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields =
+            std::collections::HashMap::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+        while let Some(key) = map.next_key::<String>()? {
+            let v = map.next_value_seed(ValueSeed)?;
+            match fields.entry(key) {
+                Entry::Occupied(e) => {
+                    return Err(serde::de::Error::custom(format!(
+                        "duplicate key {:?}",
+                        e.key()
+                    )));
+                }
+                Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+            }
+        }
+        Ok(value(pbjson_types::value::Kind::StructValue(
+            pbjson_types::Struct { fields },
+        )))
     }
 }
 

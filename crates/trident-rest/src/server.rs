@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use prost_reflect::{DescriptorPool, Kind};
 use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonLimits, Operation, StreamEvent,
 };
 use trident_http::{EncodeEvent, JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 
@@ -30,6 +30,9 @@ pub struct RestOptions {
     /// Serve the 1.0 routes (default `true`; off, with `v03` on, a v0.3-only agent's routes:
     /// any other request is refused in v0.3's error form).
     pub v1: bool,
+    /// How much memory decoding a JSON body may take relative to its size (the scan before
+    /// decoding, [`trident_core::check_json`]; default 4 × the body + 1 MiB).
+    pub json: JsonLimits,
 }
 
 impl Default for RestOptions {
@@ -39,6 +42,7 @@ impl Default for RestOptions {
             keep_alive: Duration::from_secs(15),
             v03: true,
             v1: true,
+            json: JsonLimits::default(),
         }
     }
 }
@@ -219,15 +223,7 @@ async fn handle(State(st): State<AppState>, request: Request) -> Response {
         && let Some(route) = crate::v03::route_of(&request)
     {
         let cx = call_context(request.headers(), request.extensions(), &[]);
-        return crate::v03::serve(
-            &*st.svc,
-            cx,
-            route,
-            request,
-            st.options.max_body,
-            st.options.keep_alive,
-        )
-        .await;
+        return crate::v03::serve(&*st.svc, cx, route, request, &st.options).await;
     }
     if !st.options.v1 {
         let e = trident_core::A2aError::new(
@@ -270,7 +266,7 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, Refusal> {
     }
     let (op, body, tenant, vars) = request_of(matched, &st.query, body)?;
     cx.tenant = tenant;
-    match dispatch_json(&*st.svc, &cx, op, &body, vars).await? {
+    match dispatch_json(&*st.svc, &cx, op, &body, vars, st.options.json).await? {
         JsonReply::Unary(json) => Ok((
             [(header::CONTENT_TYPE, "application/json")],
             Body::from(json),

@@ -51,16 +51,15 @@ pub(crate) async fn serve(
     mut cx: CallContext,
     route: Route,
     request: Request,
-    max_body: usize,
-    keep_alive: Duration,
+    options: &crate::RestOptions,
 ) -> Response {
-    match call(svc, &mut cx, route, request, max_body).await {
+    match call(svc, &mut cx, route, request, options).await {
         Ok(Reply::Body(body)) => (
             [(header::CONTENT_TYPE, "application/json")],
             Body::from(body),
         )
             .into_response(),
-        Ok(Reply::Stream(events)) => sse(events, keep_alive),
+        Ok(Reply::Stream(events)) => sse(events, options.keep_alive),
         Err(e) => error_response(&e),
     }
 }
@@ -70,8 +69,9 @@ async fn call(
     cx: &mut CallContext,
     route: Route,
     request: Request,
-    max_body: usize,
+    options: &crate::RestOptions,
 ) -> Result<Reply, A2aError> {
+    let max_body = options.max_body;
     trident_v03::version::admit_v03(cx, request.uri().path())?;
     let (parts, body) = request.into_parts();
     let body = if route.has_body() {
@@ -95,7 +95,7 @@ async fn call(
         .query()
         .map(crate::server::serde_urlencoded_pairs)
         .unwrap_or_default();
-    let request = rest::request(&route, &query, &body)?;
+    let request = rest::request(&route, &query, &body, options.json)?;
     rest::reply(trident_v03::call::call(svc, cx, request).await?)
 }
 

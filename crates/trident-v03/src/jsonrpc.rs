@@ -4,7 +4,7 @@
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::{Value, json};
-use trident_core::{A2aError, A2aReply, A2aRequest, ErrorKind, Operation};
+use trident_core::{A2aError, A2aReply, A2aRequest, ErrorKind, JsonLimits, Operation, check_json};
 use trident_proto as pb;
 use trident_proto::v03;
 
@@ -115,8 +115,10 @@ fn opt_string(v: &Value, key: &str) -> Result<Option<String>, A2aError> {
     }
 }
 
-/// Reads the `params` of a v0.3 `method` into the 1.0 request.
-pub fn request(method: Method, params: &[u8]) -> Result<A2aRequest, A2aError> {
+/// Reads the `params` of a v0.3 `method` into the 1.0 request, after [`check_json`] (within
+/// `limits`, no key twice in an object).
+pub fn request(method: Method, params: &[u8], limits: JsonLimits) -> Result<A2aRequest, A2aError> {
+    check_json(params, limits)?;
     let v: Value = serde_json::from_slice(params)
         .map_err(|e| invalid(format!("params are not valid JSON: {e}")))?;
     if !v.is_object() {

@@ -15,7 +15,9 @@
 //! | `GET /v1/card` | `GetExtendedAgentCard` |
 
 use serde_json::Value;
-use trident_core::{A2aError, A2aReply, A2aRequest, ErrorKind, EventStream};
+use trident_core::{
+    A2aError, A2aReply, A2aRequest, ErrorKind, EventStream, JsonLimits, check_json,
+};
 use trident_proto as pb;
 use trident_proto::v03;
 
@@ -116,10 +118,14 @@ fn invalid(message: impl Into<String>) -> A2aError {
     A2aError::new(ErrorKind::InvalidParams, message)
 }
 
-fn parse<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, A2aError> {
+fn parse<T: serde::de::DeserializeOwned + Default>(
+    body: &[u8],
+    limits: JsonLimits,
+) -> Result<T, A2aError> {
     if body.trim_ascii().is_empty() {
         return Ok(T::default());
     }
+    check_json(body, limits)?;
     serde_json::from_slice(body).map_err(|e| {
         if e.is_syntax() || e.is_eof() {
             A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}"))
@@ -129,19 +135,21 @@ fn parse<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, A2a
     })
 }
 
-/// The 1.0 request of a v0.3 route, its `query` pairs and `body`.
+/// The 1.0 request of a v0.3 route, its `query` pairs and `body` (read after [`check_json`]
+/// within `limits`).
 pub fn request(
     route: &Route,
     query: &[(String, String)],
     body: &[u8],
+    limits: JsonLimits,
 ) -> Result<A2aRequest, A2aError> {
     Ok(match route {
         Route::Send => {
-            A2aRequest::SendMessage(parse::<v03::SendMessageRequest>(body)?.try_to_v1()?)
+            A2aRequest::SendMessage(parse::<v03::SendMessageRequest>(body, limits)?.try_to_v1()?)
         }
-        Route::Stream => {
-            A2aRequest::SendStreamingMessage(parse::<v03::SendMessageRequest>(body)?.try_to_v1()?)
-        }
+        Route::Stream => A2aRequest::SendStreamingMessage(
+            parse::<v03::SendMessageRequest>(body, limits)?.try_to_v1()?,
+        ),
         Route::GetTask(id) => {
             let history = query
                 .iter()
@@ -180,6 +188,7 @@ pub fn request(
             let v: Value = if body.trim_ascii().is_empty() {
                 Value::Object(Default::default())
             } else {
+                check_json(body, limits)?;
                 serde_json::from_slice(body).map_err(|e| {
                     A2aError::new(ErrorKind::ParseError, format!("invalid JSON: {e}"))
                 })?

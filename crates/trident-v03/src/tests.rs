@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 use serde_json::json;
-use trident_core::{A2aError, A2aRequest, ErrorKind};
+use trident_core::{A2aError, A2aRequest, ErrorKind, JsonLimits};
 use trident_proto as pb;
 use trident_proto::{v03, wkt};
 
@@ -299,7 +299,12 @@ fn reads_a_v03_message_send() {
                           "pushNotificationConfig": {"url": "https://hook", "token": "tok",
                               "authentication": {"schemes": ["Bearer"], "credentials": "c"}}}
     });
-    let req = request(Method::MessageSend, params.to_string().as_bytes()).expect("valid");
+    let req = request(
+        Method::MessageSend,
+        params.to_string().as_bytes(),
+        JsonLimits::default(),
+    )
+    .expect("valid");
     let A2aRequest::SendMessage(r) = req else {
         panic!("not SendMessage: {req:?}")
     };
@@ -376,7 +381,8 @@ fn refuses_malformed_v03_params() {
         (Method::PushConfigDelete, json!({"id": "t"})),
         (Method::PushConfigSet, json!({"taskId": "t"})),
     ] {
-        let e = request(method, params.to_string().as_bytes()).expect_err("must fail");
+        let e = request(method, params.to_string().as_bytes(), JsonLimits::default())
+            .expect_err("must fail");
         assert_eq!(
             e.kind(),
             ErrorKind::InvalidParams,

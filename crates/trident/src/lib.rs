@@ -177,6 +177,7 @@ pub use trident_engine::{
     WebhookTransport,
 };
 // Listener settings.
+pub use trident_core::JsonLimits;
 pub use trident_server::{
     CallerLimits, ConnectionLimits, ForwardedHeader, GrpcOptions, Interfaces, IpNet,
     JsonRpcOptions, Metrics, Protocols, ProxyOptions, RestOptions, ServerOptions,

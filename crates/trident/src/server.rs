@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use trident_core::store::Stores;
-use trident_core::{A2aService, AgentExecutor, Authenticator, Authorizer};
+use trident_core::{A2aService, AgentExecutor, Authenticator, Authorizer, JsonLimits};
 use trident_engine::{Engine, EngineConfig, WebhookPolicy, WebhookRequest, WebhookTransport};
 use trident_proto as pb;
 use trident_security::SigningKey;
@@ -232,6 +232,7 @@ pub struct ServerBuilder {
     proxies: ProxyOptions,
     options: ServerOptions,
     max_body: Option<usize>,
+    json_limits: Option<JsonLimits>,
     drain: Duration,
     serve_metrics: bool,
     signing_key: Option<SigningKey>,
@@ -438,6 +439,7 @@ impl ServerBuilder {
             proxies: ProxyOptions::default(),
             options: ServerOptions::default(),
             max_body: None,
+            json_limits: None,
             drain: DEFAULT_DRAIN,
             serve_metrics: true,
             signing_key: None,
@@ -589,6 +591,14 @@ impl ServerBuilder {
         self
     }
 
+    /// How much memory decoding a JSON request body may take on the JSON bindings, relative
+    /// to its size (default: 4 × the body + 1 MiB; see [`JsonLimits`]). A body over it is
+    /// refused with `InvalidParams` before it is decoded.
+    pub fn json_limits(mut self, limits: JsonLimits) -> Self {
+        self.json_limits = Some(limits);
+        self
+    }
+
     /// How long open requests and streams may take to finish after the shutdown signal
     /// (default 10 s).
     pub fn drain(mut self, drain: Duration) -> Self {
@@ -642,6 +652,7 @@ impl ServerBuilder {
             proxies,
             options,
             max_body,
+            json_limits,
             drain,
             serve_metrics,
             signing_key,
@@ -862,6 +873,10 @@ impl ServerBuilder {
             options.rest.max_body = n;
             options.jsonrpc.max_body = n;
             options.grpc.max_request_size = n;
+        }
+        if let Some(limits) = json_limits {
+            options.rest.json = limits;
+            options.jsonrpc.json = limits;
         }
         // Refuse now what would only fail once serving.
         let _checked = trident_server::app(svc.clone(), &card, &options)?;

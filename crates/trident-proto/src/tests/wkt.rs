@@ -120,6 +120,31 @@ fn struct_and_value_round_trip() {
 }
 
 #[test]
+fn struct_and_value_are_read_as_from_json_reads_them_and_refuse_a_repeated_key() {
+    // Read straight from the parser, with no serde_json::Value in between, they are what
+    // from_json makes of the same document: nulls are NullValue, numbers f64.
+    let doc = json!({"a": [1, -2, 2.5, 1e300, "x", true, null, {"b": [], "c": null}], "c": {},
+                     "d": 18446744073709551615u64, "e": "\u{e9}"});
+    let text = doc.to_string();
+    let read: Struct = serde_json::from_str(&text).expect("a Struct");
+    assert_eq!(read, object(doc.clone()));
+    let read: Value = serde_json::from_str(&text).expect("a Value");
+    assert_eq!(read, Value::from_json(doc.clone()));
+    // From a serde_json::Value as well (the v0.3 layer reads through one).
+    let read: Struct = serde_json::from_value(doc.clone()).expect("a Struct");
+    assert_eq!(read, object(doc));
+    // A Struct is an object.
+    assert!(serde_json::from_str::<Struct>("[1]").is_err());
+    // A key twice, at any level, is an error.
+    for repeated in [r#"{"a":1,"a":2}"#, r#"{"x":[{"a":1,"b":0,"a":1}]}"#] {
+        let e = serde_json::from_str::<Struct>(repeated).expect_err(repeated);
+        assert!(e.to_string().contains(r#"duplicate key "a""#), "{e}");
+        let e = serde_json::from_str::<Value>(repeated).expect_err(repeated);
+        assert!(e.to_string().contains(r#"duplicate key "a""#), "{e}");
+    }
+}
+
+#[test]
 fn protobuf_encoding_is_unchanged() {
     // The newtypes encode like the wrapped pbjson-types messages...
     let stamp = ts(JAN5_10H, 123_000_000);

@@ -23,7 +23,11 @@ fn cx() -> CallContext {
 fn via_jsonrpc(req: A2aRequest) -> Result<A2aRequest, A2aError> {
     let call = Call::of(&cx(), req)?;
     let (method, params) = jsonrpc::client_params(&call)?;
-    jsonrpc::request(method, params.to_string().as_bytes())
+    jsonrpc::request(
+        method,
+        params.to_string().as_bytes(),
+        trident_core::JsonLimits::default(),
+    )
 }
 
 /// The 1.0 request our v0.3 HTTP+JSON client's route, query and body decode into.
@@ -36,6 +40,7 @@ fn via_rest(req: A2aRequest) -> Result<A2aRequest, A2aError> {
         &route,
         &http.query,
         http.body.as_deref().unwrap_or("").as_bytes(),
+        trident_core::JsonLimits::default(),
     )
 }
 
