@@ -5,7 +5,8 @@
 //!
 //! - more than [`MAX_JSON_VALUES`] values or nesting deeper than [`MAX_JSON_DEPTH`],
 //! - a body whose decoding would take more memory than [`JsonLimits`] allow for its size
-//!   (each value counted as [`JSON_VALUE_COST`] bytes beside the body's own bytes),
+//!   (each value counted as [`JSON_VALUE_COST`] bytes beside the body's own bytes, an array's
+//!   element other than an object or array as half that),
 //! - an object that has the same key twice (after unescaping: `"a"` and `"\u0061"` are the
 //!   same key), at any level — a JSON parser keeps one of them silently, so what the agent
 //!   reads would not be what the client meant (the JSON-RPC envelope's own members are
@@ -20,6 +21,12 @@ use crate::{A2aError, ErrorKind, MAX_JSON_DEPTH, MAX_JSON_VALUES};
 /// allocator slack included (a `google.protobuf.Struct` member takes up to ~280 bytes while
 /// its map grows, a `Part` some 280 bytes for two values).
 pub const JSON_VALUE_COST: usize = 288;
+
+/// Bytes an element of an array is counted as, when it is not itself an object or array: half
+/// of [`JSON_VALUE_COST`]. A `google.protobuf.ListValue` element takes at most ~140 bytes while
+/// its vector grows (measured for numbers and short strings), so an embedding of 4 096 numbers
+/// in a `data` part (37 KB) fits the default budget.
+pub const JSON_ELEMENT_COST: usize = JSON_VALUE_COST / 2;
 
 /// The default [`JsonLimits::memory_slack`]: 1 MiB.
 pub const JSON_MEMORY_SLACK: usize = 1 << 20;
@@ -72,14 +79,14 @@ impl JsonLimits {
 /// it properly.
 pub fn check_json(json: &[u8], limits: JsonLimits) -> Result<(), A2aError> {
     let budget = limits.budget(json.len());
-    // The largest value count the budget leaves room for.
-    let max_values = match budget {
-        Some(b) => MAX_JSON_VALUES.min(b.saturating_sub(json.len()) / JSON_VALUE_COST),
-        None => MAX_JSON_VALUES,
-    };
-    match scan(json, max_values) {
+    // The most values the budget leaves room for, counted as JSON_VALUE_COST each; the scan
+    // weighs values in halves (an array's scalar element is one half, any other value two).
+    let max_values = budget.map(|b| b.saturating_sub(json.len()) / JSON_VALUE_COST);
+    let max_halves = max_values.map_or(usize::MAX, |v| v.saturating_mul(2));
+    match scan(json, MAX_JSON_VALUES, max_halves) {
         Ok(_) => Ok(()),
-        Err(Refusal::Values) if max_values < MAX_JSON_VALUES => {
+        Err(Refusal::Budget) => {
+            let max_values = max_values.unwrap_or(usize::MAX);
             let JsonLimits {
                 memory_factor: factor,
                 memory_slack: slack,
@@ -89,7 +96,8 @@ pub fn check_json(json: &[u8], limits: JsonLimits) -> Result<(), A2aError> {
                 format!(
                     "the request holds more JSON values than a body of {} bytes may (at most \
                      {max_values}: decoding may take {factor} times the body's size and \
-                     {slack} bytes, a value counted as {JSON_VALUE_COST})",
+                     {slack} bytes, a value counted as {JSON_VALUE_COST}, an array's element \
+                     as {JSON_ELEMENT_COST})",
                     json.len()
                 ),
             )
@@ -127,6 +135,8 @@ pub fn check_json(json: &[u8], limits: JsonLimits) -> Result<(), A2aError> {
 enum Refusal {
     /// More than the values allowed.
     Values,
+    /// Values weighing more than the memory budget allows.
+    Budget,
     /// Deeper than [`MAX_JSON_DEPTH`].
     Depth,
     /// `key` twice in the object at `path` (keys and array indices joined as in
@@ -156,11 +166,13 @@ struct Frame {
 }
 
 /// One pass over `json`: counts values (objects, arrays and their elements outside strings)
-/// up to `max_values`, nesting up to [`MAX_JSON_DEPTH`], and checks each object's keys for a
-/// repeat when it closes; `Ok` has the values and the deepest nesting. Malformed JSON is
-/// scanned as far as it goes.
-fn scan(json: &[u8], max_values: usize) -> Result<(usize, usize), Refusal> {
+/// up to `max_values` and weighs them in halves up to `max_halves` (an array's element that is
+/// not an object or array weighs one, any other value two), nesting up to [`MAX_JSON_DEPTH`],
+/// and checks each object's keys for a repeat when it closes; `Ok` has the values and the
+/// deepest nesting. Malformed JSON is scanned as far as it goes.
+fn scan(json: &[u8], max_values: usize, max_halves: usize) -> Result<(usize, usize), Refusal> {
     let mut values = 0usize;
+    let mut halves = 0usize;
     let mut deepest = 0usize;
     let mut frames: Stack<Frame, 16> = Stack::new();
     // The keys of every open object, innermost last.
@@ -168,10 +180,13 @@ fn scan(json: &[u8], max_values: usize) -> Result<(usize, usize), Refusal> {
     // The next string is an object's key: after `{` or `,` in an object.
     let mut expect_key = false;
     let mut i = 0;
-    let count = |values: &mut usize| {
+    let mut count = |values: &mut usize, weight: usize| {
         *values += 1;
+        halves = halves.saturating_add(weight);
         if *values > max_values {
             Err(Refusal::Values)
+        } else if halves > max_halves {
+            Err(Refusal::Budget)
         } else {
             Ok(())
         }
@@ -205,7 +220,13 @@ fn scan(json: &[u8], max_values: usize) -> Result<(usize, usize), Refusal> {
                 expect_key = false;
             }
             b'{' | b'[' => {
-                count(&mut values)?;
+                // An array's element that is an object or array was weighed one half at its
+                // comma (or not at all, the first): the other half here.
+                let weight = match frames.items().last() {
+                    Some(f) if !f.object && f.index > 0 => 1,
+                    _ => 2,
+                };
+                count(&mut values, weight)?;
                 if frames.len() >= MAX_JSON_DEPTH {
                     return Err(Refusal::Depth);
                 }
@@ -234,7 +255,11 @@ fn scan(json: &[u8], max_values: usize) -> Result<(usize, usize), Refusal> {
                 expect_key = false;
             }
             b',' => {
-                count(&mut values)?;
+                let weight = match frames.items().last() {
+                    Some(f) if !f.object => 1,
+                    _ => 2,
+                };
+                count(&mut values, weight)?;
                 match frames.last_mut() {
                     Some(f) if f.object => expect_key = true,
                     Some(f) => f.index += 1,

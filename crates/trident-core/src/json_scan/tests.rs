@@ -29,17 +29,20 @@ fn the_shape_count_skips_strings_as_the_byte_at_a_time_count_did() {
     ];
     for (case, counted) in cases {
         assert_eq!(
-            scan(case, usize::MAX),
+            scan(case, usize::MAX, usize::MAX),
             Ok(counted),
             "{}",
             String::from_utf8_lossy(case)
         );
     }
-    assert_eq!(scan(br#"{"a":[1,{"b":"]"}]}"#, usize::MAX), Ok((4, 3)));
+    assert_eq!(
+        scan(br#"{"a":[1,{"b":"]"}]}"#, usize::MAX, usize::MAX),
+        Ok((4, 3))
+    );
 }
 
 fn duplicate(json: &str) -> Option<(String, String)> {
-    match scan(json.as_bytes(), usize::MAX) {
+    match scan(json.as_bytes(), usize::MAX, usize::MAX) {
         Err(Refusal::Duplicate { key, path }) => Some((key, path)),
         Ok(_) => None,
         Err(other) => panic!("{json}: {other:?}"),

@@ -126,6 +126,24 @@ fn decoding_a_body_takes_at_most_four_times_its_size_and_a_mebibyte() {
             false,
         ),
         ("1 500 empty parts", send(1_500), true),
+        // An embedding: 4 096 numbers in a data part (37 KB), each element weighed as half a
+        // value.
+        (
+            "4 096 numbers in a data part",
+            format!(
+                r#"{{"message":{{"messageId":"m","parts":[{{"data":[{}]}}]}}}}"#,
+                vec!["0.123456"; 4_096].join(",")
+            ),
+            true,
+        ),
+        (
+            "7 k short strings in a data part",
+            format!(
+                r#"{{"message":{{"messageId":"m","parts":[{{"data":[{}]}}]}}}}"#,
+                vec![r#""abc""#; 7_000].join(",")
+            ),
+            true,
+        ),
     ];
     for (what, body, decodes) in cases {
         let (result, peak) = peak(|| parse(body.as_bytes()).map(|_| ()));
