@@ -746,3 +746,30 @@ fn a_turn_begins_in_one_place_with_one_cancel_token() {
     );
     assert!(begins[0].ends_with("live.rs"), "{begins:?}");
 }
+
+/// `unsafe` is denied workspace-wide; the one function allowed it is glibc's `malloc_trim` in
+/// `trident-server`'s `trim.rs` (memory back to the system after connections close).
+#[test]
+fn unsafe_code_is_allowed_in_one_place_only() {
+    let mut files = Vec::new();
+    rust_files(&root().join("crates"), &mut files);
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("examples"), &mut files);
+    let allowed = root().join("crates/trident-server/src/trim.rs");
+    for file in files {
+        let text = read(&file);
+        let allows = text.matches("allow(unsafe_code)").count()
+            + text.matches("expect(unsafe_code)").count();
+        let blocks = text.matches("unsafe {").count() + text.matches("unsafe fn").count();
+        if file == allowed {
+            assert_eq!((allows, blocks), (1, 1), "{}", file.display());
+        } else {
+            assert_eq!(
+                (allows, blocks),
+                (0, 0),
+                "unsafe code in {}",
+                file.display()
+            );
+        }
+    }
+}

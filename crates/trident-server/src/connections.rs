@@ -628,6 +628,7 @@ fn connection(c: Connection) -> impl Future<Output = ()> + Send {
         .await;
         let Some((peer, protocol)) = opened else {
             shared.registry().remove(id);
+            crate::trim::connection_closed();
             return;
         };
         let service = hyper::service::service_fn({
@@ -643,6 +644,7 @@ fn connection(c: Connection) -> impl Future<Output = ()> + Send {
         let conn = builders.serve(protocol, tcp, service);
         serve_connection(conn, peer, id, &close, &shared, &mut stop).await;
         shared.registry().remove(id);
+        crate::trim::connection_closed();
     }
 }
 

@@ -31,6 +31,7 @@ mod limits;
 mod observe;
 pub mod proxy;
 mod registry;
+mod trim;
 pub use connections::{
     ConnectionLimits, DEFAULT_MAX_HEADER_BYTES, DEFAULT_MAX_INFLIGHT_BODY_BYTES,
     MAX_CONNECTIONS_CAP, PUSH_DELIVERIES_CAP, default_max_connections, default_push_deliveries,
