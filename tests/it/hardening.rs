@@ -672,3 +672,56 @@ async fn failed_commit(honour_cancel: bool) {
         .map(|e| e.kind());
     assert_eq!(refused, Some(ErrorKind::UnsupportedOperation));
 }
+
+/// A `:verb` route with another method is 405 with `Allow`, like every other route: the
+/// request used to fall through to the verb-less route of the same path, so `GET
+/// /tasks/ID:cancel` was GetTask of a task named `ID:cancel` (404).
+#[tokio::test]
+async fn a_colon_verb_route_with_another_method_is_405() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let rest = f.interfaces.clone().expect("server").rest;
+    let task = task_of(
+        f.svc
+            .send_message(&cx(), req(msg("hello")))
+            .await
+            .expect("a task"),
+    );
+    let http = reqwest::Client::new();
+    let id = &task.id;
+    for (method, path, allow) in [
+        ("GET", format!("/tasks/{id}:cancel"), "POST"),
+        ("DELETE", format!("/tasks/{id}:cancel"), "POST"),
+        ("GET", format!("/acme/tasks/{id}:cancel"), "POST"),
+        ("DELETE", format!("/tasks/{id}:subscribe"), "GET, POST"),
+        ("PUT", format!("/acme/tasks/{id}:subscribe"), "GET, POST"),
+        // A v0.3 path (`/v1/...`) that v0.3 does not route is the 1.0 route of tenant `v1`.
+        ("GET", format!("/v1/tasks/{id}:cancel"), "POST"),
+    ] {
+        let response = http
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).expect("method"),
+                format!("{rest}{path}"),
+            )
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 405, "{method} {path}");
+        assert_eq!(
+            response
+                .headers()
+                .get("allow")
+                .and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "{method} {path}"
+        );
+        let body: Value = response.json().await.expect("JSON body");
+        assert_eq!(body["error"]["code"], 405, "{method} {path}: {body}");
+    }
+    // The task is untouched, and the verb-less route of the same id still answers.
+    let response = http
+        .get(format!("{rest}/tasks/{id}"))
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 200);
+}
