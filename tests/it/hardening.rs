@@ -725,3 +725,116 @@ async fn a_colon_verb_route_with_another_method_is_405() {
         .expect("HTTP");
     assert_eq!(response.status().as_u16(), 200);
 }
+
+/// Sends `head` (and `body`) on a fresh connection to `addr` and reads the whole answer: the
+/// request says `Connection: close` where it is served, and a refusal closes the connection.
+async fn raw_exchange(addr: &str, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("the server answers and closes")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn status_of(answer: &str) -> u16 {
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("an HTTP answer: {answer:?}"))
+}
+
+/// RFC 9112: an HTTP/1.1 request without `Host`, any request with two (or an invalid one), and
+/// `chunked` applied twice (`chunked, chunked`, or two `Transfer-Encoding` lines) were all
+/// served — hyper checks none of them, so a proxy in front that reads them otherwise could
+/// route or frame the request differently from us. They are 400 (a coding other than chunked
+/// 501), in the binding's format, and close the connection. HTTP/1.0 may omit `Host`.
+#[tokio::test]
+async fn requests_without_one_host_or_with_chunked_twice_are_refused() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let addr = interfaces.grpc.clone();
+    let rpc = r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#;
+    let chunk = format!("{:x}\r\n{rpc}\r\n0\r\n\r\n", rpc.len());
+    let get = |host_lines: &str| {
+        format!("GET /tasks HTTP/1.1\r\n{host_lines}a2a-version: 1.0\r\nconnection: close\r\n\r\n")
+    };
+    let post = |host_lines: &str, te_lines: &str| {
+        format!(
+            "POST / HTTP/1.1\r\n{host_lines}{te_lines}content-type: application/json\r\n\
+             a2a-version: 1.0\r\nconnection: close\r\n\r\n{chunk}"
+        )
+    };
+    let host = format!("host: {addr}\r\n");
+    let cases: Vec<(&str, String, u16)> = vec![
+        ("HTTP+JSON, no Host", get(""), 400),
+        ("HTTP+JSON, two Hosts", get(&format!("{host}{host}")), 400),
+        (
+            "HTTP+JSON, a Host that is not host:port",
+            get("host: a b@c\r\n"),
+            400,
+        ),
+        (
+            "JSON-RPC, two Hosts",
+            post(
+                &format!("{host}host: elsewhere\r\n"),
+                "transfer-encoding: chunked\r\n",
+            ),
+            400,
+        ),
+        (
+            "JSON-RPC, chunked, chunked",
+            post(&host, "transfer-encoding: chunked, chunked\r\n"),
+            400,
+        ),
+        (
+            "JSON-RPC, two chunked lines",
+            post(
+                &host,
+                "transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n",
+            ),
+            400,
+        ),
+        (
+            "JSON-RPC, gzip then chunked",
+            post(&host, "transfer-encoding: gzip, chunked\r\n"),
+            501,
+        ),
+    ];
+    for (what, request, expected) in cases {
+        let answer = raw_exchange(&addr, request.as_bytes()).await;
+        assert_eq!(status_of(&answer), expected, "{what}: {answer}");
+        let lower = answer.to_ascii_lowercase();
+        assert!(lower.contains("connection: close"), "{what}: {answer}");
+        if what.starts_with("JSON-RPC") {
+            assert!(
+                answer.contains("-32600"),
+                "{what}: a JSON-RPC error: {answer}"
+            );
+        } else {
+            assert!(
+                answer.contains("INVALID_REQUEST"),
+                "{what}: an AIP-193 body: {answer}"
+            );
+        }
+    }
+    // Served: one Host (chunked once too), and HTTP/1.0 without Host.
+    for (what, request) in [
+        ("GET with Host", get(&host)),
+        (
+            "chunked POST with Host",
+            post(&host, "transfer-encoding: chunked\r\n"),
+        ),
+        (
+            "HTTP/1.0 without Host",
+            "GET /tasks HTTP/1.0\r\na2a-version: 1.0\r\n\r\n".to_owned(),
+        ),
+    ] {
+        let answer = raw_exchange(&addr, request.as_bytes()).await;
+        assert_eq!(status_of(&answer), 200, "{what}: {answer}");
+    }
+}

@@ -686,3 +686,85 @@ async fn an_invalid_credential_fails_the_request_whatever_else_is_valid() {
         }
     }
 }
+
+/// A credential header sent twice (`Authorization`, or the API key's header): the first
+/// counted and the second was ignored — but a proxy or an authenticator in front may have
+/// judged the other one. It is 400 (`InvalidRequest`) in each binding's format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_sent_twice_is_400_on_every_binding() {
+    let authenticator = trident_core::AnyOf(vec![
+        std::sync::Arc::new(trident_core::BearerTokens::new().with("token-alice", "alice")),
+        std::sync::Arc::new(trident_core::ApiKeys::new("X-API-Key").with("key-bob", "bob")),
+    ]);
+    let engine =
+        trident_engine::Engine::builder(std::sync::Arc::new(trident_testkit::agents::Demo)).build();
+    let options = trident_server::ServerOptions {
+        authenticator: Some(std::sync::Arc::new(authenticator)),
+        ..Default::default()
+    };
+    let (interfaces, task) = crate::harness::spawn_server_with(engine, options).await;
+    let http = reqwest::Client::new();
+    let mut grpc = trident_proto::a2a_service_client::A2aServiceClient::connect(format!(
+        "http://{}",
+        interfaces.grpc
+    ))
+    .await
+    .expect("gRPC");
+    let twice: [(&str, &str, &str); 2] = [
+        ("authorization", "Bearer token-alice", "Bearer someone-else"),
+        ("x-api-key", "key-bob", "key-of-someone-else"),
+    ];
+    for (name, first, second) in twice {
+        let with = |rb: reqwest::RequestBuilder| {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.append(name, first.parse().expect("value"));
+            headers.append(name, second.parse().expect("value"));
+            rb.headers(headers).header("a2a-version", "1.0")
+        };
+        let response = with(http.get(format!("{}/tasks", interfaces.rest)))
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 400, "HTTP+JSON, {name} twice");
+        let body: serde_json::Value = response.json().await.expect("AIP-193");
+        assert_eq!(body["error"]["code"], 400, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(name)),
+            "{body}"
+        );
+
+        let response = with(http.post(&interfaces.jsonrpc))
+            .json(&serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}
+            }))
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 400, "JSON-RPC, {name} twice");
+        let body: serde_json::Value = response.json().await.expect("JSON-RPC");
+        assert_eq!(body["error"]["code"], -32600, "{body}");
+
+        let mut request = tonic::Request::new(pb::ListTasksRequest::default());
+        let md = request.metadata_mut();
+        md.append(name, first.parse().expect("ASCII"));
+        md.append(name, second.parse().expect("ASCII"));
+        md.insert("a2a-version", "1.0".parse().expect("ASCII"));
+        let status = grpc
+            .list_tasks(request)
+            .await
+            .expect_err(&format!("gRPC, {name} twice"));
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    }
+    // Once each, they work.
+    let response = http
+        .get(format!("{}/tasks", interfaces.rest))
+        .header("authorization", "Bearer token-alice")
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 200);
+    task.abort();
+}

@@ -114,6 +114,17 @@ pub fn error_response(e: &A2aError) -> Response {
     Refusal::from(e.clone()).into_response()
 }
 
+/// A request refused at the HTTP level, before any route is matched: `status` (e.g. 400, 501)
+/// with the AIP-193 body of `e`, whose `code` is that status.
+pub fn refusal_response(status: StatusCode, e: &A2aError) -> Response {
+    Refusal {
+        status,
+        error: e.clone(),
+        allow: None,
+    }
+    .into_response()
+}
+
 /// The call context of a request: its service parameters (headers, then `query` for the
 /// version), the principal the authentication layer found and the client's address. A
 /// `Last-Event-ID` or deadline it cannot read is refused

@@ -7,8 +7,9 @@
 //! - the agent card at `/.well-known/agent-card.json`, with `ETag`, `Last-Modified`,
 //!   `Cache-Control: max-age` and `304 Not Modified` on conditional requests.
 //!
-//! HTTP/1.1 and HTTP/2 (prior knowledge) share the port. This crate only composes the binding
-//! crates; it holds no A2A behaviour.
+//! HTTP/1.1 and HTTP/2 (prior knowledge) share the port. Every request first passes the
+//! HTTP-level hygiene checks (`Host`, `Transfer-Encoding`, credentials sent twice). This crate
+//! only composes the binding crates; it holds no A2A behaviour.
 
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -24,6 +25,7 @@ use trident_proto as pb;
 
 mod admission;
 mod connections;
+mod hygiene;
 mod limits;
 mod observe;
 pub mod proxy;
@@ -527,7 +529,7 @@ pub fn app(
             admission::charge,
         ));
     }
-    Ok(match &options.authenticator {
+    let router = match &options.authenticator {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
             Gate {
                 authenticator: auth.clone(),
@@ -538,7 +540,17 @@ pub fn app(
             authenticate,
         )),
         None => router,
-    })
+    };
+    // Outermost: an ambiguous request head (Host, Transfer-Encoding, a repeated credential) is
+    // refused before anything reads it.
+    let rules = hygiene::Rules::new(
+        options
+            .authenticator
+            .as_ref()
+            .map(|a| a.credential_headers())
+            .unwrap_or_default(),
+    );
+    Ok(router.layer(axum::middleware::from_fn_with_state(rules, hygiene::check)))
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets open
