@@ -838,3 +838,58 @@ async fn requests_without_one_host_or_with_chunked_twice_are_refused() {
         assert_eq!(status_of(&answer), 200, "{what}: {answer}");
     }
 }
+
+/// The JSON bindings read the caller's deadline from `grpc-timeout` too: a malformed one was
+/// ignored (the call ran without a deadline). It is `InvalidRequest` naming the header.
+#[tokio::test]
+async fn a_malformed_grpc_timeout_is_refused_on_the_json_bindings() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let http = reqwest::Client::new();
+    for timeout in ["abc", "5", "5s", "123456789S"] {
+        let response = http
+            .get(format!("{}/tasks", interfaces.rest))
+            .header("a2a-version", "1.0")
+            .header("grpc-timeout", timeout)
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 400, "HTTP+JSON {timeout:?}");
+        let body: Value = response.json().await.expect("AIP-193");
+        assert_eq!(
+            error_info(&body["error"]["details"])["reason"],
+            "INVALID_REQUEST",
+            "{body}"
+        );
+        let body: Value = http
+            .post(&interfaces.jsonrpc)
+            .header("a2a-version", "1.0")
+            .header("grpc-timeout", timeout)
+            .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}}))
+            .send()
+            .await
+            .expect("HTTP")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(
+            body["error"]["code"], -32600,
+            "JSON-RPC {timeout:?}: {body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("grpc-timeout")),
+            "{body}"
+        );
+    }
+    // A well-formed one is a deadline, and the call is served.
+    let response = http
+        .get(format!("{}/tasks", interfaces.rest))
+        .header("a2a-version", "1.0")
+        .header("grpc-timeout", "30S")
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 200);
+}
