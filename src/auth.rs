@@ -21,7 +21,9 @@
 //! operations = ["GetTask"]          # optional: default all operations
 //! ```
 //!
-//! `--bearer PRINCIPAL=TOKEN` adds bearer tokens without a file.
+//! `--bearer PRINCIPAL=TOKEN` adds bearer tokens without a file. With several schemes, a
+//! request may authenticate by any of them, but every credential it sends must be valid
+//! ([`AnyOf`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;

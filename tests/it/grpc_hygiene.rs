@@ -324,3 +324,119 @@ async fn an_ordinary_message_with_256_parts_and_metadata_passes() {
     let response = client.send_message(request).await.expect("served");
     assert!(response.into_inner().payload.is_some());
 }
+
+/// POSTs a gRPC request over HTTP/1.1 to `path`.
+async fn post_http1(server: &Server, path: &str, body: Vec<u8>) -> reqwest::Response {
+    let client = reqwest::Client::builder()
+        .http1_only()
+        .build()
+        .expect("client");
+    let response = client
+        .post(format!("{}{path}", server.interfaces.rest))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("a2a-version", "1.0")
+        .body(body)
+        .send()
+        .await
+        .expect("a response");
+    assert_eq!(response.version(), reqwest::Version::HTTP_11);
+    response
+}
+
+/// gRPC needs HTTP/2 (its status travels in trailers, which HTTP/1.1 responses here do not
+/// carry): a gRPC request over HTTP/1.1 was served and answered 200 with no `grpc-status` at
+/// all, a success to a careless client. It is refused before anything runs, as grpc-go refuses
+/// it: HTTP 505 saying so, with the status in the headers for clients that read them.
+#[tokio::test]
+async fn grpc_over_http1_is_505_with_a_status() {
+    let server = server().await;
+    for path in [
+        "/lf.a2a.v1.A2AService/GetTask",
+        "/grpc.health.v1.Health/Check",
+    ] {
+        let body = if path.contains("Health") {
+            frame(0, &[])
+        } else {
+            frame(0, &get_task())
+        };
+        let response = post_http1(&server, path, body).await;
+        let http = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        assert_eq!(http.as_u16(), 505, "{path}: {headers:?} {text:?}");
+        assert!(text.contains("HTTP/2"), "{path}: {text:?}");
+        let status = Status::from_header_map(&headers).expect("grpc-status in the headers");
+        assert_eq!(status.code(), Code::InvalidArgument, "{path}: {status:?}");
+    }
+}
+
+/// A `grpc-timeout` that is not 1-8 digits and a unit was ignored: the call ran without the
+/// caller's deadline. It is refused, INVALID_ARGUMENT naming the header, on every gRPC service
+/// (health included) before the request is decoded.
+#[tokio::test]
+async fn a_malformed_grpc_timeout_is_invalid_argument() {
+    let server = server().await;
+    for timeout in ["abc", "5", "5s", "123456789S", "-1S", "1.5m"] {
+        let answer = post_with(
+            &server,
+            "GetTask",
+            Some("application/grpc"),
+            &[("grpc-timeout", timeout)],
+            frame(0, &get_task()),
+        )
+        .await;
+        assert_status(&answer, Code::InvalidArgument, "grpc-timeout");
+        let answer = post_path(
+            &server,
+            "/grpc.health.v1.Health/Check",
+            &[("grpc-timeout", timeout)],
+            frame(0, &[]),
+        )
+        .await;
+        assert_status(&answer, Code::InvalidArgument, "grpc-timeout");
+    }
+    // A well-formed one is served (NOT_FOUND: the task does not exist; health: SERVING).
+    let answer = post_with(
+        &server,
+        "GetTask",
+        Some("application/grpc"),
+        &[("grpc-timeout", "30S")],
+        frame(0, &get_task()),
+    )
+    .await;
+    assert_eq!(answer.http, reqwest::StatusCode::OK);
+    let answer = post_path(
+        &server,
+        "/grpc.health.v1.Health/Check",
+        &[("grpc-timeout", "30S")],
+        frame(0, &[]),
+    )
+    .await;
+    assert_eq!(answer.http, reqwest::StatusCode::OK);
+    assert!(
+        Status::from_header_map(&answer.headers).is_none(),
+        "health answers with a message, not a trailers-only status: {:?}",
+        answer.headers
+    );
+}
+
+/// POSTs a gRPC request to any `path` over h2c.
+async fn post_path(server: &Server, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Answer {
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("client");
+    let mut request = client
+        .post(format!("{}{path}", server.interfaces.rest))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let response = request.body(body).send().await.expect("a response");
+    Answer {
+        http: response.status(),
+        headers: response.headers().clone(),
+    }
+}

@@ -895,4 +895,224 @@ async fn the_json_memory_budget_is_the_servers_to_set() {
     for (route, status, code, text, _) in answers {
         assert_eq!((status, &code), (200, &Value::Null), "{route}: {text}");
     }
+
+/// A `:verb` route with another method is 405 with `Allow`, like every other route: the
+/// request used to fall through to the verb-less route of the same path, so `GET
+/// /tasks/ID:cancel` was GetTask of a task named `ID:cancel` (404).
+#[tokio::test]
+async fn a_colon_verb_route_with_another_method_is_405() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let rest = f.interfaces.clone().expect("server").rest;
+    let task = task_of(
+        f.svc
+            .send_message(&cx(), req(msg("hello")))
+            .await
+            .expect("a task"),
+    );
+    let http = reqwest::Client::new();
+    let id = &task.id;
+    for (method, path, allow) in [
+        ("GET", format!("/tasks/{id}:cancel"), "POST"),
+        ("DELETE", format!("/tasks/{id}:cancel"), "POST"),
+        ("GET", format!("/acme/tasks/{id}:cancel"), "POST"),
+        ("DELETE", format!("/tasks/{id}:subscribe"), "GET, POST"),
+        ("PUT", format!("/acme/tasks/{id}:subscribe"), "GET, POST"),
+        // A v0.3 path (`/v1/...`) that v0.3 does not route is the 1.0 route of tenant `v1`.
+        ("GET", format!("/v1/tasks/{id}:cancel"), "POST"),
+    ] {
+        let response = http
+            .request(
+                reqwest::Method::from_bytes(method.as_bytes()).expect("method"),
+                format!("{rest}{path}"),
+            )
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 405, "{method} {path}");
+        assert_eq!(
+            response
+                .headers()
+                .get("allow")
+                .and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "{method} {path}"
+        );
+        let body: Value = response.json().await.expect("JSON body");
+        assert_eq!(body["error"]["code"], 405, "{method} {path}: {body}");
+    }
+    // The task is untouched, and the verb-less route of the same id still answers.
+    let response = http
+        .get(format!("{rest}/tasks/{id}"))
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 200);
+}
+
+/// Sends `head` (and `body`) on a fresh connection to `addr` and reads the whole answer: the
+/// request says `Connection: close` where it is served, and a refusal closes the connection.
+async fn raw_exchange(addr: &str, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer))
+        .await
+        .expect("the server answers and closes")
+        .expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn status_of(answer: &str) -> u16 {
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("an HTTP answer: {answer:?}"))
+}
+
+/// RFC 9112: an HTTP/1.1 request without `Host`, any request with two (or an invalid one), and
+/// `chunked` applied twice (`chunked, chunked`, or two `Transfer-Encoding` lines) were all
+/// served — hyper checks none of them, so a proxy in front that reads them otherwise could
+/// route or frame the request differently from us. They are 400 (a coding other than chunked
+/// 501), in the binding's format, and close the connection. HTTP/1.0 may omit `Host`.
+#[tokio::test]
+async fn requests_without_one_host_or_with_chunked_twice_are_refused() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let addr = interfaces.grpc.clone();
+    let rpc = r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#;
+    let chunk = format!("{:x}\r\n{rpc}\r\n0\r\n\r\n", rpc.len());
+    let get = |host_lines: &str| {
+        format!("GET /tasks HTTP/1.1\r\n{host_lines}a2a-version: 1.0\r\nconnection: close\r\n\r\n")
+    };
+    let post = |host_lines: &str, te_lines: &str| {
+        format!(
+            "POST / HTTP/1.1\r\n{host_lines}{te_lines}content-type: application/json\r\n\
+             a2a-version: 1.0\r\nconnection: close\r\n\r\n{chunk}"
+        )
+    };
+    let host = format!("host: {addr}\r\n");
+    let cases: Vec<(&str, String, u16)> = vec![
+        ("HTTP+JSON, no Host", get(""), 400),
+        ("HTTP+JSON, two Hosts", get(&format!("{host}{host}")), 400),
+        (
+            "HTTP+JSON, a Host that is not host:port",
+            get("host: a b@c\r\n"),
+            400,
+        ),
+        (
+            "JSON-RPC, two Hosts",
+            post(
+                &format!("{host}host: elsewhere\r\n"),
+                "transfer-encoding: chunked\r\n",
+            ),
+            400,
+        ),
+        (
+            "JSON-RPC, chunked, chunked",
+            post(&host, "transfer-encoding: chunked, chunked\r\n"),
+            400,
+        ),
+        (
+            "JSON-RPC, two chunked lines",
+            post(
+                &host,
+                "transfer-encoding: chunked\r\ntransfer-encoding: chunked\r\n",
+            ),
+            400,
+        ),
+        (
+            "JSON-RPC, gzip then chunked",
+            post(&host, "transfer-encoding: gzip, chunked\r\n"),
+            501,
+        ),
+    ];
+    for (what, request, expected) in cases {
+        let answer = raw_exchange(&addr, request.as_bytes()).await;
+        assert_eq!(status_of(&answer), expected, "{what}: {answer}");
+        let lower = answer.to_ascii_lowercase();
+        assert!(lower.contains("connection: close"), "{what}: {answer}");
+        if what.starts_with("JSON-RPC") {
+            assert!(
+                answer.contains("-32600"),
+                "{what}: a JSON-RPC error: {answer}"
+            );
+        } else {
+            assert!(
+                answer.contains("INVALID_REQUEST"),
+                "{what}: an AIP-193 body: {answer}"
+            );
+        }
+    }
+    // Served: one Host (chunked once too), and HTTP/1.0 without Host.
+    for (what, request) in [
+        ("GET with Host", get(&host)),
+        (
+            "chunked POST with Host",
+            post(&host, "transfer-encoding: chunked\r\n"),
+        ),
+        (
+            "HTTP/1.0 without Host",
+            "GET /tasks HTTP/1.0\r\na2a-version: 1.0\r\n\r\n".to_owned(),
+        ),
+    ] {
+        let answer = raw_exchange(&addr, request.as_bytes()).await;
+        assert_eq!(status_of(&answer), 200, "{what}: {answer}");
+    }
+}
+
+/// The JSON bindings read the caller's deadline from `grpc-timeout` too: a malformed one was
+/// ignored (the call ran without a deadline). It is `InvalidRequest` naming the header.
+#[tokio::test]
+async fn a_malformed_grpc_timeout_is_refused_on_the_json_bindings() {
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let http = reqwest::Client::new();
+    for timeout in ["abc", "5", "5s", "123456789S"] {
+        let response = http
+            .get(format!("{}/tasks", interfaces.rest))
+            .header("a2a-version", "1.0")
+            .header("grpc-timeout", timeout)
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 400, "HTTP+JSON {timeout:?}");
+        let body: Value = response.json().await.expect("AIP-193");
+        assert_eq!(
+            error_info(&body["error"]["details"])["reason"],
+            "INVALID_REQUEST",
+            "{body}"
+        );
+        let body: Value = http
+            .post(&interfaces.jsonrpc)
+            .header("a2a-version", "1.0")
+            .header("grpc-timeout", timeout)
+            .json(&json!({"jsonrpc": "2.0", "id": 3, "method": "ListTasks", "params": {}}))
+            .send()
+            .await
+            .expect("HTTP")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(
+            body["error"]["code"], -32600,
+            "JSON-RPC {timeout:?}: {body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("grpc-timeout")),
+            "{body}"
+        );
+    }
+    // A well-formed one is a deadline, and the call is served.
+    let response = http
+        .get(format!("{}/tasks", interfaces.rest))
+        .header("a2a-version", "1.0")
+        .header("grpc-timeout", "30S")
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 200);
 }

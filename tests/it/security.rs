@@ -594,3 +594,177 @@ async fn failed_authentications_are_rate_limited_with_retry_after() {
         .await
         .expect("alice is served");
 }
+
+/// Every credential a request presents must be valid (fail closed): an invalid bearer token
+/// next to a valid API key was accepted as the key's caller (the authenticators were tried in
+/// turn and the first that accepted won), and a valid bearer token next to an invalid key as
+/// the token's. Both are refused on every binding, as are valid credentials of two callers;
+/// two valid credentials of one caller are that caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_credential_fails_the_request_whatever_else_is_valid() {
+    let dir = crate::process::TempDir::new("trident-auth-both");
+    let auth = dir.0.join("auth.toml");
+    std::fs::write(
+        &auth,
+        "[bearer]\n\"token-of-alice\" = \"alice\"\n\n\
+         [api_keys]\nheader = \"X-API-Key\"\n\
+         keys = { \"key-of-bob\" = \"bob\", \"key-of-alice\" = \"alice\" }\n",
+    )
+    .expect("auth file");
+    let server = Trident::serve(&[
+        "--agent",
+        "echo",
+        "--store",
+        "memory",
+        "--auth",
+        &auth.display().to_string(),
+    ])
+    .await;
+    let http = reqwest::Client::new();
+    let mut grpc =
+        trident_proto::a2a_service_client::A2aServiceClient::connect(server.origin.clone())
+            .await
+            .expect("gRPC");
+    let cases: [(&str, &str, bool); 5] = [
+        ("Bearer wrong", "key-of-bob", false),
+        ("Bearer token-of-alice", "wrong", false),
+        ("Bearer token-of-alice", "key-of-bob", false),
+        ("Bearer token-of-alice", "key-of-alice", true),
+        ("", "key-of-bob", true),
+    ];
+    for (authorization, key, accepted) in cases {
+        let what = format!("Authorization {authorization:?} + X-API-Key {key:?}");
+        let with_headers = |mut rb: reqwest::RequestBuilder| {
+            if !authorization.is_empty() {
+                rb = rb.header("authorization", authorization);
+            }
+            rb.header("x-api-key", key).header("a2a-version", "1.0")
+        };
+        // HTTP+JSON
+        let status = with_headers(http.get(format!("{}/tasks", server.origin)))
+            .send()
+            .await
+            .expect("HTTP")
+            .status()
+            .as_u16();
+        assert_eq!(
+            status,
+            if accepted { 200 } else { 401 },
+            "HTTP+JSON, {what}"
+        );
+        // JSON-RPC
+        let body: serde_json::Value = with_headers(http.post(format!("{}/", server.origin)))
+            .json(&serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}
+            }))
+            .send()
+            .await
+            .expect("HTTP")
+            .json()
+            .await
+            .expect("JSON");
+        if accepted {
+            assert!(body.get("result").is_some(), "JSON-RPC, {what}: {body}");
+        } else {
+            assert_eq!(body["error"]["code"], -31401, "JSON-RPC, {what}: {body}");
+        }
+        // gRPC
+        let mut request = tonic::Request::new(pb::ListTasksRequest::default());
+        let md = request.metadata_mut();
+        if !authorization.is_empty() {
+            md.insert("authorization", authorization.parse().expect("ASCII"));
+        }
+        md.insert("x-api-key", key.parse().expect("ASCII"));
+        md.insert("a2a-version", "1.0".parse().expect("ASCII"));
+        let outcome = grpc.list_tasks(request).await.map(|_| ());
+        match (accepted, outcome) {
+            (true, Ok(())) => {}
+            (false, Err(status)) => {
+                assert_eq!(status.code(), tonic::Code::Unauthenticated, "gRPC, {what}");
+            }
+            (_, outcome) => panic!("gRPC, {what}: {outcome:?}"),
+        }
+    }
+}
+
+/// A credential header sent twice (`Authorization`, or the API key's header): the first
+/// counted and the second was ignored — but a proxy or an authenticator in front may have
+/// judged the other one. It is 400 (`InvalidRequest`) in each binding's format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_sent_twice_is_400_on_every_binding() {
+    let authenticator = trident_core::AnyOf(vec![
+        std::sync::Arc::new(trident_core::BearerTokens::new().with("token-alice", "alice")),
+        std::sync::Arc::new(trident_core::ApiKeys::new("X-API-Key").with("key-bob", "bob")),
+    ]);
+    let engine =
+        trident_engine::Engine::builder(std::sync::Arc::new(trident_testkit::agents::Demo)).build();
+    let options = trident_server::ServerOptions {
+        authenticator: Some(std::sync::Arc::new(authenticator)),
+        ..Default::default()
+    };
+    let (interfaces, task) = crate::harness::spawn_server_with(engine, options).await;
+    let http = reqwest::Client::new();
+    let mut grpc = trident_proto::a2a_service_client::A2aServiceClient::connect(format!(
+        "http://{}",
+        interfaces.grpc
+    ))
+    .await
+    .expect("gRPC");
+    let twice: [(&str, &str, &str); 2] = [
+        ("authorization", "Bearer token-alice", "Bearer someone-else"),
+        ("x-api-key", "key-bob", "key-of-someone-else"),
+    ];
+    for (name, first, second) in twice {
+        let with = |rb: reqwest::RequestBuilder| {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.append(name, first.parse().expect("value"));
+            headers.append(name, second.parse().expect("value"));
+            rb.headers(headers).header("a2a-version", "1.0")
+        };
+        let response = with(http.get(format!("{}/tasks", interfaces.rest)))
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 400, "HTTP+JSON, {name} twice");
+        let body: serde_json::Value = response.json().await.expect("AIP-193");
+        assert_eq!(body["error"]["code"], 400, "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(name)),
+            "{body}"
+        );
+
+        let response = with(http.post(&interfaces.jsonrpc))
+            .json(&serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}
+            }))
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(response.status().as_u16(), 400, "JSON-RPC, {name} twice");
+        let body: serde_json::Value = response.json().await.expect("JSON-RPC");
+        assert_eq!(body["error"]["code"], -32600, "{body}");
+
+        let mut request = tonic::Request::new(pb::ListTasksRequest::default());
+        let md = request.metadata_mut();
+        md.append(name, first.parse().expect("ASCII"));
+        md.append(name, second.parse().expect("ASCII"));
+        md.insert("a2a-version", "1.0".parse().expect("ASCII"));
+        let status = grpc
+            .list_tasks(request)
+            .await
+            .expect_err(&format!("gRPC, {name} twice"));
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    }
+    // Once each, they work.
+    let response = http
+        .get(format!("{}/tasks", interfaces.rest))
+        .header("authorization", "Bearer token-alice")
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 200);
+    task.abort();
+}

@@ -263,3 +263,115 @@ async fn subscribers_of_an_interrupted_task_follow_it_to_the_end_on_every_bindin
         );
     }
 }
+
+/// A `Last-Event-ID` that is not a sequence number (`-1`, `abc`, 10²³ — past `u64` — or `1e3`)
+/// was read as absent, so a client resuming a live task's stream silently got the whole
+/// stream again from its snapshot. It is refused, on every binding, as `InvalidParams` naming
+/// the header; a valid one still resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_last_event_id_is_refused_on_every_binding() {
+    use crate::harness::{Fixture, Transport, Variant};
+    use serde_json::{Value, json};
+    let f = Fixture::new(Transport::Rest, Variant::default()).await;
+    let interfaces = f.interfaces.clone().expect("server");
+    let task = send_task(&*f.svc, &cx(), "input").await;
+    assert_eq!(task.state(), pb::TaskState::InputRequired, "a live task");
+    let http = reqwest::Client::new();
+    let rest = format!("{}/tasks/{}:subscribe", interfaces.rest, task.id);
+    let rpc = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "SubscribeToTask", "params": {"id": task.id}
+    });
+    let reason = |details: &Value| {
+        details
+            .as_array()
+            .and_then(|d| d.iter().find_map(|x| x.get("reason").cloned()))
+            .unwrap_or(Value::Null)
+    };
+    let mut grpc = trident_proto::a2a_service_client::A2aServiceClient::connect(format!(
+        "http://{}",
+        interfaces.grpc
+    ))
+    .await
+    .expect("gRPC");
+    for bad in ["-1", "abc", "100000000000000000000000", "1e3"] {
+        for method in [reqwest::Method::GET, reqwest::Method::POST] {
+            let response = http
+                .request(method.clone(), &rest)
+                .header("a2a-version", "1.0")
+                .header("last-event-id", bad)
+                .send()
+                .await
+                .expect("HTTP");
+            // (Checked before the body is read: a stream that opened would not end.)
+            assert_eq!(
+                response.status().as_u16(),
+                400,
+                "HTTP+JSON {method} Last-Event-ID {bad:?}: {:?}",
+                response.headers()
+            );
+            let body: Value = response.json().await.expect("an AIP-193 body");
+            assert_eq!(
+                reason(&body["error"]["details"]),
+                "INVALID_PARAMS",
+                "{body}"
+            );
+            let message = body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("Last-Event-ID"), "{body}");
+        }
+        let response = http
+            .post(&interfaces.jsonrpc)
+            .header("a2a-version", "1.0")
+            .header("last-event-id", bad)
+            .json(&rpc)
+            .send()
+            .await
+            .expect("HTTP");
+        assert_eq!(
+            response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "JSON-RPC Last-Event-ID {bad:?}: an error, not a stream"
+        );
+        let body: Value = response.json().await.expect("a JSON-RPC error");
+        assert_eq!(body["id"], 7, "{body}");
+        assert_eq!(body["error"]["code"], -32602, "JSON-RPC {bad:?}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("Last-Event-ID"), "{body}");
+
+        let mut request = tonic::Request::new(pb::SubscribeToTaskRequest {
+            id: task.id.clone(),
+            ..Default::default()
+        });
+        request
+            .metadata_mut()
+            .insert("last-event-id", bad.parse().expect("ASCII"));
+        request
+            .metadata_mut()
+            .insert("a2a-version", "1.0".parse().expect("ASCII"));
+        let status = grpc
+            .subscribe_to_task(request)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("gRPC Last-Event-ID {bad:?} is refused"));
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("Last-Event-ID"), "{status:?}");
+    }
+    // A sequence number resumes after it: the stream opens.
+    let response = http
+        .post(&rest)
+        .header("a2a-version", "1.0")
+        .header("last-event-id", "1")
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok()),
+        Some("text/event-stream")
+    );
+}

@@ -3,7 +3,7 @@
 //! - An [`Authenticator`] turns a request's credentials (headers, or gRPC metadata, which
 //!   arrive as HTTP/2 headers) into a [`Principal`], or says why it cannot. Implementations
 //!   here: [`BearerTokens`] and [`ApiKeys`] (from configuration), [`AnyOf`] (several schemes;
-//!   the first that recognizes the caller wins). JWT bearer validation against a JWKS lives in
+//!   any may authenticate the caller, and every credential sent must be valid). JWT bearer validation against a JWKS lives in
 //!   `trident-security`. Each also describes itself for the agent card (`securitySchemes`) and
 //!   for `WWW-Authenticate` challenges.
 //! - An [`Authorizer`] decides, per call, whether an authenticated caller may perform an
@@ -82,11 +82,24 @@ pub trait Authenticator: Send + Sync + 'static {
 
     /// The scheme(s) to declare in the agent card's `securitySchemes`, by name.
     fn security_schemes(&self) -> Vec<(String, pb::SecurityScheme)>;
+
+    /// The request headers this authenticator reads its credentials from, lowercase (e.g.
+    /// `["authorization"]`, or an API key's header). Schemes that read the same headers judge
+    /// the same credential: [`AnyOf`] accepts it when one of them does (a static bearer table
+    /// and a JWT issuer both read `Authorization: Bearer`). The server refuses a request that
+    /// repeats one of these headers (which copy would count is ambiguous). The default, none
+    /// named, makes a scheme's refusal final in [`AnyOf`].
+    fn credential_headers(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
+
+/// The header bearer tokens (and other RFC 7235 schemes) arrive in, lowercase.
+pub const AUTHORIZATION: &str = "authorization";
 
 /// Splits `Authorization: <scheme> <token>`; the scheme compared case-insensitively.
 pub fn authorization_token<'a>(request: &'a dyn Credentials, scheme: &str) -> Option<&'a str> {
-    let value = request.header("authorization")?.trim();
+    let value = request.header(AUTHORIZATION)?.trim();
     let (s, token) = value.split_once(' ')?;
     s.eq_ignore_ascii_case(scheme).then(|| token.trim())
 }
@@ -153,6 +166,10 @@ impl Authenticator for BearerTokens {
 
     fn challenges(&self, rejection: &AuthRejection) -> Vec<String> {
         vec![bearer_challenge("a2a", rejection)]
+    }
+
+    fn credential_headers(&self) -> Vec<String> {
+        vec![AUTHORIZATION.to_owned()]
     }
 
     fn security_schemes(&self) -> Vec<(String, pb::SecurityScheme)> {
@@ -223,6 +240,10 @@ impl Authenticator for ApiKeys {
         vec![format!("ApiKey realm=\"a2a\", header=\"{}\"", self.header)]
     }
 
+    fn credential_headers(&self) -> Vec<String> {
+        vec![self.header.clone()]
+    }
+
     fn security_schemes(&self) -> Vec<(String, pb::SecurityScheme)> {
         vec![(
             API_KEY_SCHEME.to_owned(),
@@ -239,8 +260,13 @@ impl Authenticator for ApiKeys {
     }
 }
 
-/// Several schemes: the first that recognizes the caller wins; credentials that one scheme
-/// refuses and none accepts are refused.
+/// Several schemes, any of which may authenticate the caller — and fail closed: every scheme
+/// looks at the request, and **every credential presented must be valid**. A credential one
+/// scheme refuses fails the request, whatever another accepted, unless a scheme reading the same
+/// headers ([`Authenticator::credential_headers`]) accepts that same credential (a static
+/// bearer table and a JWT issuer both read `Authorization`). An invalid bearer token next to a
+/// valid API key is refused, in whatever order the schemes are listed; so are valid
+/// credentials naming two different callers.
 #[derive(Clone)]
 pub struct AnyOf(pub Vec<Arc<dyn Authenticator>>);
 
@@ -256,15 +282,45 @@ impl Authenticator for AnyOf {
         &self,
         request: &dyn Credentials,
     ) -> Result<Option<Principal>, AuthRejection> {
-        let mut refused = None;
+        // Every scheme's verdict, with the headers it read.
+        let mut verdicts = Vec::with_capacity(self.0.len());
         for auth in &self.0 {
-            match auth.authenticate(request).await {
-                Ok(Some(p)) => return Ok(Some(p)),
-                Ok(None) => {}
-                Err(e) => refused = refused.or(Some(e)),
+            verdicts.push((auth.credential_headers(), auth.authenticate(request).await));
+        }
+        let accepted_by_a_twin = |headers: &[String]| {
+            !headers.is_empty()
+                && verdicts
+                    .iter()
+                    .any(|(h, v)| h.as_slice() == headers && matches!(v, Ok(Some(_))))
+        };
+        for (headers, verdict) in &verdicts {
+            if let Err(rejection) = verdict
+                && !accepted_by_a_twin(headers)
+            {
+                return Err(rejection.clone());
             }
         }
-        refused.map_or(Ok(None), Err)
+        let mut caller: Option<&Principal> = None;
+        for (_, verdict) in &verdicts {
+            if let Ok(Some(p)) = verdict {
+                match caller {
+                    Some(first) if first != p => {
+                        return Err(AuthRejection::Invalid(
+                            "the credentials sent name different callers".into(),
+                        ));
+                    }
+                    _ => caller = Some(p),
+                }
+            }
+        }
+        Ok(caller.cloned())
+    }
+
+    fn credential_headers(&self) -> Vec<String> {
+        let mut headers: Vec<String> = self.0.iter().flat_map(|a| a.credential_headers()).collect();
+        headers.sort();
+        headers.dedup();
+        headers
     }
 
     fn challenges(&self, rejection: &AuthRejection) -> Vec<String> {

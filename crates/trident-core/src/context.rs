@@ -228,6 +228,49 @@ const SERVICE_PARAMS: [&str; 8] = [
     crate::deadline::TIMEOUT_HEADER,
 ];
 
+fn param_index(name: &str) -> Option<usize> {
+    SERVICE_PARAMS.iter().position(|p| *p == name)
+}
+
+/// The first value of each service parameter among `pairs`, by [`param_index`].
+fn first_of_each<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> [Option<&'a [u8]>; SERVICE_PARAMS.len()] {
+    let mut found: [Option<&'a [u8]>; SERVICE_PARAMS.len()] = [None; SERVICE_PARAMS.len()];
+    for (name, value) in pairs {
+        if let Some(i) = param_index(name) {
+            found[i].get_or_insert(value);
+        }
+    }
+    found
+}
+
+/// Reads a `Last-Event-ID` value: an event's sequence number (decimal digits, at most
+/// `u64::MAX`, blanks around it ignored), or `None` when empty (SSE's "no last event").
+fn last_event_id(raw: &[u8]) -> Result<Option<u64>, crate::A2aError> {
+    let value = raw.trim_ascii();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    let seq = std::str::from_utf8(value)
+        .ok()
+        .filter(|v| v.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|v| v.parse::<u64>().ok());
+    match seq {
+        Some(seq) => Ok(Some(seq)),
+        None => {
+            let shown: String = String::from_utf8_lossy(value).chars().take(64).collect();
+            Err(crate::A2aError::invalid_field(
+                "Last-Event-ID",
+                format!(
+                    "{shown:?} is not an event's sequence number (decimal digits, at most {})",
+                    u64::MAX
+                ),
+            ))
+        }
+    }
+}
+
 impl CallContext {
     /// An anonymous context speaking A2A 1.0.
     pub fn new() -> Self {
@@ -267,9 +310,47 @@ impl CallContext {
     /// the caller's deadline from [`TIMEOUT_HEADER`](crate::deadline::TIMEOUT_HEADER).
     /// A parameter is text when it is visible ASCII (what HTTP's `to_str` accepts); others
     /// are ignored, except `A2A-Version`, which is kept, decoded lossily, so the engine refuses
-    /// it with `VersionNotSupported` instead of reading it as absent. A `Last-Event-ID` that
-    /// is not a sequence number, and a malformed `traceparent`, are ignored.
+    /// it with `VersionNotSupported` instead of reading it as absent. This reading is lenient:
+    /// a `Last-Event-ID` that is not a sequence number, a malformed deadline and a malformed
+    /// `traceparent` are ignored. Server adapters use
+    /// [`try_from_service_params`](Self::try_from_service_params), which refuses the first
+    /// two.
     pub fn from_service_params<'a>(get: impl Fn(&str) -> Option<&'a [u8]>) -> Self {
+        Self::read_service_params(get, false).unwrap_or_default()
+    }
+
+    /// [`from_service_params`](Self::from_service_params) as a server adapter reads them: a
+    /// parameter the call would act on and cannot be read is refused rather than read as
+    /// absent, which would silently change what the call does —
+    ///
+    /// - a `Last-Event-ID` that is not an event's sequence number (decimal digits, at most
+    ///   `u64::MAX`; `-1`, `abc`, `1e3`, 10²³) is `InvalidParams` naming the header (resuming
+    ///   a live task's stream would otherwise restart it from its snapshot). An empty one is
+    ///   absent, as in SSE;
+    /// - a malformed [`TIMEOUT_HEADER`](crate::deadline::TIMEOUT_HEADER) (not 1 to 8 digits
+    ///   and a unit `H M S m u n`) is `InvalidRequest` (the call would otherwise run without
+    ///   the caller's deadline).
+    ///
+    /// ```
+    /// use trident_core::{CallContext, ErrorKind};
+    /// let get = |value: &'static [u8]| {
+    ///     move |name: &str| (name == "last-event-id").then_some(value)
+    /// };
+    /// let cx = CallContext::try_from_service_params(get(b"42")).expect("a sequence number");
+    /// assert_eq!(cx.last_event_id, Some(42));
+    /// let e = CallContext::try_from_service_params(get(b"-1")).unwrap_err();
+    /// assert_eq!(e.kind(), ErrorKind::InvalidParams);
+    /// ```
+    pub fn try_from_service_params<'a>(
+        get: impl Fn(&str) -> Option<&'a [u8]>,
+    ) -> Result<Self, crate::A2aError> {
+        Self::read_service_params(get, true)
+    }
+
+    fn read_service_params<'a>(
+        get: impl Fn(&str) -> Option<&'a [u8]>,
+        strict: bool,
+    ) -> Result<Self, crate::A2aError> {
         let text = |name: &str| {
             get(name)
                 .filter(|raw| raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t'))
@@ -289,16 +370,31 @@ impl CallContext {
                 cx = cx.with_extensions_header(v);
             }
         }
-        cx.last_event_id = text("last-event-id").and_then(|v| v.trim().parse().ok());
+        cx.last_event_id = match get("last-event-id") {
+            None => None,
+            Some(raw) => match last_event_id(raw) {
+                Ok(seq) => seq,
+                Err(e) if strict => return Err(e),
+                Err(_) => None,
+            },
+        };
         cx.credentials = text("authorization")
             .map(str::trim)
             .filter(|v| !v.is_empty())
             .map(str::to_owned);
         cx.trace = text("traceparent").and_then(|t| TraceContext::parse(t, text("tracestate")));
-        cx.deadline = text(crate::deadline::TIMEOUT_HEADER)
-            .and_then(crate::deadline::parse_timeout)
-            .and_then(|d| Instant::now().checked_add(d));
-        cx
+        let timeout = match get(crate::deadline::TIMEOUT_HEADER) {
+            None => None,
+            Some(raw) => match text(crate::deadline::TIMEOUT_HEADER)
+                .and_then(crate::deadline::parse_timeout)
+            {
+                Some(timeout) => Some(timeout),
+                None if strict => return Err(crate::deadline::malformed_timeout(raw)),
+                None => None,
+            },
+        };
+        cx.deadline = timeout.and_then(|d| Instant::now().checked_add(d));
+        Ok(cx)
     }
 
     /// [`from_service_params`](Self::from_service_params) over all of a request's service
@@ -319,14 +415,18 @@ impl CallContext {
     pub fn from_service_param_pairs<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     ) -> Self {
-        let index = |name: &str| SERVICE_PARAMS.iter().position(|p| *p == name);
-        let mut found: [Option<&'a [u8]>; SERVICE_PARAMS.len()] = [None; SERVICE_PARAMS.len()];
-        for (name, value) in pairs {
-            if let Some(i) = index(name) {
-                found[i].get_or_insert(value);
-            }
-        }
-        Self::from_service_params(|name| index(name).and_then(|i| found[i]))
+        let found = first_of_each(pairs);
+        Self::from_service_params(|name| param_index(name).and_then(|i| found[i]))
+    }
+
+    /// [`try_from_service_params`](Self::try_from_service_params) over all of a request's
+    /// service parameters at once, as [`from_service_param_pairs`](Self::from_service_param_pairs)
+    /// reads them: what server adapters call.
+    pub fn try_from_service_param_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    ) -> Result<Self, crate::A2aError> {
+        let found = first_of_each(pairs);
+        Self::try_from_service_params(|name| param_index(name).and_then(|i| found[i]))
     }
 
     /// Client side: the service parameters a client sends for this call (lowercase names, as

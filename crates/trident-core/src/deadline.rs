@@ -52,6 +52,21 @@ pub fn parse_timeout(v: &str) -> Option<Duration> {
     })
 }
 
+/// The error for a [`TIMEOUT_HEADER`] value that [`parse_timeout`] refuses: `InvalidRequest`
+/// (gRPC `INVALID_ARGUMENT`), quoting at most 32 bytes of it. Servers refuse such a call rather
+/// than run it without the caller's deadline. (grpc-go answers `INTERNAL` "malformed
+/// grpc-timeout"; the A2A table's row for a request the caller got wrong is this one.)
+pub fn malformed_timeout(raw: &[u8]) -> A2aError {
+    let shown: String = String::from_utf8_lossy(raw).chars().take(32).collect();
+    A2aError::new(
+        ErrorKind::InvalidRequest,
+        format!(
+            "malformed {TIMEOUT_HEADER} {shown:?}: send 1 to 8 digits and a unit \
+             (H, M, S, m, u or n), e.g. 250m"
+        ),
+    )
+}
+
 /// Formats `d` as a [`TIMEOUT_HEADER`] value, in the finest unit whose count fits in 8 digits
 /// (rounded down; longer than 99999999 hours is written as that).
 ///

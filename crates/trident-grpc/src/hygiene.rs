@@ -29,6 +29,9 @@ const HEADER: usize = 5;
 /// The request header naming the messages' compression (a constant: no name parsing per
 /// request).
 const GRPC_ENCODING: http::HeaderName = http::HeaderName::from_static("grpc-encoding");
+/// The request header carrying the caller's deadline.
+const TIMEOUT_HEADER: http::HeaderName =
+    http::HeaderName::from_static(trident_core::deadline::TIMEOUT_HEADER);
 
 /// What [`Hygiene`] checks for one service.
 #[derive(Debug)]
@@ -51,6 +54,8 @@ struct Rules {
 /// | request | tonic 0.14 alone | with `Hygiene` |
 /// |---|---|---|
 /// | `content-type` missing or not `application/grpc[+proto][;…]` | served as gRPC | HTTP 415, `grpc-status` INVALID_ARGUMENT |
+/// | HTTP/1.x | served, 200 with no `grpc-status` | HTTP 505, `grpc-status` INVALID_ARGUMENT |
+/// | `grpc-timeout` not 1-8 digits and a unit | ignored (no deadline) | INVALID_ARGUMENT |
 /// | message over `max_request_size` | OUT_OF_RANGE | RESOURCE_EXHAUSTED naming the limit |
 /// | compressed flag, no `grpc-encoding` | INTERNAL | INVALID_ARGUMENT |
 /// | flag other than 0 or 1 | INTERNAL | INVALID_ARGUMENT |
@@ -140,14 +145,51 @@ fn unsupported_media_type(headers: &HeaderMap) -> axum::response::Response {
         Some(ct) => format!("content-type {ct:?} is not gRPC: send application/grpc"),
         None => "no content-type: send application/grpc".to_owned(),
     };
+    http_refusal(StatusCode::UNSUPPORTED_MEDIA_TYPE, message)
+}
+
+/// The answer to a gRPC request over HTTP/1.x: HTTP 505, as grpc-go answers it. gRPC's status
+/// travels in trailers, which an HTTP/1.1 response here does not carry, so serving it would
+/// answer 200 with no status at all (a success to a careless client).
+fn http_version_not_supported(version: http::Version) -> axum::response::Response {
+    http_refusal(
+        StatusCode::HTTP_VERSION_NOT_SUPPORTED,
+        format!("gRPC requires HTTP/2; this request is {version:?} (use h2c or HTTP/2 over TLS)"),
+    )
+}
+
+/// A refusal at the HTTP level: `http` with `message` as plain text, and the message as an
+/// `INVALID_ARGUMENT` status in the headers too, for gRPC clients that read them.
+fn http_refusal(code: StatusCode, message: String) -> axum::response::Response {
     let error = A2aError::new(ErrorKind::InvalidRequest, message.clone());
     let (mut parts, ()) = status(&error).into_http::<()>().into_parts();
-    parts.status = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+    parts.status = code;
     parts.headers.insert(
         header::CONTENT_TYPE,
         http::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     Response::from_parts(parts, axum::body::Body::from(message))
+}
+
+/// Refuses what gRPC's transport rules forbid before the call is decoded: HTTP/1.x (505), and
+/// a malformed `grpc-timeout` (`INVALID_ARGUMENT`; a call would otherwise run without the
+/// caller's deadline — tonic alone ignores it).
+fn transport_refusal(request: &Request<axum::body::Body>) -> Option<axum::response::Response> {
+    if request.version() < http::Version::HTTP_2 {
+        return Some(http_version_not_supported(request.version()));
+    }
+    let timeout = request.headers().get(TIMEOUT_HEADER)?;
+    let readable = timeout
+        .to_str()
+        .ok()
+        .and_then(trident_core::deadline::parse_timeout);
+    match readable {
+        Some(_) => None,
+        None => {
+            let error = trident_core::deadline::malformed_timeout(timeout.as_bytes());
+            Some(status(&error).into_http::<axum::body::Body>())
+        }
+    }
 }
 
 impl<S, B> tonic::codegen::Service<Request<axum::body::Body>> for Hygiene<S>
@@ -169,6 +211,10 @@ where
         if !is_grpc_proto(request.headers()) {
             tracing::debug!(path = %request.uri().path(), "gRPC request refused: content-type");
             let response = unsupported_media_type(request.headers());
+            return futures::future::ready(Ok(response)).boxed();
+        }
+        if let Some(response) = transport_refusal(&request) {
+            tracing::debug!(path = %request.uri().path(), "gRPC request refused: transport");
             return futures::future::ready(Ok(response)).boxed();
         }
         // Compressed messages are allowed when the request names an encoding (tonic refuses

@@ -160,19 +160,21 @@ where
 }
 
 /// The call context of a request: service parameters from the metadata (the deadline from
-/// `grpc-timeout` among them).
-fn context(md: &MetadataMap) -> CallContext {
-    let mut cx = CallContext::from_service_param_pairs(
+/// `grpc-timeout` among them). A `last-event-id` or deadline it cannot read is refused
+/// ([`CallContext::try_from_service_params`]).
+fn context(md: &MetadataMap) -> Result<CallContext, Status> {
+    let mut cx = CallContext::try_from_service_param_pairs(
         md.as_ref().iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-    );
+    )
+    .map_err(|e| status(&e))?;
     cx.binding = Some(trident_core::Binding::Grpc);
-    cx
+    Ok(cx)
 }
 
 /// Splits a request into its call context and message. The principal is the one the server's
 /// authentication layer put into the request extensions.
-fn split<T>(req: Request<T>) -> (CallContext, T) {
-    let mut cx = context(req.metadata());
+fn split<T>(req: Request<T>) -> Result<(CallContext, T), Status> {
+    let mut cx = context(req.metadata())?;
     if let Some(p) = req.extensions().get::<trident_core::Principal>() {
         cx.principal = p.clone();
     }
@@ -180,7 +182,7 @@ fn split<T>(req: Request<T>) -> (CallContext, T) {
         .extensions()
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0);
-    (cx, req.into_inner())
+    Ok((cx, req.into_inner()))
 }
 
 fn unary<T>(r: Result<T, A2aError>) -> Result<Response<T>, Status> {
@@ -224,7 +226,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::SendMessageRequest>,
     ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(self.svc.send_message(&cx, req).await)
     }
 
@@ -234,7 +236,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::SendMessageRequest>,
     ) -> Result<Response<GrpcStream>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         streaming(self.svc.send_streaming_message(&cx, req).await).await
     }
 
@@ -242,7 +244,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::GetTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(self.svc.get_task(&cx, req).await)
     }
 
@@ -250,7 +252,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(self.svc.list_tasks(&cx, req).await)
     }
 
@@ -258,7 +260,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::CancelTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(self.svc.cancel_task(&cx, req).await)
     }
 
@@ -268,7 +270,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::SubscribeToTaskRequest>,
     ) -> Result<Response<GrpcStream>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         streaming(self.svc.subscribe_to_task(&cx, req).await).await
     }
 
@@ -276,7 +278,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::TaskPushNotificationConfig>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(
             self.svc
                 .create_task_push_notification_config(&cx, req)
@@ -288,7 +290,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(self.svc.get_task_push_notification_config(&cx, req).await)
     }
 
@@ -296,7 +298,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(self.svc.list_task_push_notification_configs(&cx, req).await)
     }
 
@@ -304,7 +306,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::GetExtendedAgentCardRequest>,
     ) -> Result<Response<pb::AgentCard>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(self.svc.get_extended_agent_card(&cx, req).await)
     }
 
@@ -312,7 +314,7 @@ impl GrpcService for GrpcServer {
         &self,
         req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<pbjson_types::Empty>, Status> {
-        let (cx, req) = split(req);
+        let (cx, req) = split(req)?;
         unary(
             self.svc
                 .delete_task_push_notification_config(&cx, req)

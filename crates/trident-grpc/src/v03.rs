@@ -45,9 +45,10 @@ impl V03Server {
 /// [`trident_v03::version::admit_v03`]), and its message.
 fn split<T>(req: Request<T>, what: &str) -> Result<(CallContext, T), Status> {
     let md = req.metadata();
-    let mut cx = CallContext::from_service_param_pairs(
+    let mut cx = CallContext::try_from_service_param_pairs(
         md.as_ref().iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-    );
+    )
+    .map_err(|e| status(&e))?;
     cx.binding = Some(trident_core::Binding::Grpc);
     if let Some(p) = req.extensions().get::<trident_core::Principal>() {
         cx.principal = p.clone();

@@ -214,14 +214,15 @@ pub(crate) fn parse_call(
 }
 
 /// The call context of a request: its service parameters (headers), the principal the
-/// authentication layer found and the client's address.
-fn call_context(parts: &axum::http::request::Parts) -> CallContext {
-    let mut cx = CallContext::from_service_param_pairs(
+/// authentication layer found and the client's address. A `Last-Event-ID` or deadline it
+/// cannot read is refused ([`CallContext::try_from_service_params`]).
+fn call_context(parts: &axum::http::request::Parts) -> Result<CallContext, A2aError> {
+    let mut cx = CallContext::try_from_service_param_pairs(
         parts
             .headers
             .iter()
             .map(|(n, v)| (n.as_str(), v.as_bytes())),
-    );
+    )?;
     cx.binding = Some(trident_core::Binding::JsonRpc);
     if let Some(p) = parts.extensions.get::<trident_core::Principal>() {
         cx.principal = p.clone();
@@ -230,7 +231,7 @@ fn call_context(parts: &axum::http::request::Parts) -> CallContext {
         .extensions
         .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
         .map(|c| c.0);
-    cx
+    Ok(cx)
 }
 
 async fn handle(State(st): State<AppState>, request: axum::extract::Request) -> Response {
@@ -265,12 +266,18 @@ async fn handle(State(st): State<AppState>, request: axum::extract::Request) -> 
         }
         Ok((id, Method::V1(op), params)) => (id, op, params),
         Ok((id, Method::V03(method), params)) => {
-            let cx = call_context(&parts);
+            let cx = match call_context(&parts) {
+                Ok(cx) => cx,
+                Err(e) => return json(trident_v03::jsonrpc::error_envelope(id, &e)),
+            };
             return crate::v03::handle(&*st.svc, cx, id, method, params, &st.options).await;
         }
         Err((id, e)) => return json(error_json(id, &e)),
     };
-    let cx = call_context(&parts);
+    let cx = match call_context(&parts) {
+        Ok(cx) => cx,
+        Err(e) => return json(error_json(id, &e)),
+    };
     match dispatch_json(
         &*st.svc,
         &cx,

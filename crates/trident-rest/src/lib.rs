@@ -19,7 +19,7 @@ mod v03_client;
 pub use client::RestClient;
 pub use error::{decode_error, error_body};
 pub use routes::{RouteError, Routes};
-pub use server::{RestOptions, error_response, router, sse};
+pub use server::{RestOptions, error_response, refusal_response, router, sse};
 pub use v03_client::V03Client;
 
 #[cfg(test)]

@@ -229,13 +229,26 @@ impl Routes {
     }
 
     /// Matches a request; [`Miss::Method`] when the path exists with other methods only.
+    ///
+    /// A path that a `:verb` route matches is that route's path, whatever the method: the
+    /// verb-less routes are not tried for it. Otherwise `GET /tasks/ID:cancel` would be GetTask
+    /// of a task named `ID:cancel` (a 404) instead of the 405 with `Allow: POST` that every
+    /// other known path answers for another method. (Ids are read from the last segment up to
+    /// the verb, as gRPC transcoding does; a `:` in an id is sent as `%3A`.)
     pub fn find(&self, method: &str, path: &str) -> Result<(&Route, Bound), Miss> {
         let Some(raw) = path.strip_prefix('/') else {
             return Err(Miss::Path);
         };
         let raw: Vec<&str> = raw.split('/').collect();
+        let verb_path = self
+            .routes
+            .iter()
+            .any(|r| r.verb.is_some() && matches(r, &raw).is_some());
         let mut allowed: Vec<&'static str> = Vec::new();
         for route in &self.routes {
+            if verb_path && route.verb.is_none() {
+                continue;
+            }
             if let Some(bound) = matches(route, &raw) {
                 if route.method == method {
                     return Ok((route, bound));

@@ -118,16 +118,29 @@ pub fn error_response(e: &A2aError) -> Response {
     Refusal::from(e.clone()).into_response()
 }
 
+/// A request refused at the HTTP level, before any route is matched: `status` (e.g. 400, 501)
+/// with the AIP-193 body of `e`, whose `code` is that status.
+pub fn refusal_response(status: StatusCode, e: &A2aError) -> Response {
+    Refusal {
+        status,
+        error: e.clone(),
+        allow: None,
+    }
+    .into_response()
+}
+
 /// The call context of a request: its service parameters (headers, then `query` for the
-/// version), the principal the authentication layer found and the client's address.
+/// version), the principal the authentication layer found and the client's address. A
+/// `Last-Event-ID` or deadline it cannot read is refused
+/// ([`CallContext::try_from_service_params`]).
 fn call_context(
     headers: &HeaderMap,
     extensions: &axum::http::Extensions,
     query: &[(String, String)],
-) -> CallContext {
-    let mut cx = CallContext::from_service_param_pairs(
+) -> Result<CallContext, A2aError> {
+    let mut cx = CallContext::try_from_service_param_pairs(
         headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-    );
+    )?;
     cx.binding = Some(trident_core::Binding::Rest);
     if let Some(p) = extensions.get::<trident_core::Principal>() {
         cx.principal = p.clone();
@@ -142,7 +155,7 @@ fn call_context(
             .find(|(k, _)| k.eq_ignore_ascii_case("a2a-version"))
             .map(|(_, v)| v.clone());
     }
-    cx
+    Ok(cx)
 }
 
 fn query_json(
@@ -222,7 +235,10 @@ async fn handle(State(st): State<AppState>, request: Request) -> Response {
     if st.options.v03
         && let Some(route) = crate::v03::route_of(&request)
     {
-        let cx = call_context(request.headers(), request.extensions(), &[]);
+        let cx = match call_context(request.headers(), request.extensions(), &[]) {
+            Ok(cx) => cx,
+            Err(e) => return crate::v03::error_response(&e),
+        };
         return crate::v03::serve(&*st.svc, cx, route, request, &st.options).await;
     }
     if !st.options.v1 {
@@ -251,7 +267,7 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, Refusal> {
         parts.uri.query(),
         &parts.headers,
     )?;
-    let mut cx = call_context(&parts.headers, &parts.extensions, &matched.query);
+    let mut cx = call_context(&parts.headers, &parts.extensions, &matched.query)?;
     let body = if matched.route.body {
         Some(
             axum::body::to_bytes(body, st.options.max_body)

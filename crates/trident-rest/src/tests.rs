@@ -103,6 +103,22 @@ fn matching_prefers_verbs_and_unprefixed_routes() {
         Some(Miss::Method(vec!["DELETE", "GET"]))
     );
     assert_eq!(t.find("GET", "/nowhere/at/all").err(), Some(Miss::Path));
+    // A `:verb` path is the verb route's, whatever the method: not GetTask of `x:cancel`.
+    assert_eq!(
+        t.find("GET", "/tasks/x:cancel").err(),
+        Some(Miss::Method(vec!["POST"]))
+    );
+    assert_eq!(
+        t.find("DELETE", "/acme/tasks/x:subscribe").err(),
+        Some(Miss::Method(vec!["GET", "POST"]))
+    );
+    let (r, b) = t
+        .find("GET", "/tasks/x%3Acancel")
+        .expect("an escaped colon is the id's");
+    assert_eq!(
+        (r.op, b.id.as_deref()),
+        (Operation::GetTask, Some("x:cancel"))
+    );
 }
 
 /// A peer's answers the client must read right: `201 Created` and `204 No Content` are

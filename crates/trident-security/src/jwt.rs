@@ -375,6 +375,10 @@ impl Authenticator for JwtAuthenticator {
         vec![bearer_challenge(&self.config.realm, rejection)]
     }
 
+    fn credential_headers(&self) -> Vec<String> {
+        vec![trident_core::auth::AUTHORIZATION.to_owned()]
+    }
+
     fn security_schemes(&self) -> Vec<(String, pb::SecurityScheme)> {
         vec![(
             self.config.scheme_name.clone(),

@@ -9,8 +9,9 @@
 //!   negotiated on `A2A-Version`: the 1.0 card for 1.0 clients, v0.3's members added for the
 //!   others).
 //!
-//! HTTP/1.1 and HTTP/2 (prior knowledge) share the port. This crate only composes the binding
-//! crates; it holds no A2A behaviour.
+//! HTTP/1.1 and HTTP/2 (prior knowledge) share the port. Every request first passes the
+//! HTTP-level hygiene checks (`Host`, `Transfer-Encoding`, credentials sent twice). This crate
+//! only composes the binding crates; it holds no A2A behaviour.
 
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -27,6 +28,7 @@ use trident_proto as pb;
 mod admission;
 mod budget;
 mod connections;
+mod hygiene;
 mod limits;
 mod observe;
 pub mod proxy;
@@ -617,7 +619,7 @@ pub fn app(
             admission::charge,
         ));
     }
-    Ok(match &options.authenticator {
+    let router = match &options.authenticator {
         Some(auth) => router.layer(axum::middleware::from_fn_with_state(
             Gate {
                 authenticator: auth.clone(),
@@ -628,7 +630,17 @@ pub fn app(
             authenticate,
         )),
         None => router,
-    })
+    };
+    // Outermost: an ambiguous request head (Host, Transfer-Encoding, a repeated credential) is
+    // refused before anything reads it.
+    let rules = hygiene::Rules::new(
+        options
+            .authenticator
+            .as_ref()
+            .map(|a| a.credential_headers())
+            .unwrap_or_default(),
+    );
+    Ok(router.layer(axum::middleware::from_fn_with_state(rules, hygiene::check)))
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets open

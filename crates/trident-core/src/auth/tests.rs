@@ -48,22 +48,87 @@ fn api_keys_read_their_header() {
 }
 
 #[test]
-fn any_of_takes_the_first_success_and_reports_refusals() {
+fn any_of_fails_closed_on_any_invalid_credential_in_either_order() {
+    let bearer: Arc<dyn Authenticator> = Arc::new(BearerTokens::new().with("t1", "alice"));
+    let keys: Arc<dyn Authenticator> = Arc::new(ApiKeys::new("x-api-key").with("k1", "bob"));
+    let alice_keys: Arc<dyn Authenticator> =
+        Arc::new(ApiKeys::new("x-api-key").with("k2", "alice"));
+    for auth in [
+        AnyOf(vec![bearer.clone(), keys.clone()]),
+        AnyOf(vec![keys.clone(), bearer.clone()]),
+    ] {
+        let refused = |pairs: &[(&str, &str)], why: &str| {
+            assert!(
+                matches!(
+                    block(auth.authenticate(&headers(pairs))),
+                    Err(AuthRejection::Invalid(_))
+                ),
+                "{why}"
+            );
+        };
+        refused(
+            &[("Authorization", "Bearer wrong"), ("x-api-key", "k1")],
+            "an invalid bearer token next to a valid API key",
+        );
+        refused(
+            &[("Authorization", "Bearer t1"), ("x-api-key", "wrong")],
+            "a valid bearer token next to an invalid API key",
+        );
+        refused(
+            &[("Authorization", "Bearer t1"), ("x-api-key", "k1")],
+            "valid credentials of two different callers",
+        );
+        refused(
+            &[("Authorization", "Bearer wrong")],
+            "an invalid token alone",
+        );
+        let one = |pairs: &[(&str, &str)]| block(auth.authenticate(&headers(pairs)));
+        assert_eq!(
+            one(&[("x-api-key", "k1")]),
+            Ok(Some(Principal::named("bob")))
+        );
+        assert_eq!(
+            one(&[("Authorization", "Bearer t1")]),
+            Ok(Some(Principal::named("alice")))
+        );
+        assert_eq!(one(&[]), Ok(None));
+        assert_eq!(auth.security_schemes().len(), 2);
+        assert_eq!(auth.challenges(&AuthRejection::Missing).len(), 2);
+    }
+    // Two valid credentials of one caller are that caller.
+    let both = AnyOf(vec![bearer.clone(), alice_keys]);
+    assert_eq!(
+        block(both.authenticate(&headers(&[
+            ("Authorization", "Bearer t1"),
+            ("x-api-key", "k2")
+        ]))),
+        Ok(Some(Principal::named("alice")))
+    );
+    assert_eq!(
+        AnyOf(vec![bearer, keys]).credential_headers(),
+        ["authorization", "x-api-key"]
+    );
+}
+
+#[test]
+fn schemes_reading_one_header_judge_one_credential() {
+    // Two tables of bearer tokens (as a static table and a JWT issuer both read
+    // `Authorization`): a token one knows is valid even though the other refuses it.
     let auth = AnyOf(vec![
         Arc::new(BearerTokens::new().with("t1", "alice")),
-        Arc::new(ApiKeys::new("x-api-key").with("k1", "bob")),
+        Arc::new(BearerTokens::new().with("t2", "carol")),
     ]);
-    let both = headers(&[("Authorization", "Bearer wrong"), ("x-api-key", "k1")]);
-    assert_eq!(
-        block(auth.authenticate(&both)),
-        Ok(Some(Principal::named("bob"))),
-        "one valid credential is enough"
+    for (token, who) in [("t1", "alice"), ("t2", "carol")] {
+        let value = format!("Bearer {token}");
+        assert_eq!(
+            block(auth.authenticate(&headers(&[("Authorization", &value)]))),
+            Ok(Some(Principal::named(who)))
+        );
+    }
+    assert!(
+        block(auth.authenticate(&headers(&[("Authorization", "Bearer t3")]))).is_err(),
+        "none knows it"
     );
-    let wrong = headers(&[("Authorization", "Bearer wrong")]);
-    assert!(block(auth.authenticate(&wrong)).is_err());
-    assert_eq!(block(auth.authenticate(&headers(&[]))), Ok(None));
-    assert_eq!(auth.security_schemes().len(), 2);
-    assert_eq!(auth.challenges(&AuthRejection::Missing).len(), 2);
 }
 
 #[test]

@@ -74,3 +74,61 @@ fn pairs_read_like_lookups_first_value_first() {
         summary(&CallContext::from_service_params(|_| None))
     );
 }
+
+#[test]
+fn server_adapters_refuse_a_last_event_id_or_deadline_they_cannot_read() {
+    use crate::ErrorKind;
+    let one = |name: &'static str, value: &'static [u8]| {
+        CallContext::try_from_service_param_pairs([(name, value)])
+    };
+    for bad in [
+        &b"-1"[..],
+        b"abc",
+        b"100000000000000000000000",
+        b"18446744073709551616",
+        b"1e3",
+        b"+3",
+        b"1 2",
+        b"\xff",
+    ] {
+        let e = one("last-event-id", bad).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidParams, "{bad:?}");
+        assert!(e.message().contains("Last-Event-ID"), "{e}");
+        // The lenient reading still takes it as absent.
+        let lenient = CallContext::from_service_param_pairs([("last-event-id", bad)]);
+        assert_eq!(lenient.last_event_id, None);
+    }
+    for (good, seq) in [
+        (&b"0"[..], Some(0)),
+        (b" 18446744073709551615 ", Some(u64::MAX)),
+        (b"", None),
+        (b"  ", None),
+    ] {
+        let cx = one("last-event-id", good).expect("read");
+        assert_eq!(cx.last_event_id, seq, "{good:?}");
+    }
+    for bad in [
+        &b"5"[..],
+        b"5s",
+        b"123456789S",
+        b"-1S",
+        b"",
+        b"1.5m",
+        b"\xffS",
+    ] {
+        let e = one("grpc-timeout", bad).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidRequest, "{bad:?}");
+        assert!(e.message().contains("grpc-timeout"), "{e}");
+        assert!(
+            CallContext::from_service_param_pairs([("grpc-timeout", bad)])
+                .deadline
+                .is_none()
+        );
+    }
+    assert!(
+        one("grpc-timeout", b"250m")
+            .expect("read")
+            .deadline
+            .is_some()
+    );
+}
