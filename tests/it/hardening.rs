@@ -895,6 +895,7 @@ async fn the_json_memory_budget_is_the_servers_to_set() {
     for (route, status, code, text, _) in answers {
         assert_eq!((status, &code), (200, &Value::Null), "{route}: {text}");
     }
+}
 
 /// A `:verb` route with another method is 405 with `Allow`, like every other route: the
 /// request used to fall through to the verb-less route of the same path, so `GET

@@ -29,7 +29,9 @@ pub use error::{
     RETRY_AFTER_SECONDS, Wire, error_chain,
 };
 pub use executor::{AgentExecutor, Commit, EventSink, RequestContext, TurnEvents, TurnUpdate};
-pub use json_scan::{JSON_MEMORY_SLACK, JSON_VALUE_COST, JsonLimits, check_json};
+pub use json_scan::{
+    JSON_ELEMENT_COST, JSON_MEMORY_SLACK, JSON_VALUE_COST, JsonLimits, check_json,
+};
 pub use operation::{A2aReply, A2aRequest, AroundCall, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation};
 pub use service::{A2aService, EventStream, StreamEvent};
 
