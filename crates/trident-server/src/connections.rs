@@ -143,7 +143,8 @@ pub const MAX_CONNECTIONS_CAP: usize = 10_000;
 /// the gRPC listener and the like.
 const FD_HEADROOM: u64 = 256;
 
-/// The most webhook calls in flight the default allows (half of [`FD_HEADROOM`]).
+/// The most webhook calls in flight the default allows: half of the 256 file descriptors the
+/// default connection limit leaves to everything else.
 pub const PUSH_DELIVERIES_CAP: usize = 128;
 
 /// The default bound on webhook calls in flight (`PushConcurrency::global`), from the same
