@@ -6,8 +6,8 @@
 //! for issue 27). `malloc_trim(0)` hands the free pages of every arena back (the same flood:
 //! 34 MB). It walks and locks the arenas, so it is not called per close: once
 //! [`CLOSES_BEFORE_TRIM`] connections have closed, one trim is scheduled [`TRIM_DELAY`] later,
-//! off the async threads, and the closes meanwhile are its too — at most one trim per delay,
-//! however many connections churn. Elsewhere than glibc, nothing is done: other allocators
+//! off the async threads, and runs again a delay later for as long as that many more closed
+//! meanwhile — at most one trim per delay, however many connections churn. Elsewhere than glibc, nothing is done: other allocators
 //! return large blocks themselves or have no such call.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -37,16 +37,23 @@ pub(crate) fn connection_closed() {
     }
     CLOSED.store(0, Ordering::Relaxed);
     tokio::spawn(async {
-        tokio::time::sleep(TRIM_DELAY).await;
-        let released = tokio::task::spawn_blocking(release_free_memory)
-            .await
-            .unwrap_or(false);
-        TRIMS.fetch_add(1, Ordering::Relaxed);
+        loop {
+            tokio::time::sleep(TRIM_DELAY).await;
+            let released = tokio::task::spawn_blocking(release_free_memory)
+                .await
+                .unwrap_or(false);
+            TRIMS.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(
+                released,
+                "returned free memory to the system after connections closed"
+            );
+            // Connections that closed while this trim was scheduled schedule none of their
+            // own: enough of them make this one run again.
+            if CLOSED.swap(0, Ordering::AcqRel) < CLOSES_BEFORE_TRIM {
+                break;
+            }
+        }
         SCHEDULED.store(false, Ordering::Release);
-        tracing::debug!(
-            released,
-            "returned free memory to the system after connections closed"
-        );
     });
 }
 
