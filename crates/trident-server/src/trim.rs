@@ -7,8 +7,9 @@
 //! 34 MB). It walks and locks the arenas, so it is not called per close: once
 //! [`CLOSES_BEFORE_TRIM`] connections have closed, one trim is scheduled [`TRIM_DELAY`] later,
 //! off the async threads, and runs again a delay later for as long as that many more closed
-//! meanwhile — at most one trim per delay, however many connections churn. Elsewhere than glibc, nothing is done: other allocators
-//! return large blocks themselves or have no such call.
+//! meanwhile — at most one trim per delay, however many connections churn. Elsewhere than
+//! glibc, nothing is done: other allocators return large blocks themselves or have no such
+//! call.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -22,7 +23,7 @@ pub(crate) const TRIM_DELAY: Duration = Duration::from_secs(1);
 
 /// Connections closed since the last trim was scheduled.
 static CLOSED: AtomicUsize = AtomicUsize::new(0);
-/// A trim is scheduled and has not run yet.
+/// A trim is scheduled (or running again): closes meanwhile only count.
 static SCHEDULED: AtomicBool = AtomicBool::new(false);
 /// Trims run so far (for tests and logs).
 static TRIMS: AtomicUsize = AtomicUsize::new(0);
@@ -36,7 +37,16 @@ pub(crate) fn connection_closed() {
         return;
     }
     CLOSED.store(0, Ordering::Relaxed);
+    /// Clears [`SCHEDULED`] when the trimming task ends, also when its runtime is dropped
+    /// while it waits: otherwise no trim would ever be scheduled again in this process.
+    struct Unschedule;
+    impl Drop for Unschedule {
+        fn drop(&mut self) {
+            SCHEDULED.store(false, Ordering::Release);
+        }
+    }
     tokio::spawn(async {
+        let _unschedule = Unschedule;
         loop {
             tokio::time::sleep(TRIM_DELAY).await;
             let released = tokio::task::spawn_blocking(release_free_memory)
@@ -53,7 +63,6 @@ pub(crate) fn connection_closed() {
                 break;
             }
         }
-        SCHEDULED.store(false, Ordering::Release);
     });
 }
 
