@@ -102,26 +102,67 @@ pub(crate) fn is_grpc(headers: &axum::http::HeaderMap) -> bool {
         .is_some_and(|ct| ct.starts_with("application/grpc"))
 }
 
-/// `error` as the answer to `request` in its binding's format: a gRPC status (trailers-only)
-/// for `application/grpc*`, a JSON-RPC error echoing the request's id for `POST` to the
-/// JSON-RPC endpoint (reading at most `jsonrpc_max_body` bytes of it), else the HTTP+JSON
-/// error (with `Retry-After` when the error says when to retry).
+/// The binding a request is answered in when the server refuses it before any adapter reads
+/// it (the admission, hygiene and body-budget refusals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// `application/grpc*`.
+    Grpc,
+    /// `POST` to the JSON-RPC endpoint.
+    JsonRpc,
+    /// Anything else: HTTP+JSON (and the card, JWKS and metrics paths).
+    Rest,
+}
+
+impl Wire {
+    /// The binding of a request with this method, URI and headers.
+    pub(crate) fn of(
+        method: &axum::http::Method,
+        uri: &axum::http::Uri,
+        headers: &axum::http::HeaderMap,
+    ) -> Self {
+        if is_grpc(headers) {
+            Wire::Grpc
+        } else if method == axum::http::Method::POST && uri.path() == JSONRPC_PATH {
+            Wire::JsonRpc
+        } else {
+            Wire::Rest
+        }
+    }
+
+    /// The binding of `request`.
+    pub(crate) fn of_request<B>(request: &axum::http::Request<B>) -> Self {
+        Self::of(request.method(), request.uri(), request.headers())
+    }
+
+    /// `error` in this binding's format: a gRPC status (trailers-only), a JSON-RPC error
+    /// echoing the id of `jsonrpc_request` (the request's bytes; empty: a null id), or the
+    /// HTTP+JSON error (with `Retry-After` when the error says when to retry).
+    pub(crate) fn answer(self, error: &A2aError, jsonrpc_request: &[u8]) -> Response {
+        match self {
+            Wire::Grpc => trident_grpc::status(error).into_http::<axum::body::Body>(),
+            Wire::JsonRpc => trident_jsonrpc::error_reply(jsonrpc_request, error),
+            Wire::Rest => trident_rest::error_response(error),
+        }
+    }
+}
+
+/// `error` as the answer to `request` in its binding's format ([`Wire::answer`]), a JSON-RPC
+/// error echoing the request's id (reading at most `jsonrpc_max_body` bytes of it).
 pub(crate) async fn refusal(
     request: axum::extract::Request,
     error: &A2aError,
     jsonrpc_max_body: usize,
 ) -> Response {
-    if is_grpc(request.headers()) {
-        return trident_grpc::status(error).into_http::<axum::body::Body>();
-    }
-    if request.method() == axum::http::Method::POST && request.uri().path() == JSONRPC_PATH {
-        let body = axum::body::to_bytes(request.into_body(), jsonrpc_max_body)
+    let wire = Wire::of_request(&request);
+    let body = if wire == Wire::JsonRpc {
+        axum::body::to_bytes(request.into_body(), jsonrpc_max_body)
             .await
-            .unwrap_or_default();
-        trident_jsonrpc::error_reply(&body, error)
+            .unwrap_or_default()
     } else {
-        trident_rest::error_response(error)
-    }
+        axum::body::Bytes::new()
+    };
+    wire.answer(error, &body)
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ use tower::ServiceExt;
 
 use trident_core::{A2aError, ErrorKind};
 
+use crate::admission::Wire;
 use crate::budget::{Budget, Cut, Place, Refused};
 use crate::proxy::{ProxyHeader, ProxyOptions};
 use crate::registry::{Admission, ConnId, Registry};
@@ -770,10 +771,8 @@ fn handle(
         id,
     };
     let version = request.version();
-    let grpc = crate::admission::is_grpc(request.headers());
-    let jsonrpc = !grpc
-        && request.method() == http::Method::POST
-        && request.uri().path() == crate::JSONRPC_PATH;
+    let wire = Wire::of_request(&request);
+    let grpc = wire == Wire::Grpc;
     let (mut parts, body) = request.into_parts();
     let peer = proxies.client(&parts.headers, peer);
     parts.extensions.insert(ConnectInfo(peer));
@@ -824,7 +823,7 @@ fn handle(
             None | Some((WITHIN_BUDGET, _)) => response,
             Some((why, max)) => {
                 tracing::debug!(%peer, max, "request body cut off: the body budget is full");
-                over_budget_response(version, grpc, jsonrpc, why == TOO_LARGE, max)
+                over_budget_response(version, wire, why == TOO_LARGE, max)
             }
         };
         let response = if version <= Version::HTTP_11 {
@@ -905,8 +904,7 @@ fn body_timeout_response(version: Version, grpc: bool, timeout: Duration) -> Res
 /// `Retry-After`), and `Connection: close` on HTTP/1.x, as the rest of the body is still owed.
 fn over_budget_response(
     version: Version,
-    grpc: bool,
-    jsonrpc: bool,
+    wire: Wire,
     too_large: bool,
     max: usize,
 ) -> Response<Body> {
@@ -927,14 +925,8 @@ fn over_budget_response(
         )
         .with_retry_after(1)
     };
-    let mut response = if grpc {
-        trident_grpc::status(&error).into_http::<Body>()
-    } else if jsonrpc {
-        trident_jsonrpc::error_reply(b"", &error)
-    } else {
-        trident_rest::error_response(&error)
-    };
-    if version <= Version::HTTP_11 && !grpc {
+    let mut response = wire.answer(&error, b"");
+    if version <= Version::HTTP_11 && wire != Wire::Grpc {
         response
             .headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));

@@ -29,11 +29,11 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version, header};
 use axum::response::Response;
 use trident_core::{A2aError, ErrorKind};
 
-use crate::JSONRPC_PATH;
+use crate::admission::Wire;
 
 /// What the hygiene layer checks.
 #[derive(Clone, Debug)]
@@ -199,16 +199,13 @@ fn transfer_encoding_problem(headers: &HeaderMap) -> Option<Problem> {
 /// `problem` as the answer to `request`, in its binding's format.
 fn refusal(request: &axum::extract::Request, problem: &Problem) -> Response {
     let error = A2aError::new(ErrorKind::InvalidRequest, problem.message.clone());
-    let mut response = if crate::admission::is_grpc(request.headers()) {
-        let mut response = trident_grpc::status(&error).into_http::<axum::body::Body>();
-        *response.status_mut() = problem.status;
-        response
-    } else if request.method() == Method::POST && request.uri().path() == JSONRPC_PATH {
-        let mut response = trident_jsonrpc::error_reply(b"", &error);
-        *response.status_mut() = problem.status;
-        response
-    } else {
-        trident_rest::refusal_response(problem.status, &error)
+    let mut response = match Wire::of_request(request) {
+        Wire::Rest => trident_rest::refusal_response(problem.status, &error),
+        wire => {
+            let mut response = wire.answer(&error, b"");
+            *response.status_mut() = problem.status;
+            response
+        }
     };
     if problem.close && request.version() < Version::HTTP_2 {
         response

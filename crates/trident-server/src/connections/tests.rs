@@ -17,6 +17,7 @@ use super::{
     body_timeout_response, fit_event_stream_headers, max_connections_for, over_budget_response,
     protocol_of, push_deliveries_for, serve_with, soft_open_files_limit,
 };
+use crate::admission::Wire;
 use crate::budget::Budget;
 
 const LIMITS: &str = "\
@@ -263,26 +264,26 @@ async fn a_stalled_body_is_cut_off_for_fresher_bytes_and_its_reader_woken() {
 
 #[test]
 fn a_body_over_budget_is_resource_exhausted_in_its_bindings_format() {
-    let rest = over_budget_response(Version::HTTP_11, false, false, false, 1024);
+    let rest = over_budget_response(Version::HTTP_11, Wire::Rest, false, 1024);
     assert_eq!(rest.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(rest.headers()["retry-after"], "1");
     assert_eq!(rest.headers()["connection"], "close");
-    let jsonrpc = over_budget_response(Version::HTTP_11, false, true, false, 1024);
+    let jsonrpc = over_budget_response(Version::HTTP_11, Wire::JsonRpc, false, 1024);
     assert_eq!(jsonrpc.status(), StatusCode::OK);
     assert_eq!(jsonrpc.headers()["connection"], "close");
-    let h2 = over_budget_response(Version::HTTP_2, false, true, true, 1024);
+    let h2 = over_budget_response(Version::HTTP_2, Wire::JsonRpc, true, 1024);
     assert!(
         !h2.headers().contains_key("connection"),
         "no connection headers on h2"
     );
-    let grpc = over_budget_response(Version::HTTP_2, true, false, false, 1024);
+    let grpc = over_budget_response(Version::HTTP_2, Wire::Grpc, false, 1024);
     assert_eq!(grpc.status(), StatusCode::OK);
     assert_eq!(grpc.headers()["grpc-status"], "8", "RESOURCE_EXHAUSTED");
 }
 
 #[tokio::test]
 async fn the_json_rpc_refusal_is_a_resource_exhausted_error_with_a_null_id() {
-    let jsonrpc = over_budget_response(Version::HTTP_11, false, true, true, 1024);
+    let jsonrpc = over_budget_response(Version::HTTP_11, Wire::JsonRpc, true, 1024);
     let body = jsonrpc
         .into_body()
         .collect()
