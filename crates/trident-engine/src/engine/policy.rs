@@ -68,7 +68,7 @@ pub enum AllowEntryError {
 }
 
 /// Where a webhook URL points, as the HTTP client will see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Destination {
     /// A literal address (in any spelling the URL parser accepts).
     Addr(IpAddr),

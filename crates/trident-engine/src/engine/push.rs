@@ -582,6 +582,10 @@ async fn send_with_retry(
     }
 }
 
+/// Which slots a call takes: its URL's host and port, as [`super::webhook_destination`] reads
+/// them.
+type HostKey = Option<(super::Destination, u16)>;
+
 /// Webhook calls in flight ([`PushConcurrency`]): a call takes a slot of its host (host and
 /// port) first, then a global one, each in arrival order, so calls that hang on one host
 /// hold at most `per_host` of the global slots and other hosts' calls still go out.
@@ -589,7 +593,7 @@ pub(crate) struct Slots {
     global: Arc<Semaphore>,
     per_host: usize,
     /// Hosts with calls in flight or waiting (an entry goes with its last slot).
-    hosts: std::sync::Mutex<HashMap<String, Arc<Semaphore>>>,
+    hosts: std::sync::Mutex<HashMap<HostKey, Arc<Semaphore>>>,
 }
 
 impl Slots {
@@ -603,16 +607,9 @@ impl Slots {
 
     /// Waits for a slot for a call to `url`.
     async fn acquire(&self, url: &str) -> Slot<'_> {
-        let key = url::Url::parse(url)
-            .ok()
-            .map(|u| {
-                format!(
-                    "{}:{}",
-                    u.host_str().unwrap_or_default(),
-                    u.port_or_known_default().unwrap_or_default()
-                )
-            })
-            .unwrap_or_default();
+        // The host as the policy and the HTTP client read it (a URL that names none shares
+        // one set of slots; its call fails anyway).
+        let key = super::webhook_destination(url).ok();
         let host = crate::store::lock_std(&self.hosts)
             .entry(key.clone())
             .or_insert_with(|| Arc::new(Semaphore::new(self.per_host)))
@@ -634,7 +631,7 @@ impl Slots {
 /// A call's place in [`Slots`]; dropping it frees the place.
 struct Slot<'a> {
     slots: &'a Slots,
-    key: String,
+    key: HostKey,
     host: Arc<Semaphore>,
     permits: Option<(Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>)>,
 }
