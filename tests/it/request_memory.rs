@@ -292,6 +292,28 @@ fn unread_by_server(port: u16) -> u64 {
         .sum()
 }
 
+/// A `trident serve --store memory` process on the default limits, and its address.
+async fn serve_process() -> (Trident, SocketAddr) {
+    let server = Trident::serve(&["--store", "memory"]).await;
+    let addr = server
+        .origin
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    (server, addr)
+}
+
+/// `n` connections to `addr`, each sent `len` bytes of an unfinished request head.
+async fn unfinished_heads(addr: SocketAddr, n: usize, len: usize) -> Vec<TcpStream> {
+    let head = unfinished_head(len);
+    futures::future::join_all((0..n).map(|_| async {
+        let mut socket = connect(addr).await;
+        send(&mut socket, &head).await;
+        socket
+    }))
+    .await
+}
+
 /// The resident-memory bound the README states for the flood below.
 const FLOOD_BOUND: u64 = 448 << 20;
 
@@ -302,26 +324,13 @@ const FLOOD_BOUND: u64 = 448 << 20;
 /// resident memory while a SendMessage over each binding succeeds during the flood.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_unfinished_heads_and_stalled_bodies_stays_under_a_memory_bound() {
-    let server = Trident::serve(&["--store", "memory"]).await;
-    let addr: SocketAddr = server
-        .origin
-        .trim_start_matches("http://")
-        .parse()
-        .expect("an address");
+    let (server, addr) = serve_process().await;
     let clients: Vec<(&str, Arc<dyn A2aService>)> = vec![
         ("JSON-RPC", server.client(Binding::JsonRpc).await),
         ("HTTP+JSON", server.client(Binding::Rest).await),
         ("gRPC", server.client(Binding::Grpc).await),
     ];
-    let head = Arc::new(unfinished_head(384 << 10));
-    let heads = futures::future::join_all((0..300).map(|_| {
-        let head = head.clone();
-        async move {
-            let mut socket = connect(addr).await;
-            send(&mut socket, &head).await;
-            socket
-        }
-    }));
+    let heads = unfinished_heads(addr, 300, 384 << 10);
     const LENGTH: usize = 4 << 20;
     let body = Arc::new(vec![b' '; LENGTH - 16]);
     let bodies = futures::future::join_all((0..128).map(|i| {
@@ -368,24 +377,10 @@ async fn a_flood_of_unfinished_heads_and_stalled_bodies_stays_under_a_memory_bou
 /// it was before the flood.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_held_by_closed_connections_goes_back_to_the_system() {
-    let server = Trident::serve(&["--store", "memory"]).await;
-    let addr: SocketAddr = server
-        .origin
-        .trim_start_matches("http://")
-        .parse()
-        .expect("an address");
+    let (server, addr) = serve_process().await;
     served_over_every_binding(&[("HTTP+JSON", server.client(Binding::Rest).await)]).await;
     let (idle, _) = resident(server.pid());
-    let head = Arc::new(unfinished_head(15 << 10));
-    let sockets = futures::future::join_all((0..3000).map(|_| {
-        let head = head.clone();
-        async move {
-            let mut socket = connect(addr).await;
-            send(&mut socket, &head).await;
-            socket
-        }
-    }))
-    .await;
+    let sockets = unfinished_heads(addr, 3000, 15 << 10).await;
     server_has_read(addr.port()).await;
     let (held, _) = resident(server.pid());
     assert!(
