@@ -210,6 +210,28 @@ async fn a_body_that_is_not_json_is_refused_before_parsing() {
     }
 }
 
+/// `method` on `url` is 405 with `Allow: allow`; returns the JSON body.
+async fn assert_405(http: &reqwest::Client, method: &str, url: &str, allow: &str) -> Value {
+    let response = http
+        .request(
+            reqwest::Method::from_bytes(method.as_bytes()).expect("method"),
+            url,
+        )
+        .send()
+        .await
+        .expect("HTTP");
+    assert_eq!(response.status().as_u16(), 405, "{method} {url}");
+    assert_eq!(
+        response
+            .headers()
+            .get("allow")
+            .and_then(|v| v.to_str().ok()),
+        Some(allow),
+        "{method} {url}"
+    );
+    response.json().await.expect("JSON body")
+}
+
 /// HTTP+JSON: a known path with another method is 405 with `Allow`; a body over the limit is
 /// 413. Both keep the AIP-193 body.
 #[tokio::test]
@@ -228,24 +250,7 @@ async fn rest_answers_405_with_allow_and_413_for_an_oversize_body() {
         ),
         ("DELETE", "/acme/tasks", "GET"),
     ] {
-        let response = http
-            .request(
-                reqwest::Method::from_bytes(method.as_bytes()).expect("method"),
-                format!("{rest}{path}"),
-            )
-            .send()
-            .await
-            .expect("HTTP");
-        assert_eq!(response.status().as_u16(), 405, "{method} {path}");
-        assert_eq!(
-            response
-                .headers()
-                .get("allow")
-                .and_then(|v| v.to_str().ok()),
-            Some(allow),
-            "{method} {path}"
-        );
-        let body: Value = response.json().await.expect("JSON body");
+        let body = assert_405(&http, method, &format!("{rest}{path}"), allow).await;
         assert_eq!(body["error"]["code"], 405, "{body}");
         assert_eq!(
             error_info(&body["error"]["details"])["reason"],
@@ -921,24 +926,7 @@ async fn a_colon_verb_route_with_another_method_is_405() {
         // A v0.3 path (`/v1/...`) that v0.3 does not route is the 1.0 route of tenant `v1`.
         ("GET", format!("/v1/tasks/{id}:cancel"), "POST"),
     ] {
-        let response = http
-            .request(
-                reqwest::Method::from_bytes(method.as_bytes()).expect("method"),
-                format!("{rest}{path}"),
-            )
-            .send()
-            .await
-            .expect("HTTP");
-        assert_eq!(response.status().as_u16(), 405, "{method} {path}");
-        assert_eq!(
-            response
-                .headers()
-                .get("allow")
-                .and_then(|v| v.to_str().ok()),
-            Some(allow),
-            "{method} {path}"
-        );
-        let body: Value = response.json().await.expect("JSON body");
+        let body = assert_405(&http, method, &format!("{rest}{path}"), allow).await;
         assert_eq!(body["error"]["code"], 405, "{method} {path}: {body}");
     }
     // The task is untouched, and the verb-less route of the same id still answers.
