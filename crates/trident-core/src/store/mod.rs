@@ -87,8 +87,9 @@ pub fn skew_clock(ms: i64) {
     CLOCK_SKEW_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// What a shared store tells a process about commits made by other processes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a shared store, or the [`EventBus`] beside it, tells a process about commits made by
+/// other processes.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
     /// Another process committed task `task_id` up to event `seq`.
     Committed {
@@ -98,6 +99,18 @@ pub enum Notice {
         task_id: String,
         /// Its last sequence number after the commit.
         seq: u64,
+    },
+    /// Another process committed these events of task `task_id`: consecutive sequence
+    /// numbers, in order, already durable in the shared store. Carried by an [`EventBus`], so
+    /// that a process following the task publishes them without reading the store (it reads
+    /// the log only to fill a gap before the first of them).
+    Events {
+        /// The task's scope.
+        scope: Scope,
+        /// The task.
+        task_id: String,
+        /// The events, in order.
+        events: Vec<LoggedEvent>,
     },
     /// Notices may have been missed (the feed reconnected): re-read every task of interest.
     Resync,
@@ -330,6 +343,30 @@ pub trait TaskStore: Send + Sync + 'static {
     fn notices(&self) -> Option<NoticeFeed> {
         None
     }
+}
+
+/// Keeps a task watched on an [`EventBus`] while held; dropping it stops the watch.
+pub type BusWatch = Box<dyn std::any::Any + Send + Sync>;
+
+/// Carries committed events between the processes that share a store (cluster mode), so that
+/// a process serving a stream of a task another process runs gets its events without polling
+/// or re-reading the store. The store stays the one durable log: an event is published only
+/// after its commit, and whatever a bus loses is read back from the [`EventLog`] by sequence
+/// number. Implemented outside the engine (NATS JetStream in `trident-nats`).
+#[async_trait::async_trait]
+pub trait EventBus: Send + Sync + 'static {
+    /// Hands the other processes events of a task that are already committed to the shared
+    /// store. Called by the task's single writer, in order; the bus keeps that order per task.
+    /// Never fails: a publish the bus cannot make is logged, and the processes that miss it
+    /// catch up from the log (after a [`Notice::Resync`] or a later event's gap). May wait
+    /// (back-pressure) but for a bounded time.
+    async fn publish(&self, scope: &Scope, task_id: &str, events: &[LoggedEvent]);
+    /// Delivers to [`feed`](Self::feed), as [`Notice::Events`], the events other processes
+    /// publish for this task from now until the returned watch is dropped.
+    fn watch(&self, scope: &Scope, task_id: &str) -> BusWatch;
+    /// The events of watched tasks, and [`Notice::Resync`] whenever some may have been lost
+    /// (the connection to the bus dropped and came back). Taken once, by the engine.
+    fn feed(&self) -> NoticeFeed;
 }
 
 /// Keeps a task's log readable while held (see [`EventLog::hold`]); dropping it lets go.

@@ -261,6 +261,16 @@ async fn follow_notices(weak: Weak<Inner>, mut feed: NoticeFeed) {
                     tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), Some(seq)));
                 }
             }
+            Notice::Events {
+                scope,
+                task_id,
+                events,
+            } => {
+                if let Some(live) = inner.live_now(&scope, &task_id) {
+                    let seq = events.last().map(|e| e.seq);
+                    tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), seq));
+                }
+            }
             Notice::Resync => {
                 for live in inner.lives() {
                     tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), None));
