@@ -145,10 +145,7 @@ pub(crate) async fn kick_from(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writ
         return;
     }
     w.pushing = true;
-    let guard = LiveGuard {
-        inner: inner.clone(),
-        live: live.clone(),
-    };
+    let guard = LiveGuard::new(inner.clone(), live.clone());
     tokio::spawn(deliver_all(guard, from));
 }
 
