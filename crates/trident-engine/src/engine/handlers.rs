@@ -117,7 +117,7 @@ impl A2aService for Engine {
                 });
                 Ok(follow(
                     inner.clone(),
-                    live.clone(),
+                    Arc::clone(live),
                     after,
                     lead,
                     StreamEnd::Turn,
@@ -285,7 +285,7 @@ impl A2aService for Engine {
             )),
             Some(resume) => Ok(follow(
                 inner.clone(),
-                live.clone(),
+                Arc::clone(live),
                 resume,
                 None,
                 StreamEnd::Terminal,
@@ -305,7 +305,7 @@ impl A2aService for Engine {
                 };
                 Ok(follow(
                     inner.clone(),
-                    live.clone(),
+                    Arc::clone(live),
                     last_seq,
                     Some(lead),
                     StreamEnd::Terminal,

@@ -431,10 +431,7 @@ impl Live {
     ) -> Result<(), A2aError> {
         // A guard, not a bare reference: when the asker has gone, the store's task is the
         // last to hold the live task and lets it go from the registry as it ends.
-        let guard = LiveGuard {
-            inner: inner.clone(),
-            live: self.clone(),
-        };
+        let guard = LiveGuard::new(inner.clone(), self.clone());
         let stored = tokio::spawn(async move {
             let (inner, live) = (&guard.inner, &guard.live);
             let mut w = live.writer.lock().await;
@@ -688,18 +685,37 @@ fn last_seq(events: &[LoggedEvent]) -> Option<u64> {
 /// Keeps a [`Live`] registered while held; the last holder's drop unregisters it.
 pub(crate) struct LiveGuard {
     pub(crate) inner: Arc<Inner>,
-    pub(crate) live: Arc<Live>,
+    pub(crate) live: Held,
 }
 
 impl LiveGuard {
     pub(crate) fn new(inner: Arc<Inner>, live: Arc<Live>) -> Self {
-        Self { inner, live }
+        Self {
+            inner,
+            live: Held(Some(live)),
+        }
     }
 }
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
-        self.inner.release(&self.live);
+        if let Some(live) = self.live.0.take() {
+            self.inner.release(live);
+        }
+    }
+}
+
+/// A guard's reference to its task. Only the guard's drop takes it, to let it go under the
+/// registry's lock ([`Inner::release`]).
+pub(crate) struct Held(Option<Arc<Live>>);
+
+impl std::ops::Deref for Held {
+    type Target = Arc<Live>;
+
+    fn deref(&self) -> &Arc<Live> {
+        self.0
+            .as_ref()
+            .expect("a guard holds its task until it is dropped")
     }
 }
 
@@ -852,7 +868,7 @@ pub(crate) fn follow(
     let progress = live.progress();
     let hold = inner.stores.events.hold(&live.scope, &live.task_id);
     let reader = Reader {
-        guard: LiveGuard { inner, live },
+        guard: LiveGuard::new(inner, live),
         _hold: hold,
         end,
         cursor,

@@ -145,10 +145,7 @@ pub(crate) async fn kick_from(inner: &Arc<Inner>, live: &Arc<Live>, w: &mut Writ
         return;
     }
     w.pushing = true;
-    let guard = LiveGuard {
-        inner: inner.clone(),
-        live: live.clone(),
-    };
+    let guard = LiveGuard::new(inner.clone(), live.clone());
     tokio::spawn(deliver_all(guard, from));
 }
 
@@ -218,8 +215,7 @@ async fn deliver_all(guard: LiveGuard, from: u64) {
     );
     let start_lane = |id: &str, pos: u64| {
         tokio::spawn(lane(
-            guard.inner.clone(),
-            guard.live.clone(),
+            LiveGuard::new(guard.inner.clone(), guard.live.clone()),
             transport.clone(),
             id.to_owned(),
             pos,
@@ -442,17 +438,21 @@ enum LaneReport {
 /// on its own, until caught up. Re-reads the configuration before each POST (it may have
 /// been replaced or deleted). A configuration created through v0.3 is sent the task itself
 /// (v0.3's payload) once per batch of events: the task as it stands after them.
+///
+/// It holds the task by a guard of its own: a lane may end after its worker (it reports before
+/// it returns, and an aborted one is dropped whenever its runtime gets to it), and then it is
+/// the last holder, which must unregister the task.
 async fn lane(
-    inner: Arc<Inner>,
-    live: Arc<Live>,
+    guard: LiveGuard,
     transport: Arc<dyn WebhookTransport>,
     id: String,
     mut pos: u64,
     report: mpsc::UnboundedSender<(String, LaneReport)>,
 ) {
+    let (inner, live): (&Arc<Inner>, &Arc<Live>) = (&guard.inner, &guard.live);
     let mut batch = VecDeque::new();
     loop {
-        if let Err(e) = live.read_after(&inner, pos, &mut batch).await {
+        if let Err(e) = live.read_after(inner, pos, &mut batch).await {
             tracing::warn!(task = %live.task_id, config = %id, error = %e, "push delivery paused: cannot read the event log");
             tokio::time::sleep(PAUSE).await;
             let _ = report.send((id, LaneReport::Done(pos)));

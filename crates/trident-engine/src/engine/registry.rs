@@ -35,30 +35,39 @@ impl Inner {
             .insert_entry(live.clone());
     }
 
-    /// Unregisters a live task when the caller holds the last reference besides the map.
-    pub(crate) fn release(&self, live: &Arc<Live>) {
-        self.release_sole(live);
-    }
-
-    /// [`Inner::release`], and whether the caller's reference is then the only one: nobody
-    /// else holds the task, and no request can find it any more (it may take the task's state
-    /// instead of copying it).
-    pub(crate) fn release_sole(&self, live: &Arc<Live>) -> bool {
+    /// Lets a guard's reference to a live task go, and unregisters the task when that was the
+    /// last reference besides the map's.
+    ///
+    /// The reference is let go under the shard's lock, where it is counted: of two holders
+    /// letting go at once, the second to take the lock sees the first's reference gone.
+    /// (Counted under the lock but let go after it, each could count the other's, neither
+    /// unregister the task, and the task stayed in memory for good.)
+    pub(crate) fn release(&self, live: Arc<Live>) {
         // Not even the map holds it (it was never registered, or is released already), and
         // only the map hands out new references.
+        if Arc::strong_count(&live) == 1 {
+            return;
+        }
+        let mut shard = self.live.shard(&live.task_id);
+        let removed = take_if_sole(&mut *shard, &live);
+        drop(live);
+        drop(shard);
+        // The task itself, when this was its last reference, is freed outside the lock.
+        drop(removed);
+    }
+
+    /// Unregisters a live task when the caller's reference is the only one besides the map's,
+    /// and says whether the caller's reference is then the only one: nobody else holds the
+    /// task, and no request can find it any more (it may take the task's state instead of
+    /// copying it). The caller keeps its reference (its guard lets it go).
+    pub(crate) fn release_sole(&self, live: &Arc<Live>) -> bool {
         if Arc::strong_count(live) == 1 {
             return true;
         }
-        // Counted under the shard's lock: nobody takes a reference from the map meanwhile.
+        // Counted under the shard's lock: nobody takes a reference from the map meanwhile,
+        // and guards let theirs go under it.
         let mut shard = self.live.shard(&live.task_id);
-        let sole = Arc::strong_count(live) <= 2
-            && shard
-                .get_in(&live.scope, &live.task_id)
-                .is_some_and(|l| Arc::ptr_eq(l, live));
-        if sole {
-            shard.remove_in(&live.scope, &live.task_id);
-        }
-        sole
+        take_if_sole(&mut *shard, live).is_some()
     }
 
     /// The live task `id`, loading it from the store; `TaskNotFound` when not visible.
@@ -68,10 +77,7 @@ impl Inner {
         id: &str,
     ) -> Result<LiveGuard, A2aError> {
         if let Some(live) = self.live_now(scope, id) {
-            return Ok(LiveGuard {
-                inner: self.clone(),
-                live,
-            });
+            return Ok(LiveGuard::new(self.clone(), live));
         }
         let record = self
             .stores
@@ -93,10 +99,7 @@ impl Inner {
                 ))
             })
             .clone();
-        Ok(LiveGuard {
-            inner: self.clone(),
-            live,
-        })
+        Ok(LiveGuard::new(self.clone(), live))
     }
 
     /// The current record of task `id`. On a shared store a task this process does not
@@ -128,5 +131,89 @@ impl Inner {
                 .map_err(store_error)?
                 .ok_or_else(|| A2aError::task_not_found(id)),
         }
+    }
+}
+
+/// Removes `live` from the registry's `shard` (locked) when the caller's reference and the
+/// map's are its only ones.
+fn take_if_sole(shard: &mut impl ShardExt<Arc<Live>>, live: &Arc<Live>) -> Option<Arc<Live>> {
+    let sole = Arc::strong_count(live) <= 2
+        && shard
+            .get_in(&live.scope, &live.task_id)
+            .is_some_and(|l| Arc::ptr_eq(l, live));
+    sole.then(|| shard.remove_in(&live.scope, &live.task_id))
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use trident_proto as pb;
+
+    use super::*;
+
+    /// Rounds of two holders letting the same task go at once.
+    const ROUNDS: usize = 10_000;
+
+    /// Spins until `flag` says `value`.
+    fn spin_until(flag: &AtomicUsize, value: usize) {
+        while flag.load(Ordering::Acquire) != value {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// The last two holders of a task let it go at the same moment on two threads (a
+    /// stream's reader ending as the task's run ends): one of them must unregister it. Each
+    /// used to check whether it held the last reference before letting its own go, so both
+    /// could see the other's and neither unregistered the task, which then stayed in memory
+    /// for good.
+    #[test]
+    fn holders_letting_go_at_once_unregister_the_task() {
+        let engine = crate::Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
+        let inner = engine.inner.clone();
+        let scope = Scope::new("", "");
+        // The other thread's guard, and the round both threads are in (odd: go; even: done).
+        let slot = Arc::new(Mutex::new(None::<LiveGuard>));
+        let round = Arc::new(AtomicUsize::new(0));
+        let other = {
+            let (slot, round) = (slot.clone(), round.clone());
+            std::thread::spawn(move || {
+                for n in 0..ROUNDS {
+                    spin_until(&round, 2 * n + 1);
+                    let guard = crate::store::lock_std(&slot).take();
+                    drop(guard);
+                    round.store(2 * n + 2, Ordering::Release);
+                }
+            })
+        };
+        let mut leaked = 0;
+        for n in 0..ROUNDS {
+            let task = pb::Task {
+                id: format!("task-{n}"),
+                ..Default::default()
+            };
+            let live = Arc::new(Live::new(
+                scope.clone(),
+                TaskRecord::new(task, 0),
+                4,
+                Vec::new(),
+            ));
+            inner.register(&live);
+            let mine = LiveGuard::new(inner.clone(), live.clone());
+            *crate::store::lock_std(&slot) = Some(LiveGuard::new(inner.clone(), live));
+            round.store(2 * n + 1, Ordering::Release);
+            // Sweeps the moment this side lets go across the other's.
+            for _ in 0..n % 64 {
+                std::hint::spin_loop();
+            }
+            drop(mine);
+            spin_until(&round, 2 * n + 2);
+            leaked += inner.lives().len();
+            inner.live.shards().for_each(|mut shard| shard.clear());
+        }
+        other.join().expect("the other thread");
+        assert_eq!(leaked, 0, "tasks left registered after {ROUNDS} rounds");
     }
 }

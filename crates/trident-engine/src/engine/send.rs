@@ -108,10 +108,7 @@ impl Inner {
                         self.end_inline(&live, finished, true).await?;
                     }
                     Ok(Started::Task {
-                        guard: LiveGuard {
-                            inner: self.clone(),
-                            live,
-                        },
+                        guard: LiveGuard::new(self.clone(), live),
                         after: 0,
                         snapshot: None,
                     })
