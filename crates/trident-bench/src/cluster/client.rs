@@ -14,6 +14,10 @@ use super::{CpuPerEvent, Lag};
 use crate::cpu::{Clock, process_ticks};
 use crate::load::{Binding, Load, Target, http1_connect, measure};
 
+/// A request unanswered, or a stream silent (not even a keep-alive), this long is an error
+/// rather than a hung benchmark.
+const STALL: Duration = Duration::from_secs(60);
+
 /// Streams' totals.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Streamed {
@@ -87,11 +91,13 @@ async fn open_sse(
     request: http::Request<Full<Bytes>>,
 ) -> Result<Sse, String> {
     let what = format!("{} {}", request.method(), request.uri());
-    sender.ready().await.map_err(|e| format!("{what}: {e}"))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| format!("{what}: {e}"))?;
+    let response = tokio::time::timeout(STALL, async {
+        sender.ready().await?;
+        sender.send_request(request).await
+    })
+    .await
+    .map_err(|_| format!("{what}: no answer within {} s", STALL.as_secs()))?
+    .map_err(|e| format!("{what}: {e}"))?;
     if response.status() != http::StatusCode::OK {
         let status = response.status();
         let body = response
@@ -118,7 +124,19 @@ async fn read_sse(
     mut first: Option<tokio::sync::oneshot::Sender<String>>,
 ) -> Result<(), String> {
     let mut parser = SseParser::default();
-    while let Some(frame) = sse.body.frame().await {
+    loop {
+        let Some(frame) = tokio::time::timeout(STALL, sse.body.frame())
+            .await
+            .map_err(|_| {
+                format!(
+                    "the stream stalled: nothing for {} s after {} events",
+                    STALL.as_secs(),
+                    check.events
+                )
+            })?
+        else {
+            break;
+        };
         let frame = frame.map_err(|e| format!("reading the stream: {e}"))?;
         let Some(data) = frame.data_ref() else {
             continue;
