@@ -40,6 +40,10 @@
 //! `trident-bench stream` measures events per second through one stream and the memory of
 //! idle streams on each binding (see [`stream`]).
 //!
+//! `trident-bench cluster` runs real `trident serve` processes: one node on SQLite beside the
+//! PostgreSQL cluster mode (one replica, two, two with the event bus), streams, blocking calls,
+//! PostgreSQL commits per event and cross-replica subscribers, one table (see [`cluster`]).
+//!
 //! `trident-bench held --tasks N [--evict]` measures memory per task held by the in-memory
 //! store, against the task's encoded size (see [`held`]).
 //!
@@ -59,6 +63,7 @@
 //! 100 000 tasks, so its memory grows with the requests of a run up to that.
 
 pub mod chunks;
+pub mod cluster;
 pub mod cpu;
 pub mod discard;
 pub mod held;

@@ -151,7 +151,7 @@ async fn postgres(
     bench(Arc::new(store), config, sizes).await
 }
 
-async fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
+pub(crate) async fn drop_schema(url: &str, schema: &str) -> Result<(), String> {
     use sqlx::Connection as _;
     let mut conn = sqlx::PgConnection::connect(url)
         .await

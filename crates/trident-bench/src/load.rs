@@ -7,6 +7,9 @@
 //! - gRPC: one tonic `Channel` (one HTTP/2 connection) shared by all workers, so up to
 //!   `connections` streams are in flight on it.
 //!
+//! [`Load::start_across`] spreads the workers over several servers (the replicas of a
+//! cluster), round-robin; gRPC then has one connection per server.
+//!
 //! Every request has a fresh message id `m-<n>`. A request counts as a success only when its
 //! answer is right: every gRPC answer is decoded and checked in full; every JSON answer must
 //! be `200 OK` and name `TASK_STATE_COMPLETED`, and one in [`SAMPLE_EVERY`] is decoded and
@@ -228,7 +231,24 @@ impl Load {
         target: &Target,
         connections: usize,
     ) -> Result<Load, String> {
-        Self::start_with(binding, target, connections, Counters::default()).await
+        Self::start_with(
+            binding,
+            std::slice::from_ref(target),
+            connections,
+            Counters::default(),
+        )
+        .await
+    }
+
+    /// Like [`Load::start`], with the workers spread over several servers (replicas of one
+    /// agent): worker `i` sends to `targets[i % targets.len()]` (over HTTP/1.1 its own
+    /// connection; over gRPC one h2c connection per server, shared by that server's workers).
+    pub async fn start_across(
+        binding: Binding,
+        targets: &[Target],
+        connections: usize,
+    ) -> Result<Load, String> {
+        Self::start_with(binding, targets, connections, Counters::default()).await
     }
 
     /// Like [`Load::start`], but the workers send `requests` requests in all and then end
@@ -243,20 +263,24 @@ impl Load {
             limit: Some(requests),
             ..Counters::default()
         };
-        Self::start_with(binding, target, connections, counters).await
+        Self::start_with(binding, std::slice::from_ref(target), connections, counters).await
     }
 
     async fn start_with(
         binding: Binding,
-        target: &Target,
+        targets: &[Target],
         connections: usize,
         counters: Counters,
     ) -> Result<Load, String> {
+        if targets.is_empty() {
+            return Err("no server to load".to_owned());
+        }
         let counters = Arc::new(counters);
         let mut workers = Vec::with_capacity(connections);
         match binding {
             Binding::Rest | Binding::Jsonrpc => {
-                for _ in 0..connections {
+                for i in 0..connections {
+                    let target = &targets[i % targets.len()];
                     let sender = http1_connect(target.http).await?;
                     let counters = counters.clone();
                     let authority = target.http.to_string();
@@ -270,9 +294,13 @@ impl Load {
                 }
             }
             Binding::Grpc => {
-                let channel = grpc_connect(target.grpc).await?;
-                for _ in 0..connections {
-                    workers.push(tokio::spawn(grpc_worker(channel.clone(), counters.clone())));
+                let mut channels = Vec::with_capacity(targets.len());
+                for target in targets {
+                    channels.push(grpc_connect(target.grpc).await?);
+                }
+                for i in 0..connections {
+                    let channel = channels[i % channels.len()].clone();
+                    workers.push(tokio::spawn(grpc_worker(channel, counters.clone())));
                 }
             }
         }
@@ -439,7 +467,7 @@ fn grpc_request(n: u64) -> tonic::Request<trident_proto::SendMessageRequest> {
     request
 }
 
-async fn http1_connect(target: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
+pub(crate) async fn http1_connect(target: SocketAddr) -> Result<SendRequest<Full<Bytes>>, String> {
     let stream = tokio::net::TcpStream::connect(target)
         .await
         .map_err(|e| format!("connect {target}: {e}"))?;

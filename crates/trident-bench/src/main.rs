@@ -143,6 +143,56 @@ enum Command {
         #[arg(long)]
         no_pin: bool,
     },
+    /// Cluster mode against one node: real `trident serve --agent demo` processes on SQLite,
+    /// PostgreSQL with 1 and 2 replicas, and 2 replicas with the event bus (`--events`); one
+    /// markdown table of streams, blocking calls, PostgreSQL commits per event and
+    /// cross-replica subscribers, then the issue's ratios.
+    Cluster {
+        /// The `trident` binary to run (default: `trident` beside this executable, e.g.
+        /// target/release/trident).
+        #[arg(long)]
+        trident: Option<PathBuf>,
+        /// The PostgreSQL server and database (a fresh schema `trident_bench_<uuid>` per
+        /// column, dropped after it).
+        #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/test")]
+        pg_url: String,
+        /// The bus column's `--events` URL (the column runs only when `trident serve --help`
+        /// lists `--events`).
+        #[arg(long, default_value = "nats://127.0.0.1:4222")]
+        nats_url: String,
+        /// Columns to run (default: all), comma-separated.
+        #[arg(long, value_enum, value_delimiter = ',')]
+        setups: Vec<trident_bench::cluster::Setup>,
+        /// Small sizes for a smoke run (2 000-chunk stream, 10 streams × 200, 8 connections
+        /// for 1 s, lag at 1 000 and 4 000); the size flags below still override.
+        #[arg(long)]
+        quick: bool,
+        /// Chunks of the one-stream row [default: 50000].
+        #[arg(long)]
+        events: Option<usize>,
+        /// Concurrent streams of the aggregate row [default: 50].
+        #[arg(long)]
+        streams: Option<usize>,
+        /// Chunks per concurrent stream [default: 1000].
+        #[arg(long)]
+        stream_chunks: Option<usize>,
+        /// Connections of the blocking SendMessage row [default: 32].
+        #[arg(long)]
+        connections: Option<usize>,
+        /// Measured seconds of the blocking row [default: 5].
+        #[arg(long)]
+        duration: Option<f64>,
+        /// Unmeasured seconds of blocking load first [default: 1].
+        #[arg(long)]
+        warmup: Option<f64>,
+        /// Chunks of the shorter and the longer cross-replica stream [default: 2000,50000].
+        #[arg(long, value_parser = two_sizes, value_name = "SHORT,LONG")]
+        lag_chunks: Option<(usize, usize)>,
+        /// Seconds of quiet before each pg_stat_database reading (PostgreSQL publishes a
+        /// backend's last commits after 10 s idle).
+        #[arg(long, default_value_t = 11.0)]
+        pg_settle: f64,
+    },
     /// One stream of `--events` artifact chunks from a running `server --mode chunks`, read to
     /// its end and checked (every chunk, `COMPLETED` last); prints the events received. What
     /// `bench/profile-stream.sh` measures under callgrind.
@@ -308,6 +358,54 @@ fn main() -> ExitCode {
             rounds: rounds.max(1),
             pin: !no_pin,
         }),
+        Command::Cluster {
+            trident,
+            pg_url,
+            nats_url,
+            setups,
+            quick,
+            events,
+            streams,
+            stream_chunks,
+            connections,
+            duration,
+            warmup,
+            lag_chunks,
+            pg_settle,
+        } => (|| {
+            let trident = match trident {
+                Some(path) => path,
+                None => beside_this_executable("trident")?,
+            };
+            let mut config = if quick {
+                trident_bench::cluster::ClusterConfig::quick(trident)
+            } else {
+                trident_bench::cluster::ClusterConfig::full(trident)
+            };
+            config.pg_url = pg_url;
+            config.nats_url = nats_url;
+            if !setups.is_empty() {
+                let mut setups = setups;
+                setups.sort();
+                setups.dedup();
+                config.setups = setups;
+            }
+            config.events = events.unwrap_or(config.events).max(1);
+            config.streams = streams.unwrap_or(config.streams).max(1);
+            config.stream_chunks = stream_chunks.unwrap_or(config.stream_chunks).max(1);
+            config.connections = connections.unwrap_or(config.connections).max(1);
+            if let Some(d) = duration {
+                config.duration = secs(d)?;
+            }
+            if let Some(w) = warmup {
+                config.warmup = secs(w)?;
+            }
+            if let Some((short, long)) = lag_chunks {
+                config.lag_chunks = (short.max(1), long.max(1));
+            }
+            config.pg_settle = secs(pg_settle)?;
+            cluster_run(&config)
+        })(),
         Command::StreamOnce {
             binding,
             target,
@@ -564,4 +662,120 @@ fn stream_run(mut config: trident_bench::stream::StreamConfig) -> Result<(), Str
     println!("Command: `{}`\n", command.join(" "));
     let rt = client_runtime()?;
     rt.block_on(trident_bench::stream::run(&config, Clock::from_getconf()))
+}
+
+/// `A,B`: two sizes.
+fn two_sizes(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("{s:?}: two sizes, SHORT,LONG"))?;
+    let size = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("{v:?}: {e}"));
+    Ok((size(a)?, size(b)?))
+}
+
+/// `name` in the directory of this executable (target/release/trident beside
+/// target/release/trident-bench).
+fn beside_this_executable(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current executable: {e}"))?;
+    let path = exe.with_file_name(name);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} does not exist: build it (cargo build --release -p trident-cli) or name the \
+             binary with --trident",
+            path.display()
+        ))
+    }
+}
+
+fn cluster_run(config: &trident_bench::cluster::ClusterConfig) -> Result<(), String> {
+    let command: Vec<String> = std::env::args().collect();
+    // Two workers: the client reads up to a hundred streams at once.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let report = rt.block_on(trident_bench::cluster::run(config, Clock::from_getconf()))?;
+    println!("Command: `{}`", command.join(" "));
+    println!(
+        "Servers: `{} serve --agent demo` on loopback (no pinning), this process the client \
+         (HTTP+JSON; SSE for streams). PostgreSQL: {}, a fresh schema per column. Bus: {}.",
+        config.trident.display(),
+        trident_store::describe(&config.pg_url),
+        if report.bus_available {
+            format!("`--events {}`", config.nats_url)
+        } else {
+            "this build has no --events".to_owned()
+        }
+    );
+    println!();
+    println!("{}", trident_bench::cluster::table(&report));
+    println!("{}", trident_bench::cluster::summary(&report));
+    let errors = report.errors();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} figure(s) failed (see Errors above)",
+            errors.len()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, Parser as _};
+
+    use super::{Cli, Command};
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn cluster_parses_its_options() {
+        let cli = Cli::try_parse_from([
+            "trident-bench",
+            "cluster",
+            "--quick",
+            "--trident",
+            "/x/trident",
+            "--setups",
+            "pg2,sqlite",
+            "--lag-chunks",
+            "100,200",
+            "--pg-settle",
+            "1",
+        ])
+        .expect("parses");
+        let Command::Cluster {
+            quick,
+            trident,
+            setups,
+            lag_chunks,
+            pg_settle,
+            ..
+        } = cli.command
+        else {
+            panic!("not the cluster command");
+        };
+        assert!(quick);
+        assert_eq!(trident.as_deref(), Some(std::path::Path::new("/x/trident")));
+        assert_eq!(
+            setups,
+            [
+                trident_bench::cluster::Setup::Pg2,
+                trident_bench::cluster::Setup::Sqlite
+            ]
+        );
+        assert_eq!(lag_chunks, Some((100, 200)));
+        assert!((pg_settle - 1.0).abs() < f64::EPSILON);
+        assert!(
+            Cli::try_parse_from(["trident-bench", "cluster", "--lag-chunks", "100"]).is_err(),
+            "two sizes or none"
+        );
+    }
 }
