@@ -44,8 +44,15 @@ impl AgentExecutor for Counter {
                 () = tokio::time::sleep(Duration::from_millis(20)) => {}
             }
             let progress = Artifact::new("progress", vec![Part::text(format!("step {step}"))]);
-            sink.artifact_chunk(progress, step > 1, step == STEPS)
-                .await?;
+            if let Err(e) = sink.artifact_chunk(progress, step > 1, step == STEPS).await {
+                // Cancelled just as the step's wait ended: the task refuses further events,
+                // and this step is where the agent stopped.
+                if ctx.is_cancelled() {
+                    let _ = self.stopped.send(step);
+                    return Ok(());
+                }
+                return Err(e);
+            }
         }
         sink.complete().await
     }
