@@ -3,7 +3,6 @@
 //! With an event bus, a registered task is watched on it (see [`Live::watch`]) until released.
 
 use std::sync::Arc;
-
 use std::sync::atomic::Ordering;
 
 use super::live::{Live, LiveGuard, News};
