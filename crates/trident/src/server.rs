@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use trident_core::store::Stores;
+use trident_core::store::{EventBus, Stores};
 use trident_core::{A2aService, AgentExecutor, Authenticator, Authorizer, JsonLimits};
 use trident_engine::{Engine, EngineConfig, WebhookPolicy, WebhookRequest, WebhookTransport};
 use trident_proto as pb;
@@ -84,6 +84,13 @@ pub enum BuildError {
     /// The PROXY protocol is on but no proxy is trusted.
     #[error("the PROXY protocol needs trusted proxies (ProxyOptions::trusted)")]
     ProxyProtocolWithoutTrustedProxies,
+    /// An event bus was given ([`ServerBuilder::events`]) with a store no other process
+    /// shares (`memory`, `sqlite:…`): the bus carries events between the processes of one
+    /// shared store (`postgres://…`), and there are none.
+    #[error(
+        "an event bus needs a store shared with other processes (postgres://…); this one is not"
+    )]
+    EventsWithoutSharedStore,
     /// The router could not be assembled.
     #[error(transparent)]
     Server(#[from] ServerError),
@@ -226,6 +233,7 @@ pub struct ServerBuilder {
     authenticator: Option<Arc<dyn Authenticator>>,
     allow_anonymous: bool,
     authorizer: Option<Arc<dyn Authorizer>>,
+    events: Option<Arc<dyn EventBus>>,
     config: Option<EngineConfig>,
     caller_limits: Option<CallerLimits>,
     connection_limits: ConnectionLimits,
@@ -433,6 +441,7 @@ impl ServerBuilder {
             authenticator: None,
             allow_anonymous: false,
             authorizer: None,
+            events: None,
             config: None,
             caller_limits: None,
             connection_limits: ConnectionLimits::default(),
@@ -543,6 +552,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Carries the events of tasks between the processes sharing the store (cluster mode)
+    /// through `bus` (e.g. NATS JetStream), instead of the store's own notices: each commit's
+    /// events are published on it once stored, and a process serving a stream of a task that
+    /// another process runs gets those events from it, reading the store only for what the bus
+    /// lost. Needs a store that other processes share (`postgres://…`): [`build`](Self::build)
+    /// refuses another with [`BuildError::EventsWithoutSharedStore`].
+    pub fn events(mut self, bus: Arc<dyn EventBus>) -> Self {
+        self.events = Some(bus);
+        self
+    }
+
     /// Engine settings (version strictness, limits, leases, node id). Its `webhook_policy`
     /// is the same one as [`webhook_policy`](Self::webhook_policy): set it in one place.
     pub fn engine_config(mut self, config: EngineConfig) -> Self {
@@ -646,6 +666,7 @@ impl ServerBuilder {
             authenticator,
             allow_anonymous,
             authorizer,
+            events,
             config,
             caller_limits,
             connection_limits,
@@ -668,6 +689,7 @@ impl ServerBuilder {
                 (push.is_some(), "webhooks"),
                 (webhook_policy.is_some(), "webhook_policy"),
                 (authorizer.is_some(), "authorizer"),
+                (events.is_some(), "events"),
                 (config.is_some(), "engine_config"),
             ];
             if let Some((_, name)) = engine_only.iter().find(|(set, _)| *set) {
@@ -814,6 +836,10 @@ impl ServerBuilder {
                     Some(StoreChoice::Spec(spec)) => trident_store::open(&spec).await?,
                     None => trident_engine::store::in_memory(),
                 };
+                // Known once the store is open: whether it is shared is the store's to say.
+                if events.is_some() && !stores.tasks.shared() {
+                    return Err(BuildError::EventsWithoutSharedStore);
+                }
                 let stores = trident_server::observed_stores(stores, metrics.clone());
                 if let Some(key) = &signing {
                     // Last: the signature covers everything above.
@@ -838,6 +864,9 @@ impl ServerBuilder {
                 }
                 if let Some(a) = authorizer {
                     builder = builder.authorizer(a);
+                }
+                if let Some(bus) = events {
+                    builder = builder.bus(bus);
                 }
                 let engine = builder.build();
                 (Arc::new(engine.clone()), Some(engine))

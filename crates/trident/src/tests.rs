@@ -232,3 +232,117 @@ async fn a_signing_key_signs_the_card_and_declares_signed_notifications() {
         .any(|e| e.uri == crate::SIGNED_NOTIFICATIONS_EXTENSION);
     assert!(declared);
 }
+
+/// A bus that carries nothing (what matters here is whether the builder takes it).
+struct NoBus;
+
+#[async_trait::async_trait]
+impl crate::store::EventBus for NoBus {
+    async fn publish(&self, _: &crate::store::Scope, _: &str, _: &[crate::store::LoggedEvent]) {}
+
+    fn watch(&self, _: &crate::store::Scope, _: &str) -> crate::store::BusWatch {
+        Box::new(())
+    }
+
+    fn feed(&self) -> crate::store::NoticeFeed {
+        Box::pin(futures::stream::empty())
+    }
+}
+
+/// The in-memory store, saying it is shared with other processes (as PostgreSQL is).
+struct SharedMemory(crate::store::MemoryStore);
+
+#[async_trait::async_trait]
+impl crate::store::TaskStore for SharedMemory {
+    async fn commit(
+        &self,
+        scope: &crate::store::Scope,
+        record: &crate::store::TaskRecord,
+        expected_seq: Option<u64>,
+        events: &[crate::store::LoggedEvent],
+    ) -> Result<(), crate::store::StoreError> {
+        self.0.commit(scope, record, expected_seq, events).await
+    }
+
+    async fn append(
+        &self,
+        scope: &crate::store::Scope,
+        record: &crate::store::TaskRecord,
+        expected_seq: u64,
+        events: &[crate::store::LoggedEvent],
+    ) -> Result<(), crate::store::StoreError> {
+        self.0.append(scope, record, expected_seq, events).await
+    }
+
+    async fn get(
+        &self,
+        scope: &crate::store::Scope,
+        id: &str,
+    ) -> Result<Option<crate::store::TaskRecord>, crate::store::StoreError> {
+        self.0.get(scope, id).await
+    }
+
+    async fn list(
+        &self,
+        scope: &crate::store::Scope,
+        query: &crate::store::TaskQuery,
+    ) -> Result<crate::store::TaskPage, crate::store::StoreError> {
+        self.0.list(scope, query).await
+    }
+
+    async fn renew_leases(
+        &self,
+        node: &str,
+        until_ms: i64,
+    ) -> Result<u64, crate::store::StoreError> {
+        self.0.renew_leases(node, until_ms).await
+    }
+
+    async fn lapsed_leases(
+        &self,
+        before_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<(crate::store::Scope, String)>, crate::store::StoreError> {
+        self.0.lapsed_leases(before_ms, limit).await
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+}
+
+/// An event bus carries events between the processes of one shared store: the builder takes
+/// it with such a store, and refuses it with any other (and for a service, which has no
+/// engine to publish).
+#[tokio::test]
+async fn an_event_bus_needs_a_shared_store() {
+    let bus: Arc<dyn crate::store::EventBus> = Arc::new(NoBus);
+    let e = refused(Server::builder(Done).events(bus.clone())).await;
+    assert!(matches!(e, BuildError::EventsWithoutSharedStore), "{e}");
+    let e = refused(Server::builder(Done).store("memory").events(bus.clone())).await;
+    assert!(matches!(e, BuildError::EventsWithoutSharedStore), "{e}");
+
+    let svc: Arc<dyn crate::A2aService> = Arc::new(crate::Engine::builder(Arc::new(Done)).build());
+    let e = refused(
+        Server::service(svc)
+            .card(card().build())
+            .events(bus.clone()),
+    )
+    .await;
+    assert!(matches!(e, BuildError::NotAnEngine("events")), "{e}");
+
+    let memory = Arc::new(crate::store::MemoryStore::new());
+    let stores = crate::store::Stores {
+        tasks: Arc::new(SharedMemory(crate::store::MemoryStore::new())),
+        events: memory.clone(),
+        push: memory,
+    };
+    let server = Server::builder(Done)
+        .stores(stores)
+        .events(bus)
+        .bind("127.0.0.1:0")
+        .build()
+        .await
+        .expect("a bus with a shared store");
+    assert!(server.engine().is_some_and(|e| e.shares_store()));
+}

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::AgentExecutor;
 use crate::auth::Authorizer;
-use crate::store::{Sharded, Stores};
+use crate::store::{EventBus, Sharded, Stores};
 
 /// Builds an [`Engine`].
 pub struct EngineBuilder {
@@ -21,6 +21,7 @@ pub struct EngineBuilder {
     webhooks: Option<Arc<dyn WebhookTransport>>,
     v03_body: Option<V03TaskBody>,
     authorizer: Option<Arc<dyn Authorizer>>,
+    bus: Option<Arc<dyn EventBus>>,
     config: EngineConfig,
 }
 
@@ -65,18 +66,39 @@ impl EngineBuilder {
         self
     }
 
+    /// Carries committed events between the processes sharing the task store (cluster mode)
+    /// through `bus`, instead of the store's own notices
+    /// ([`TaskStore::notices`](crate::store::TaskStore::notices)): every commit's events are
+    /// published on it once stored, and every task this process holds in memory (a stream, a
+    /// running turn, a webhook worker) is watched on it, so a process following a task that
+    /// another one runs gets the events themselves and reads the store only for what the bus
+    /// lost. Used only when the task store is [shared](crate::store::TaskStore::shared) (a
+    /// store nobody else uses has nobody to tell); `trident::Server::builder` refuses a bus
+    /// without one.
+    pub fn bus(mut self, bus: Arc<dyn EventBus>) -> Self {
+        self.bus = Some(bus);
+        self
+    }
+
     /// Engine settings.
     pub fn config(mut self, config: EngineConfig) -> Self {
         self.config = config;
         self
     }
 
-    /// The engine.
     /// The engine. Inside a Tokio runtime this also starts its background work: start-up
     /// recovery of tasks whose process stopped (and of undelivered push notifications), and on
     /// a shared store the lease heartbeat, the sweeper and the follower of other processes'
     /// commits. All of it stops when the last handle to the engine is dropped.
     pub fn build(self) -> Engine {
+        let stores = self.stores.unwrap_or_else(crate::store::in_memory);
+        let bus = match self.bus {
+            Some(_) if !stores.tasks.shared() => {
+                tracing::warn!("an event bus without a shared task store: not used");
+                None
+            }
+            bus => bus,
+        };
         let node: Arc<str> = self
             .config
             .node_id
@@ -89,7 +111,9 @@ impl EngineBuilder {
                 executor: self.executor,
                 card: self.card,
                 extended_card: self.extended_card,
-                stores: self.stores.unwrap_or_else(crate::store::in_memory),
+                stores,
+                bus,
+                unclaimed_news: std::sync::atomic::AtomicU64::new(0),
                 webhooks: self.webhooks,
                 v03_body: self.v03_body,
                 authorizer: self.authorizer,
@@ -125,6 +149,7 @@ impl Engine {
             webhooks: None,
             v03_body: None,
             authorizer: None,
+            bus: None,
             config: EngineConfig::default(),
         }
     }

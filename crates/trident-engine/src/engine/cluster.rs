@@ -10,11 +10,20 @@
 //! - **One clock** (shared stores): leases and delivery claims are written and judged by the
 //!   store's clock, which each heartbeat and sweep measure this process's clock against
 //!   ([`Inner::sync_clock`]), so replicas whose clocks disagree agree on every lease.
-//! - **Following other processes** (shared stores): a notice that another process committed a
-//!   task this process holds in memory makes it read the new events from the log and publish
-//!   them to its local subscribers; a notice that its own running turn was cancelled or
-//!   superseded stops the executor. Notices only say where to look, so a lost one costs
-//!   latency: after a reconnect, and on every sweep, tasks are re-read anyway.
+//! - **Following other processes** (shared stores): news that another process committed a
+//!   task this process holds in memory (a stream, a running turn, a webhook worker) is posted
+//!   to the task ([`Live::post`]), and one catch-up at a time publishes what is new to its
+//!   local readers ([`Live::catch_up`]). With an [`EventBus`](crate::store::EventBus) the news
+//!   is the events themselves, published as they come, without reading the store; with the
+//!   store's own notices (PostgreSQL `NOTIFY`) it says how far the log goes, and the events
+//!   are read from the log. Either way a follower keeps its position (the last sequence number
+//!   it published) and reads the log after it for whatever the news does not bring: an event
+//!   is never published twice nor out of order, and a task is never read whole to follow it
+//!   (the writer's record is marked stale and reloaded before a write here). A turn this
+//!   process runs, which another process may have cancelled or superseded, is reloaded at
+//!   once and stopped if so. Lost news costs latency, never events: after a reconnect
+//!   ([`Notice::Resync`]), and on every sweep, every task held in memory reads the log after
+//!   its position.
 //! - **Outbox**: push deliveries whose process stopped are resumed from the stored cursor.
 
 use std::sync::{Arc, Weak};
@@ -23,7 +32,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use super::live::{Live, LiveGuard};
+use super::live::{LiveGuard, News};
 use super::run::Run;
 use super::{Inner, push};
 use crate::store::{Notice, NoticeFeed, Scope, StoreError};
@@ -39,7 +48,13 @@ pub(super) fn start(inner: &Arc<Inner>) {
     tokio::spawn(sweeper(weak.clone(), shared));
     if shared {
         tokio::spawn(heartbeat(weak.clone()));
-        if let Some(feed) = inner.stores.tasks.notices() {
+        // With a bus, the store's own notices are not listened to: the bus carries the same
+        // news, and the events with it.
+        let feed = match &inner.bus {
+            Some(bus) => Some(bus.feed()),
+            None => inner.stores.tasks.notices(),
+        };
+        if let Some(feed) = feed {
             tokio::spawn(follow_notices(weak, feed));
         }
     }
@@ -88,7 +103,7 @@ async fn sweeper(weak: Weak<Inner>, shared: bool) {
 }
 
 /// One pass: orphaned tasks, orphaned deliveries, and (after start-up, on a shared store) a
-/// re-read of every task held in memory that runs elsewhere.
+/// catch-up of every task held in memory with the log (news of it may have been lost).
 async fn sweep(inner: &Arc<Inner>, startup: bool) {
     let shared = inner.stores.tasks.shared();
     inner.sync_clock().await;
@@ -121,7 +136,10 @@ async fn sweep(inner: &Arc<Inner>, startup: bool) {
     resume_deliveries(inner).await;
     if shared && !startup {
         for live in inner.lives() {
-            catch_up(LiveGuard::new(inner.clone(), live), None).await;
+            // A catch-up already scheduled takes this news too.
+            if live.post(News::Unknown) {
+                catch_up(LiveGuard::new(inner.clone(), live)).await;
+            }
         }
     }
 }
@@ -147,7 +165,8 @@ async fn resume_deliveries(inner: &Arc<Inner>) {
                     fresh = true;
                     if let Ok(guard) = inner.live(&scope, &id).await {
                         let mut w = guard.live.writer.lock().await;
-                        let from = w.record.last_seq;
+                        // The record may be behind what was published (see `Live::catch_up`).
+                        let from = w.record.last_seq.max(guard.live.published());
                         push::kick_from(inner, &guard.live, &mut w, from).await;
                     }
                 }
@@ -251,44 +270,45 @@ async fn follow_notices(weak: Weak<Inner>, mut feed: NoticeFeed) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
-        match notice {
+        let (scope, task_id, news) = match notice {
             Notice::Committed {
                 scope,
                 task_id,
                 seq,
-            } => {
-                if let Some(live) = inner.live_now(&scope, &task_id) {
-                    tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), Some(seq)));
-                }
-            }
+            } => (scope, task_id, News::Upto(seq)),
             Notice::Events {
                 scope,
                 task_id,
                 events,
-            } => {
-                if let Some(live) = inner.live_now(&scope, &task_id) {
-                    let seq = events.last().map(|e| e.seq);
-                    tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), seq));
-                }
-            }
+            } => (scope, task_id, News::Events(events)),
             Notice::Resync => {
                 for live in inner.lives() {
-                    tokio::spawn(catch_up(LiveGuard::new(inner.clone(), live), None));
+                    tell(&LiveGuard::new(inner.clone(), live), News::Unknown);
                 }
+                continue;
             }
+        };
+        if let Some(live) = inner.live_for_news(&scope, &task_id) {
+            tell(&LiveGuard::new(inner.clone(), live), news);
         }
     }
 }
 
-/// Re-reads a task another process wrote (up to `seq`, or whatever is there).
-async fn catch_up(guard: LiveGuard, seq: Option<u64>) {
-    let live: &Live = &guard.live;
-    let mut w = live.writer.lock().await;
-    if seq.is_some_and(|s| s <= w.record.last_seq) {
-        return;
+/// Posts `news` to a live task, and schedules its catch-up unless one is pending (which then
+/// takes this news too: a burst of news is published by one catch-up, in order).
+pub(super) fn tell(guard: &LiveGuard, news: News) {
+    if guard.live.post(news) {
+        let guard = LiveGuard::new(guard.inner.clone(), guard.live.clone());
+        tokio::spawn(catch_up(guard));
     }
-    w.stale = true;
-    if let Err(e) = live.sync(&guard.inner, &mut w).await {
+}
+
+/// Publishes what other processes committed to a task, as the news posted to it says (see
+/// [`Live::catch_up`](super::live::Live::catch_up)).
+async fn catch_up(guard: LiveGuard) {
+    let LiveGuard { inner, live } = &guard;
+    let mut w = live.writer.lock().await;
+    if let Err(e) = live.catch_up(inner, &mut w).await {
         tracing::warn!(task = %live.task_id, error = %e, "could not follow a task written elsewhere");
     }
 }

@@ -216,7 +216,7 @@ impl A2aService for Engine {
         validate::id("id", &req.id, &self.inner.config.limits)?;
         let guard = self.inner.live(&scope, &req.id).await?;
         let live = &guard.live;
-        let snapshot = live.lock_seen(&self.inner).await?.record.task.clone();
+        let snapshot = live.lock_current(&self.inner).await?.record.task.clone();
         let check = |task: &pb::Task| -> Result<bool, A2aError> {
             match task.state() {
                 pb::TaskState::Canceled => Ok(true),
@@ -274,7 +274,9 @@ impl A2aService for Engine {
         validate::id("id", &req.id, &self.inner.config.limits)?;
         let guard = self.inner.live(&scope, &req.id).await?;
         let (task, last_seq) = {
-            let w = guard.live.lock_seen(&self.inner).await?;
+            // The task as stored: one that another process writes is followed here without
+            // being read again (only its events), so it is read now if it moved on.
+            let w = guard.live.lock_current(&self.inner).await?;
             (w.record.task.clone(), w.record.last_seq)
         };
         let LiveGuard { inner, live } = &guard;
@@ -332,7 +334,7 @@ impl A2aService for Engine {
         self.inner.check_webhook(&req.url).await?;
         let guard = self.inner.live(&scope, &task_id).await?;
         let live = &guard.live;
-        let mut w = live.lock_seen(&self.inner).await?;
+        let mut w = live.lock_current(&self.inner).await?;
         self.inner.put_push(&scope, &req, cx.generation).await?;
         w.has_push = Some(true);
         let from = w.record.last_seq;

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
 use super::Inner;
-use crate::store::{LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
+use crate::store::{BusWatch, LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
 use crate::{A2aError, ErrorKind, EventStream, StreamEvent};
 
 /// Events a reader takes per step.
@@ -51,7 +51,9 @@ pub(crate) struct Writer {
     pub(crate) has_push: Option<bool>,
     /// A webhook worker is delivering this task's events.
     pub(crate) pushing: bool,
-    /// A store write failed midway: reload before the next write.
+    /// `record` may be behind the store: a store write failed midway, or events another
+    /// process committed were published here without reloading the task ([`Live::catch_up`]).
+    /// [`Live::sync`] reloads it before the next write.
     pub(crate) stale: bool,
     /// Encoded bytes of the events committed since the last stored snapshot (as far as this
     /// process knows: 0 after loading the task).
@@ -154,7 +156,52 @@ pub(crate) struct Live {
     /// Why the task's progress could not be stored, while that lasts (see [`Live::fault`]).
     /// Boxed: a fault is rare, and every live task (one per idle stream) carries this slot.
     fault: Mutex<Option<Box<A2aError>>>,
+    /// News of commits made elsewhere, waiting for the writer ([`Live::post`]), and the
+    /// task's watch on the engine's bus.
+    inbox: Mutex<Inbox>,
 }
+
+/// What other processes committed to a task, as this process heard of it: the task's
+/// [`Live::catch_up`] publishes it in order, from the news itself or from the log.
+#[derive(Debug)]
+pub(crate) enum News {
+    /// These events, consecutive and in order (from an [`EventBus`](crate::store::EventBus)).
+    Events(Vec<LoggedEvent>),
+    /// The log holds events up to this sequence number (a store's notice).
+    Upto(u64),
+    /// Perhaps something: read the log to its end (a reconnected feed, the sweep).
+    Unknown,
+}
+
+/// News waiting for a task's writer (see [`News`]), and its watch on the engine's bus.
+#[derive(Default)]
+struct Inbox {
+    /// Events other processes published, in the order they came.
+    events: Vec<LoggedEvent>,
+    /// The log holds events up to here, which `events` may not bring (`u64::MAX`: read the
+    /// log to its end).
+    upto: u64,
+    /// A catch-up is scheduled, and takes what is here when it runs.
+    scheduled: bool,
+    /// Delivers the events other processes publish for the task to this process, while the
+    /// task is registered ([`Live::watch`]).
+    watch: Option<BusWatch>,
+}
+
+impl std::fmt::Debug for Inbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbox")
+            .field("events", &self.events.len())
+            .field("upto", &self.upto)
+            .field("scheduled", &self.scheduled)
+            .field("watched", &self.watch.is_some())
+            .finish()
+    }
+}
+
+/// Events an inbox keeps; news beyond them is read back from the log (memory per followed
+/// task stays bounded however far its catch-up falls behind).
+const INBOX_MAX: usize = 1024;
 
 impl Live {
     pub(crate) fn new(
@@ -220,7 +267,40 @@ impl Live {
             progress: watch::Sender::new(progress),
             capacity: capacity.max(1),
             fault: Mutex::new(None),
+            inbox: Mutex::new(Inbox::default()),
         }
+    }
+
+    /// Keeps the task watched on the engine's bus until [`Live::unwatch`] (see
+    /// [`Inbox::watch`]).
+    pub(crate) fn watch(&self, watch: BusWatch) {
+        lock_std(&self.inbox).watch = Some(watch);
+    }
+
+    /// Stops watching the task on the engine's bus (it is no longer registered). Returns the
+    /// watch, for the caller to drop outside its locks.
+    pub(crate) fn unwatch(&self) -> Option<BusWatch> {
+        lock_std(&self.inbox).watch.take()
+    }
+
+    /// Takes `news` for the next [`Live::catch_up`]. Returns whether the caller must schedule
+    /// one: none is scheduled yet (a scheduled one takes this news too, so news coming in a
+    /// burst is published by one catch-up, in order).
+    pub(crate) fn post(&self, news: News) -> bool {
+        let mut inbox = lock_std(&self.inbox);
+        match news {
+            News::Events(events) => {
+                if inbox.events.len() + events.len() <= INBOX_MAX {
+                    inbox.events.extend(events);
+                } else if let Some(last) = last_seq(&events) {
+                    // Too much waiting: these are read back from the log instead.
+                    inbox.upto = inbox.upto.max(last);
+                }
+            }
+            News::Upto(seq) => inbox.upto = inbox.upto.max(seq),
+            News::Unknown => inbox.upto = u64::MAX,
+        }
+        !std::mem::replace(&mut inbox.scheduled, true)
     }
 
     /// A task about to be created from `record` (`last_seq` 0, its creating events not
@@ -419,6 +499,17 @@ impl Live {
         }
     }
 
+    /// [`Live::lock_seen`], with the writer's record current ([`Live::sync`]): for a request
+    /// that answers from the record, or writes after it.
+    pub(crate) async fn lock_current(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+    ) -> Result<tokio::sync::MutexGuard<'_, Writer>, A2aError> {
+        let mut w = self.lock_seen(inner).await?;
+        self.sync(inner, &mut w).await?;
+        Ok(w)
+    }
+
     /// Stores what the turn holds ([`Live::end_hold`]) on a task of its own and waits for it.
     /// The request that asks may go away meanwhile (its future dropped when its client
     /// disconnects): stopped halfway, the store would have taken the held events from the
@@ -489,6 +580,9 @@ impl Live {
     /// Stores, publishes and delivers the held events (see [`Live::commit`]). A task stored
     /// for the first time is registered (unless `register` is false, see
     /// [`Live::end_hold_finished`]), and holds no more commits: requests can find it now.
+    /// With an [`EventBus`](crate::store::EventBus), the stored events then go to the other
+    /// processes too: only once stored (an event is durable before anyone sees it), and under
+    /// the writer's lock (the bus gets each task's events in order).
     async fn store(
         self: &Arc<Self>,
         inner: &Arc<Inner>,
@@ -547,11 +641,19 @@ impl Live {
             }
         }
         if register {
-            self.publish(logged, state);
+            match &inner.bus {
+                Some(bus) => {
+                    // Here first: local readers need not wait for the bus.
+                    self.publish(logged.clone(), state);
+                    bus.publish(&self.scope, &self.task_id, &logged).await;
+                }
+                None => self.publish(logged, state),
+            }
         } else {
             // Stored for its blocking caller alone (see [`Live::end_hold_finished`]): no
-            // reader can ever follow this live task, so its events skip the tail; its progress
-            // still says how far it got (the caller's wait reads it).
+            // reader can ever follow this live task, so its events skip the tail (and the bus:
+            // no other process can know the task yet); its progress still says how far it
+            // got (the caller's wait reads it).
             let last = last_seq(&logged);
             if let Some(last) = last {
                 lock_std(&self.tail).next = last + 1;
@@ -564,6 +666,120 @@ impl Live {
         }
         super::push::kick_from(inner, self, w, prev).await;
         Ok(())
+    }
+
+    /// Publishes what other processes committed to the task since the last event published
+    /// here, as the news posted to it says ([`Live::post`]): the events the news brings, as
+    /// they are, and what it does not bring (a gap before them, a notice that only says how
+    /// far the log goes) read from the log by sequence number. Never an event twice, never out
+    /// of order, and never the whole task: the state readers see follows from the events. The
+    /// writer's record is not read again, only marked stale, so the next write reloads it
+    /// first ([`Live::sync`]); except when this process runs the task's turn, which another
+    /// process may have cancelled or superseded: then the task is reloaded at once, and the
+    /// turn stopped if so (rare: a task is written elsewhere while its turn runs here only to
+    /// end or supersede it).
+    pub(crate) async fn catch_up(&self, inner: &Inner, w: &mut Writer) -> Result<(), A2aError> {
+        let (events, mut upto) = {
+            let mut inbox = lock_std(&self.inbox);
+            inbox.scheduled = false;
+            (
+                std::mem::take(&mut inbox.events),
+                std::mem::take(&mut inbox.upto),
+            )
+        };
+        let before = self.published();
+        let mut state = self.progress.borrow().state;
+        let caught = self
+            .publish_news(inner, events, &mut upto, &mut state)
+            .await;
+        if let Err(e) = caught {
+            // What is left is read from the log by the next catch-up (the sweep's at latest).
+            let mut inbox = lock_std(&self.inbox);
+            inbox.upto = inbox.upto.max(upto);
+            drop(inbox);
+            if self.published() > before {
+                w.stale = true;
+            }
+            return Err(e);
+        }
+        if self.published() > before {
+            w.stale = true;
+            if w.running {
+                self.sync(inner, w).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Live::catch_up`]'s publishing: `events` as they are, after the log's events before
+    /// them, then the log's up to `upto`. On failure `upto` says how far the news went.
+    async fn publish_news(
+        &self,
+        inner: &Inner,
+        events: Vec<LoggedEvent>,
+        upto: &mut u64,
+        state: &mut pb::TaskState,
+    ) -> Result<(), A2aError> {
+        // Whatever the events do not bring is in the log.
+        *upto = (*upto).max(last_seq(&events).unwrap_or(0));
+        let mut pos = self.published();
+        let mut batch: Vec<LoggedEvent> = Vec::new();
+        for e in events {
+            if e.seq <= pos {
+                // Published already (this process's own, or a repeat).
+                continue;
+            }
+            if e.seq > pos + 1 {
+                // A gap (the bus lost something): the log has it.
+                self.publish(std::mem::take(&mut batch), *state);
+                pos = self.publish_log(inner, pos, e.seq - 1, state).await?;
+                if e.seq != pos + 1 {
+                    // The log does not reach the event (yet): the rest is read from it below.
+                    break;
+                }
+            }
+            *state = state_after(*state, &e.event);
+            pos = e.seq;
+            batch.push(e);
+        }
+        self.publish(batch, *state);
+        if *upto > pos {
+            self.publish_log(inner, pos, *upto, state).await?;
+        }
+        Ok(())
+    }
+
+    /// Publishes the logged events after `pos` up to `upto` (or the log's end, if sooner);
+    /// `state` is the task's state at `pos`, and after them on return. Returns the last
+    /// sequence number published.
+    async fn publish_log(
+        &self,
+        inner: &Inner,
+        mut pos: u64,
+        upto: u64,
+        state: &mut pb::TaskState,
+    ) -> Result<u64, A2aError> {
+        while pos < upto {
+            let mut events = inner
+                .stores
+                .events
+                .read(&self.scope, &self.task_id, pos, BATCH)
+                .await
+                .map_err(super::store_error)?;
+            let full = events.len() == BATCH;
+            events.retain(|e| e.seq <= upto);
+            let Some(last) = last_seq(&events) else {
+                break;
+            };
+            *state = events.iter().fold(*state, |s, e| state_after(s, &e.event));
+            self.publish(events, *state);
+            pos = last;
+            if !full {
+                // The log ended there.
+                break;
+            }
+        }
+        Ok(pos)
     }
 
     /// Catches up with writes made elsewhere (another process, or a write whose outcome is
@@ -595,7 +811,8 @@ impl Live {
             let state = if last == record.last_seq {
                 record.task.state()
             } else {
-                self.progress.borrow().state
+                let state = self.progress.borrow().state;
+                events.iter().fold(state, |s, e| state_after(s, &e.event))
             };
             self.publish(events, state);
             published = last;
@@ -609,7 +826,7 @@ impl Live {
     }
 
     /// Sequence number of the last event published here.
-    fn published(&self) -> u64 {
+    pub(crate) fn published(&self) -> u64 {
         lock_std(&self.tail).next - 1
     }
 
@@ -680,6 +897,19 @@ impl Live {
 /// Sequence number of the last of `events`.
 fn last_seq(events: &[LoggedEvent]) -> Option<u64> {
     events.last().map(|e| e.seq)
+}
+
+/// The task's state after `event`, `state` before it: what [`crate::store::apply`] does to
+/// the state, without the task.
+fn state_after(state: pb::TaskState, event: &pb::StreamResponse) -> pb::TaskState {
+    use pb::stream_response::Payload;
+    match &event.payload {
+        Some(Payload::Task(t)) => t.state(),
+        Some(Payload::StatusUpdate(u)) => u.status.as_ref().map_or(state, |s| {
+            pb::TaskState::try_from(s.state).unwrap_or(pb::TaskState::Unspecified)
+        }),
+        _ => state,
+    }
 }
 
 /// Keeps a [`Live`] registered while held; the last holder's drop unregisters it.

@@ -31,12 +31,14 @@ mod tokens;
 mod validate;
 
 #[cfg(test)]
+mod cluster_tests;
+#[cfg(test)]
 mod tests;
 
 use live::Live;
 
 use crate::auth::Authorizer;
-use crate::store::{Generation, Lease, Scope, Sharded, StoreError, Stores, now_ms};
+use crate::store::{EventBus, Generation, Lease, Scope, Sharded, StoreError, Stores, now_ms};
 use crate::{A2aError, AgentExecutor, ErrorKind};
 
 pub use builder::EngineBuilder;
@@ -76,6 +78,12 @@ pub(crate) struct Inner {
     authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) config: EngineConfig,
     live: Sharded<Arc<Live>>,
+    /// Carries this process's commits to the other processes on the shared store, and theirs
+    /// here, for the tasks held in memory ([`EngineBuilder::bus`]).
+    pub(crate) bus: Option<Arc<dyn EventBus>>,
+    /// News of commits made elsewhere that found no live task here (see
+    /// [`Inner::live_for_news`]): a task loaded meanwhile catches up from the log.
+    unclaimed_news: std::sync::atomic::AtomicU64,
     /// Cancelled when the server shuts down ([`Engine::close_streams`]).
     pub(crate) closing: CancellationToken,
     /// The store's clock minus this process's, in milliseconds, as last measured

@@ -1,9 +1,11 @@
 //! The live registry: tasks held in memory (an executor, a stream or a webhook worker uses
 //! them), found by (scope, id), loaded from the store on demand, released by their last holder.
+//! With an event bus, a registered task is watched on it (see [`Live::watch`]) until released.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use super::live::{Live, LiveGuard};
+use super::live::{Live, LiveGuard, News};
 use super::{Inner, store_error};
 use crate::A2aError;
 use crate::store::{Scope, ShardExt, TaskRecord};
@@ -12,6 +14,19 @@ impl Inner {
     /// The live task `id` if it is in memory.
     pub(crate) fn live_now(&self, scope: &Scope, id: &str) -> Option<Arc<Live>> {
         self.live.shard(id).get_in(scope, id).cloned()
+    }
+
+    /// The live task `id`, for news of a commit another process made ([`super::cluster`]).
+    /// When there is none, the news is counted as unclaimed, under the same lock a task's
+    /// registration takes: a task that [`Inner::live`] loads while news of it goes unclaimed
+    /// sees the count move, and catches up from the log (its snapshot may predate the news).
+    pub(crate) fn live_for_news(&self, scope: &Scope, id: &str) -> Option<Arc<Live>> {
+        let shard = self.live.shard(id);
+        let live = shard.get_in(scope, id).cloned();
+        if live.is_none() {
+            self.unclaimed_news.fetch_add(1, Ordering::SeqCst);
+        }
+        live
     }
 
     /// Every task held in memory.
@@ -27,8 +42,11 @@ impl Inner {
             .collect()
     }
 
-    /// Registers a new live task.
+    /// Registers a new live task (watched on the bus, if any).
     pub(crate) fn register(&self, live: &Arc<Live>) {
+        if let Some(bus) = &self.bus {
+            live.watch(bus.watch(&live.scope, &live.task_id));
+        }
         self.live
             .shard(&live.task_id)
             .slot(&live.scope, &live.task_id)
@@ -52,7 +70,8 @@ impl Inner {
         let removed = take_if_sole(&mut *shard, &live);
         drop(live);
         drop(shard);
-        // The task itself, when this was its last reference, is freed outside the lock.
+        // The task itself (and its watch on the bus), when this was its last reference, is
+        // freed outside the lock.
         drop(removed);
     }
 
@@ -67,7 +86,14 @@ impl Inner {
         // Counted under the shard's lock: nobody takes a reference from the map meanwhile,
         // and guards let theirs go under it.
         let mut shard = self.live.shard(&live.task_id);
-        take_if_sole(&mut *shard, live).is_some()
+        let Some(removed) = take_if_sole(&mut *shard, live) else {
+            return false;
+        };
+        drop(shard);
+        // Unregistered: other processes' events for it need not come here any more (the
+        // caller keeps its reference, so the watch is let go here, outside the lock).
+        drop(removed.unwatch());
+        true
     }
 
     /// The live task `id`, loading it from the store; `TaskNotFound` when not visible.
@@ -79,6 +105,10 @@ impl Inner {
         if let Some(live) = self.live_now(scope, id) {
             return Ok(LiveGuard::new(self.clone(), live));
         }
+        // Watched before it is read: whatever another process commits after the read reaches
+        // this process (or goes unclaimed, see below).
+        let mut watch = self.bus.as_ref().map(|bus| bus.watch(scope, id));
+        let unclaimed = self.unclaimed_news.load(Ordering::SeqCst);
         let record = self
             .stores
             .tasks
@@ -86,20 +116,30 @@ impl Inner {
             .await
             .map_err(store_error)?
             .ok_or_else(|| A2aError::task_not_found(id))?;
+        let mut loaded = false;
         let live = self
             .live
             .shard(id)
             .slot(scope, id)
             .or_insert_with(|| {
-                Arc::new(Live::new(
-                    scope.clone(),
-                    record,
-                    self.config.tail_capacity,
-                    Vec::new(),
-                ))
+                loaded = true;
+                let live = Live::new(scope.clone(), record, self.config.tail_capacity, Vec::new());
+                if let Some(watch) = watch.take() {
+                    live.watch(watch);
+                }
+                Arc::new(live)
             })
             .clone();
-        Ok(LiveGuard::new(self.clone(), live))
+        // Another request registered the task first: its watch stands (this one goes, outside
+        // the shard's lock).
+        drop(watch);
+        let guard = LiveGuard::new(self.clone(), live);
+        if loaded && self.unclaimed_news.load(Ordering::SeqCst) != unclaimed {
+            // News that came before the task was registered found nothing here: it may be of
+            // commits the read above missed.
+            super::cluster::tell(&guard, News::Unknown);
+        }
+        Ok(guard)
     }
 
     /// The current record of task `id`. On a shared store a task this process does not

@@ -302,8 +302,9 @@ impl Inner {
             // need not carry the wait's future.
             Box::pin(self.wait_settled(live, after, cx)).await?;
         }
-        // The caller answers with the task: what its turn still holds is stored first.
-        let mut w = live.lock_seen(self).await?;
+        // The caller answers with the task: what its turn still holds is stored first, and
+        // what other processes wrote since is read (see `Live::catch_up`).
+        let mut w = live.lock_current(self).await?;
         if self.release_sole(live) {
             // Nobody else holds the task nor can find it in memory any more (requests read
             // it from the store, which has all of it): the answer takes it instead of a copy.
