@@ -1,5 +1,5 @@
 //! Trident's cluster event bus on NATS JetStream: [`NatsBus`], an
-//! [`EventBus`](trident_core::store::EventBus).
+//! [`EventBus`].
 //!
 //! Replicas of `trident serve --store postgres://…` share one database; the one that runs a
 //! task commits its events there and then publishes them here, and a replica serving a stream
@@ -415,7 +415,7 @@ impl Link {
                 );
                 self.feed.resync();
             }
-            Event::Closed => tracing::warn!("event bus: NATS connection closed"),
+            Event::Closed => tracing::info!("event bus: NATS connection closed"),
             other => tracing::info!(event = %other, "event bus: NATS"),
         }
     }

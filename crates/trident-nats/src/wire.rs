@@ -131,7 +131,7 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Decoded, DecodeError> {
 
 /// One NATS message of a publish: its payload and the sequence numbers it covers.
 #[derive(Debug, Clone)]
-pub(crate) struct Part {
+pub(crate) struct Chunk {
     pub(crate) first: u64,
     pub(crate) last: u64,
     /// Events carried (0 for an omitted range).
@@ -158,7 +158,7 @@ pub(crate) fn encode(
     origin: &[u8],
     events: &[LoggedEvent],
     limit: usize,
-) -> Vec<Part> {
+) -> Vec<Chunk> {
     let header_len = bytes_len(1, scope.tenant.as_bytes())
         + bytes_len(2, scope.owner.as_bytes())
         + bytes_len(3, task_id.as_bytes())
@@ -174,9 +174,9 @@ pub(crate) fn encode(
     // (first, last, count) of the message being filled.
     let mut open: Option<(u64, u64, usize)> = None;
     let close =
-        |buf: &mut BytesMut, open: &mut Option<(u64, u64, usize)>, parts: &mut Vec<Part>| {
+        |buf: &mut BytesMut, open: &mut Option<(u64, u64, usize)>, parts: &mut Vec<Chunk>| {
             if let Some((first, last, events)) = open.take() {
-                parts.push(Part {
+                parts.push(Chunk {
                     first,
                     last,
                     events,
@@ -200,7 +200,7 @@ pub(crate) fn encode(
             );
             header(&mut buf);
             encoding::uint64::encode(6, &e.seq, &mut buf);
-            parts.push(Part {
+            parts.push(Chunk {
                 first: e.seq,
                 last: e.seq,
                 events: 0,
