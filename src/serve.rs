@@ -259,6 +259,19 @@ pub(crate) struct Serve {
     /// exit).
     #[arg(long, env = "TRIDENT_STORE", default_value = "sqlite:trident.db")]
     store: String,
+    /// Turns on the live-event bus for cluster mode: replicas hand each other the events they
+    /// commit over NATS JetStream at this URL (`nats://host:4222`, several comma-separated;
+    /// `nats://user:password@…`, `nats://token@…`, `tls://…`), so a replica serving a stream of
+    /// a task another one runs gets its events without reading the database (what the bus
+    /// loses is still read from it). Requires a shared store (--store postgres://…); refused
+    /// with any other.
+    #[arg(long, env = "TRIDENT_EVENTS", value_name = "nats://…")]
+    events: Option<String>,
+    /// With --events: the NATS subject prefix and stream name stem. Clusters (databases or
+    /// schemas) sharing one NATS server each need their own; every replica of one cluster
+    /// the same.
+    #[arg(long, env = "TRIDENT_EVENTS_NAMESPACE", default_value = "trident")]
+    events_namespace: String,
     /// Seconds a process's claim on a running task lasts without renewal; on PostgreSQL a
     /// task whose process died ends FAILED within about 1.5 times this.
     #[arg(long, env = "TRIDENT_LEASE_TTL", default_value_t = 10.0)]
@@ -400,6 +413,36 @@ fn signing_key(path: &std::path::Path) -> Result<trident_security::SigningKey, S
     Ok(key)
 }
 
+/// Whether the store `spec` names is one several processes share (the stores `open` knows:
+/// PostgreSQL is; SQLite files and memory belong to one process).
+fn shared_store(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://")
+}
+
+/// The live-event bus `--events` asks for, connected; `None` without the flag.
+pub(crate) async fn event_bus(args: &Serve) -> Result<Option<trident_nats::NatsBus>, String> {
+    let Some(url) = &args.events else {
+        return Ok(None);
+    };
+    if !shared_store(&args.store) {
+        return Err(format!(
+            "--events needs a store the replicas share (--store postgres://…), not {}: the bus \
+             carries events between processes on one database",
+            trident_store::describe(&args.store)
+        ));
+    }
+    let options = trident_nats::NatsOptions::new()
+        .namespace(args.events_namespace.clone())
+        .name(format!(
+            "trident {}",
+            args.node_id.as_deref().unwrap_or("serve")
+        ));
+    trident_nats::NatsBus::connect(url, options)
+        .await
+        .map(Some)
+        .map_err(|e| format!("--events: {e}"))
+}
+
 /// `trident serve`
 pub(crate) async fn serve(args: Serve) -> ExitCode {
     let lease_ttl = match seconds(args.lease_ttl, "--lease-ttl") {
@@ -434,6 +477,10 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     };
     let security = match crate::auth::load(args.listen.auth.as_deref(), &args.listen.bearer) {
         Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let bus = match event_bus(&args).await {
+        Ok(bus) => bus,
         Err(e) => return fail(e),
     };
     let mut webhook_policy = WebhookPolicy::new();
@@ -474,6 +521,10 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
             Err(e) => return fail(e),
         }
     }
+    let bus_stream = bus.as_ref().map(trident_nats::NatsBus::stream_name);
+    if let Some(bus) = bus {
+        builder = builder.events(Arc::new(bus));
+    }
     let server = match builder.build().await {
         Ok(s) => s,
         Err(e) => return fail(e),
@@ -483,6 +534,9 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         server.local_addr(),
         trident_store::describe(&args.store)
     );
+    if let Some(stream) = bus_stream {
+        println!("live events on NATS JetStream (stream {stream})");
+    }
     run(server, &args.listen).await
 }
 

@@ -118,3 +118,40 @@ fn connection_limits_come_from_the_file_for_serve_and_gateway() {
         Cli::try_parse_from(&with_upstream).expect("the flags parse");
     }
 }
+
+#[tokio::test]
+async fn the_event_bus_needs_a_shared_store() {
+    let serve = |store: &str| {
+        let cli = Cli::try_parse_from([
+            "trident",
+            "serve",
+            "--events",
+            "nats://127.0.0.1:1",
+            "--store",
+            store,
+        ])
+        .expect("parse");
+        match cli.command {
+            crate::Command::Serve(args) => args,
+            _ => unreachable!("serve"),
+        }
+    };
+    for store in ["memory", "sqlite:trident.db", "memory?max_tasks=10"] {
+        let e = crate::serve::event_bus(&serve(store))
+            .await
+            .expect_err("refused");
+        assert!(
+            e.starts_with("--events needs a store the replicas share (--store postgres://…)"),
+            "{store}: {e}"
+        );
+    }
+    // A shared store passes that check and goes on to connect (to nothing here).
+    let e = crate::serve::event_bus(&serve("postgres://u:secret@127.0.0.1:1/db"))
+        .await
+        .expect_err("nothing listens");
+    assert!(
+        e.starts_with("--events: connecting to NATS at nats://127.0.0.1:1"),
+        "{e}"
+    );
+    assert!(!e.contains("secret"), "{e}");
+}

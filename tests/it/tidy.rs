@@ -213,7 +213,7 @@ fn trident_dependencies(name: &str) -> Vec<(String, bool)> {
 /// The crate map (ARCHITECTURE.md): which workspace crates each library crate may build on.
 /// A crate missing here, or a dependency not listed for it, fails: a new edge is a decision
 /// to write down first.
-const CRATE_MAP: [(&str, &[&str]); 16] = [
+const CRATE_MAP: [(&str, &[&str]); 17] = [
     ("trident-proto", &[]),
     ("trident-core", &["trident-proto"]),
     ("trident-engine", &["trident-core", "trident-proto"]),
@@ -252,6 +252,9 @@ const CRATE_MAP: [(&str, &[&str]); 16] = [
         &["trident-core", "trident-proto", "trident-engine"],
     ),
     ("trident-security", &["trident-core", "trident-proto"]),
+    // The cluster's live-event bus (NATS JetStream): an `EventBus` of the vocabulary, no
+    // engine, no store.
+    ("trident-nats", &["trident-core", "trident-proto"]),
     (
         "trident-a2a-client",
         &[
