@@ -14,22 +14,33 @@ use trident_proto as pb;
 
 use crate::durability::{replay, seqs};
 use crate::harness::{collect, cx, msg, req, state_of, task_of, wait_for};
+use crate::nats_server::NatsServer;
 use crate::process::Trident;
 
 /// Lease TTL the replicas run with: a dead replica's task fails within about 1.5 × this.
 const LEASE_TTL_SECS: f64 = 1.0;
 
-/// A fresh schema on the test server, dropped on drop.
+/// A fresh schema on the test server, dropped on drop, and the replicas' event bus: a
+/// `nats-server` of the test's own, or none (the replicas follow each other through
+/// PostgreSQL's `NOTIFY`).
 struct Schema {
     url: String,
     name: String,
+    bus: Option<NatsServer>,
 }
 
 impl Schema {
-    fn new() -> Option<Self> {
+    /// `None` when the test cannot run here (no `TRIDENT_TEST_POSTGRES`, or a bus is wanted
+    /// and `nats-server` is missing; `.ci/run` has both).
+    async fn new(bus: bool) -> Option<Self> {
         let url = crate::harness::postgres_url("cluster")?;
         let name = format!("trident_it_{}", uuid::Uuid::new_v4().simple());
-        Some(Self { url, name })
+        let bus = if bus {
+            Some(NatsServer::start().await?)
+        } else {
+            None
+        };
+        Some(Self { url, name, bus })
     }
 
     /// The `--store` value for this schema.
@@ -61,38 +72,63 @@ async fn skewed_replicas(schema: &Schema, skews_ms: &[i64]) -> Vec<Trident> {
     let store = schema.store();
     let ttl = LEASE_TTL_SECS.to_string();
     let mut out = Vec::new();
+    let events = schema.bus.as_ref().map(NatsServer::url);
     for skew in skews_ms {
         let skew = skew.to_string();
-        out.push(
-            Trident::serve_with_env(
-                &[
-                    "--agent",
-                    "demo",
-                    "--store",
-                    &store,
-                    "--lease-ttl",
-                    &ttl,
-                    "--push-allow",
-                    "127.0.0.1",
-                ],
-                &[("TRIDENT_TEST_CLOCK_SKEW_MS", &skew)],
-            )
-            .await,
-        );
+        let mut args = vec![
+            "--agent",
+            "demo",
+            "--store",
+            &store,
+            "--lease-ttl",
+            &ttl,
+            "--push-allow",
+            "127.0.0.1",
+        ];
+        if let Some(events) = &events {
+            args.extend(["--events", events.as_str()]);
+        }
+        out.push(Trident::serve_with_env(&args, &[("TRIDENT_TEST_CLOCK_SKEW_MS", &skew)]).await);
     }
     out
 }
 
-macro_rules! require_postgres {
-    () => {
-        match Schema::new() {
-            Some(s) => s,
-            None => {
-                return;
-            }
+/// Each test below runs twice: `notify::NAME`, replicas following each other through
+/// PostgreSQL's `NOTIFY`, and `bus::NAME`, through a NATS JetStream event bus (`--events`).
+macro_rules! in_both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod notify {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(schema) = super::Schema::new(false).await {
+                        super::$name(schema).await;
+                    }
+                }
+            )*
+        }
+        mod bus {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(schema) = super::Schema::new(true).await {
+                        super::$name(schema).await;
+                    }
+                }
+            )*
         }
     };
 }
+
+in_both_modes!(
+    follow_and_cancel_through_another_replica,
+    dead_replica_task_fails_within_the_lease_bound,
+    a_fast_clocked_dead_replicas_task_fails_within_the_lease_bound,
+    replicas_with_skewed_clocks_take_no_healthy_task,
+    racing_follow_ups_and_cancels_leave_one_state,
+    push_notifications_are_sent_once_across_replicas,
+    a_fenced_replicas_own_stream_ends_with_the_failure,
+);
 
 fn task_id_of(event: &StreamEvent) -> String {
     match event.response.payload.as_ref() {
@@ -103,9 +139,7 @@ fn task_id_of(event: &StreamEvent) -> String {
 
 /// Started on A, followed and cancelled on B: B's subscriber gets every event in order exactly
 /// once, and A's executor stops.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn follow_and_cancel_through_another_replica() {
-    let schema = require_postgres!();
+async fn follow_and_cancel_through_another_replica(schema: Schema) {
     let nodes = replicas(&schema, 2).await;
     let a = nodes[0].client(Binding::Rest).await;
     let b = nodes[1].client(Binding::Grpc).await;
@@ -185,17 +219,13 @@ async fn follow_and_cancel_through_another_replica() {
 }
 
 /// `kill -9` on the replica executing a task: B's subscriber sees FAILED within the lease bound.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dead_replica_task_fails_within_the_lease_bound() {
-    let schema = require_postgres!();
+async fn dead_replica_task_fails_within_the_lease_bound(schema: Schema) {
     dead_replica_task_fails_within_the_lease_bound_with(&schema, 0).await;
 }
 
 /// The same with the dead replica's clock 30 s ahead: its leases are written by the
 /// database's clock, so they are not 30 s longer than anyone's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fast_clocked_dead_replicas_task_fails_within_the_lease_bound() {
-    let schema = require_postgres!();
+async fn a_fast_clocked_dead_replicas_task_fails_within_the_lease_bound(schema: Schema) {
     dead_replica_task_fails_within_the_lease_bound_with(&schema, SKEW_MS).await;
 }
 
@@ -247,9 +277,7 @@ async fn dead_replica_task_fails_within_the_lease_bound_with(schema: &Schema, sk
 /// Replicas whose clocks are a minute apart (one 30 s ahead, one 30 s behind) take no healthy
 /// task from each other: leases are written and judged by the database's clock, so neither
 /// reads the other's as lapsed, over many sweeps (every half TTL).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replicas_with_skewed_clocks_take_no_healthy_task() {
-    let schema = require_postgres!();
+async fn replicas_with_skewed_clocks_take_no_healthy_task(schema: Schema) {
     let nodes = skewed_replicas(&schema, &[SKEW_MS, -SKEW_MS]).await;
     let a = nodes[0].client(Binding::Rest).await;
     let b = nodes[1].client(Binding::Grpc).await;
@@ -300,9 +328,7 @@ async fn replicas_with_skewed_clocks_take_no_healthy_task() {
 /// 20 follow-ups and cancels racing on one task through two replicas leave one consistent
 /// state: every call gets a success or a clear refusal, both replicas agree, and the log
 /// replays to the snapshot.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn racing_follow_ups_and_cancels_leave_one_state() {
-    let schema = require_postgres!();
+async fn racing_follow_ups_and_cancels_leave_one_state(schema: Schema) {
     let nodes = replicas(&schema, 2).await;
     let clients: Vec<Arc<dyn A2aService>> = vec![
         nodes[0].client(Binding::Rest).await,
@@ -395,9 +421,7 @@ async fn racing_follow_ups_and_cancels_leave_one_state() {
 
 /// Push notifications of a task written by two replicas (A executes, B cancels) reach the
 /// webhook once per event, in log order.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn push_notifications_are_sent_once_across_replicas() {
-    let schema = require_postgres!();
+async fn push_notifications_are_sent_once_across_replicas(schema: Schema) {
     let nodes = replicas(&schema, 2).await;
     let a = nodes[0].client(Binding::Rest).await;
     let b = nodes[1].client(Binding::JsonRpc).await;
@@ -450,9 +474,7 @@ async fn push_notifications_are_sent_once_across_replicas() {
 /// A replica frozen (SIGSTOP) past its lease is fenced: another replica fails its task. Once
 /// it runs again, its own client's stream ends with that FAILED event (the notice of the other
 /// replica's commit brings it; its executor is stopped).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fenced_replicas_own_stream_ends_with_the_failure() {
-    let schema = require_postgres!();
+async fn a_fenced_replicas_own_stream_ends_with_the_failure(schema: Schema) {
     let nodes = replicas(&schema, 2).await;
     let a = nodes[0].client(Binding::Rest).await;
     let b = nodes[1].client(Binding::Grpc).await;

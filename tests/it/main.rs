@@ -17,6 +17,7 @@ mod grpc_hygiene;
 mod hardening;
 mod harness;
 mod list_property;
+mod nats_server;
 mod openapi;
 #[cfg(feature = "otlp")]
 mod otlp;
