@@ -524,3 +524,93 @@ async fn a_fenced_replicas_own_stream_ends_with_the_failure(schema: Schema) {
     let failed = wait_for(a.as_ref(), &cx(), &id, |t| t.state().is_terminal()).await;
     assert_eq!(failed.state(), pb::TaskState::Failed, "A agrees");
 }
+
+/// Streams `text` on replica A, follows the task on replica B from the start, lets `fault`
+/// strike once B has relayed a few events, and checks that B's subscriber still gets every
+/// event of the log exactly once, in order, up to `COMPLETED`.
+async fn followed_stream_survives(
+    schema: &mut Schema,
+    nodes: &[Trident],
+    fault: impl AsyncFnOnce(&mut Schema, &[Trident]),
+) {
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Rest).await;
+    let mut on_a = a
+        .send_streaming_message(&cx(), req(msg("stream 400 5")))
+        .await
+        .expect("stream on A");
+    let id = task_id_of(&on_a.next().await.expect("first").expect("event"));
+    let mut on_b = b
+        .subscribe_to_task(
+            &CallContext::new().with_last_event_id(0),
+            pb::SubscribeToTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("subscribe on B");
+    let mut seen_b = Vec::new();
+    while seen_b.len() < 10 {
+        let event = tokio::time::timeout(crate::wait::CEILING, on_b.next())
+            .await
+            .expect("B relays A's events")
+            .expect("B's stream is open")
+            .expect("event");
+        seen_b.push(event);
+    }
+    fault(schema, nodes).await;
+    let rest = tokio::time::timeout(crate::wait::CEILING, collect(on_b))
+        .await
+        .expect("B's stream ends");
+    seen_b.extend(rest);
+    let n = seen_b.len() as u64;
+    assert_eq!(
+        seqs(&seen_b),
+        (1..=n).collect::<Vec<_>>(),
+        "B saw every event once, in order"
+    );
+    assert_eq!(
+        seen_b.last().and_then(state_of),
+        Some(pb::TaskState::Completed)
+    );
+    assert_eq!(
+        replay(a.as_ref(), &id).await,
+        seen_b,
+        "B relayed the log, all of it"
+    );
+    drop(on_a);
+}
+
+/// `kill -9` of the bus (nats-server) while B follows a task A runs, and a new server on the
+/// same port half a second later: what the bus lost is read from the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_bus_loses_no_event_of_a_followed_stream() {
+    let Some(mut schema) = Schema::new(true).await else {
+        return;
+    };
+    let nodes = replicas(&schema, 2).await;
+    followed_stream_survives(&mut schema, &nodes, async |schema, _| {
+        let bus = schema.bus.as_mut().expect("a bus");
+        bus.kill();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        bus.restart().await;
+    })
+    .await;
+}
+
+/// The following replica frozen (SIGSTOP) for a second and a half mid-stream, bus on: once it
+/// runs again its subscriber gets the rest, exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_follower_loses_no_event() {
+    let Some(mut schema) = Schema::new(true).await else {
+        return;
+    };
+    let nodes = replicas(&schema, 2).await;
+    followed_stream_survives(&mut schema, &nodes, async |_, nodes| {
+        nodes[1].stop();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        nodes[1].resume();
+    })
+    .await;
+}
