@@ -156,8 +156,15 @@ impl Inner {
                 // the registry (a bare reference would leave it registered for good).
                 let guard = LiveGuard::new(self.clone(), live);
                 // A turn holding commits stores them before this request reads the task.
-                let w = guard.live.lock_seen(self).await?;
-                (w.running || !self.stores.tasks.shared()).then(|| w.record.clone())
+                let mut w = guard.live.lock_seen(self).await?;
+                if w.running || !self.stores.tasks.shared() {
+                    // Never a change that was not stored: a record left stale by a failed
+                    // write (or by following another process) is read again first.
+                    guard.live.sync(self, &mut w).await?;
+                    Some(w.record.clone())
+                } else {
+                    None
+                }
             }
             None => None,
         };

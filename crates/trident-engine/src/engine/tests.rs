@@ -795,3 +795,73 @@ async fn cancel_task_outlasts_a_run_of_conflicting_writes() {
     let read = get(&engine, &cx, &task.id).await.expect("get");
     assert_eq!(read.state(), pb::TaskState::Canceled, "as stored");
 }
+
+/// Says WORKING, then publishes an artifact once `go` is notified, then waits to be cancelled.
+struct ArtifactOnCue {
+    go: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait::async_trait]
+impl AgentExecutor for ArtifactOnCue {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        sink.working().await?;
+        self.go.notified().await;
+        let _ = sink
+            .artifact(pb::Artifact::new("a", vec![pb::Part::text("x")]))
+            .await;
+        ctx.cancelled().await;
+        Ok(())
+    }
+}
+
+/// GetTask answers with the task as stored. A commit that fails leaves its change in the
+/// writer's record (applied before the write), marked stale: GetTask used to answer with it —
+/// an artifact, or a FAILED status, that no store holds and that a later read contradicts.
+#[tokio::test]
+async fn get_task_never_answers_a_change_that_was_not_stored() {
+    let store = Arc::new(Counting::default());
+    let go = Arc::new(tokio::sync::Notify::new());
+    let engine = Engine::builder(Arc::new(ArtifactOnCue { go: go.clone() }))
+        .stores(stores_of(&store))
+        .build();
+    let cx = CallContext::new();
+    let mut stream = engine
+        .send_streaming_message(
+            &cx,
+            pb::SendMessageRequest {
+                message: Some(pb::Message::user("m1", vec![pb::Part::text("hi")])),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("stream");
+    let first = stream.next().await.expect("an event").expect("ok");
+    let Some(pb::stream_response::Payload::Task(task)) = &first.response.payload else {
+        panic!("the task first: {first:?}");
+    };
+    let id = task.id.clone();
+    let working = stream.next().await.expect("an event").expect("ok");
+    assert_eq!(working.seq, Some(2), "WORKING: {working:?}");
+    store.failing.store(true, Ordering::SeqCst);
+    go.notify_one();
+    // The artifact's commit fails: the stream ends with the error.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        let mut last = None;
+        while let Some(item) = stream.next().await {
+            last = Some(item);
+        }
+        last
+    })
+    .await
+    .expect("the stream ends");
+    assert!(matches!(ended, Some(Err(_))), "{ended:?}");
+    let read = get(&engine, &cx, &id).await.expect("get");
+    let stored = store
+        .get(&Scope::new("", ""), &id)
+        .await
+        .expect("read the store")
+        .expect("the task is stored");
+    assert_eq!(read, stored.task, "GetTask answers with the task as stored");
+    assert!(read.artifacts.is_empty(), "the artifact was never stored");
+    store.failing.store(false, Ordering::SeqCst);
+}
