@@ -12,6 +12,8 @@ use trident_testkit::contract;
 
 use crate::{OpenError, PgStore, SqliteStore, open, stores};
 
+mod throughput;
+
 /// A temporary directory removed on drop.
 struct TempDir(PathBuf);
 
