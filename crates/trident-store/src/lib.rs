@@ -27,7 +27,19 @@ mod sqlite;
 
 pub use migrate::{POSTGRES_VERSION, SQLITE_VERSION};
 pub use postgres::PgStore;
-pub use sqlite::{SqliteStore, WriterStats};
+pub use sqlite::SqliteStore;
+
+/// What a store's writer has done so far: [`SqliteStore::stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Write requests handled.
+    pub requests: u64,
+    /// Transactions committed or attempted (one per batch of queued requests).
+    pub transactions: u64,
+    /// Batches run a second time, each request in its own savepoint, because a statement
+    /// failed in the first run (counted once in `transactions`).
+    pub reruns: u64,
+}
 
 /// Why a store could not be opened.
 #[derive(Debug, thiserror::Error)]
