@@ -3,8 +3,11 @@
 //!
 //! - [`SqliteStore`], the embedded default: one file in WAL mode, one writer thread that
 //!   group-commits every queued write in one transaction, a small pool of readers.
-//! - [`PgStore`], cluster mode: several processes share one PostgreSQL database and learn of
-//!   each other's commits through `LISTEN`/`NOTIFY` ([`TaskStore::notices`]).
+//! - [`PgStore`], cluster mode: several processes share one PostgreSQL database. Commits go
+//!   through a few writer lanes that each commit whatever is queued in one transaction, and
+//!   the processes learn of each other's commits through `LISTEN`/`NOTIFY` (one notification
+//!   per transaction; [`TaskStore::notices`]), unless [`PgOptions::notify`] turns that off
+//!   for a cluster whose events travel on an event bus.
 //!
 //! Both pass `trident_testkit::contract`, the suite the in-memory store passes. [`open`]
 //! picks a store from a spec string.
