@@ -8,10 +8,11 @@
 //!
 //! `TASKS` tasks stream `APPENDS` events each, one `append` per event (what a streamed
 //! artifact chunk costs), all tasks at once: through one store, then through two stores on one
-//! schema (two replicas), each streaming half the tasks. It prints events per second and the
+//! schema (two replicas), each streaming half the tasks, then through two stores with notify
+//! off (as when an event bus carries the events). It prints events per second, the
 //! transactions committed per event, read from `pg_stat_database.xact_commit` (the database's
 //! count: give it a database nothing else uses while it runs; the URL falls back to
-//! `TRIDENT_TEST_POSTGRES`).
+//! `TRIDENT_TEST_POSTGRES`), and the writers' own count of requests per transaction.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ use trident_core::store::{Scope, TaskRecord, TaskStore as _};
 use trident_proto as pb;
 
 use super::{chunk, ev, task, with_schema};
-use crate::PgStore;
+use crate::{PgOptions, PgStore, WriterStats};
 
 /// Tasks streaming at once.
 const TASKS: usize = 50;
@@ -82,11 +83,20 @@ async fn run(label: &str, stores: &[Arc<PgStore>]) {
     let secs = start.elapsed().as_secs_f64();
     let xacts = xact_commit(stores[0].pool()).await - xacts;
     let events = TASKS as f64 * (APPENDS + 1) as f64;
+    let writers = stores
+        .iter()
+        .map(|s| s.stats())
+        .fold(WriterStats::default(), |a, b| WriterStats {
+            requests: a.requests + b.requests,
+            transactions: a.transactions + b.transactions,
+            reruns: a.reruns + b.reruns,
+        });
     println!(
         "{label}: {TASKS} tasks x {APPENDS} appends: {secs:.2} s, {:.0} events/s, \
-         {:.3} transactions/event ({xacts} transactions)",
+         {:.3} transactions/event ({xacts} transactions); writers: {:.1} requests/transaction",
         events / secs,
         xacts as f64 / events,
+        writers.requests as f64 / writers.transactions.max(1) as f64,
     );
 }
 
@@ -97,11 +107,33 @@ async fn postgres_append_throughput() {
         .ok()
         .or_else(|| std::env::var("TRIDENT_TEST_POSTGRES").ok())
         .expect("set TRIDENT_BENCH_POSTGRES (or TRIDENT_TEST_POSTGRES)");
-    with_schema(&url, |url, schema| async move {
-        let a = Arc::new(PgStore::connect_in_schema(&url, &schema).await.expect("a"));
-        run("one-store", std::slice::from_ref(&a)).await;
-        let b = Arc::new(PgStore::connect_in_schema(&url, &schema).await.expect("b"));
-        run("two-stores", &[a, b]).await;
+    let writers = std::env::var("TRIDENT_BENCH_WRITERS")
+        .ok()
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(PgOptions::DEFAULT_WRITERS);
+    println!("{writers} writer lanes per store");
+    with_schema(&url, move |url, schema| async move {
+        let connect = |notify: bool| {
+            let options = PgOptions::new()
+                .schema(&schema)
+                .writers(writers)
+                .notify(notify);
+            let url = url.clone();
+            async move {
+                Arc::new(
+                    PgStore::connect_with_options(&url, options)
+                        .await
+                        .expect("connect"),
+                )
+            }
+        };
+        run("one-store", &[connect(true).await]).await;
+        run("two-stores", &[connect(true).await, connect(true).await]).await;
+        run(
+            "two-stores-notify-off",
+            &[connect(false).await, connect(false).await],
+        )
+        .await;
     })
     .await;
 }
