@@ -37,14 +37,17 @@ pub(crate) fn channel_for(schema: Option<&str>) -> String {
             if name.len() <= 63 {
                 name
             } else {
-                // FNV-1a: stable across processes and versions, unlike the std hasher.
-                let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                    (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-                });
-                format!("{CHANNEL}_{hash:016x}")
+                format!("{CHANNEL}_{:016x}", fnv1a(schema))
             }
         }
     }
+}
+
+/// FNV-1a: stable across processes and versions, unlike the std hasher.
+pub(crate) fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// Where a store's writers announce their commits: the schema's channel and the store's id.

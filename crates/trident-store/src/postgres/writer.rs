@@ -27,7 +27,8 @@
 //! decided before anything is written.
 //!
 //! A task's requests always go to the same lane (its key is hashed), so they run in the order
-//! they were made. Lanes of one store write to distinct counter shards, so they never wait on
+//! they were made. Each lane writes to a counter shard no other live lane of the schema holds
+//! (claimed with a session advisory lock on its connection), so lanes never wait on
 //! each other's counter rows.
 
 use std::collections::HashMap;
@@ -51,8 +52,9 @@ pub(crate) const MAX_BATCH: usize = 256;
 pub(crate) const MAX_BATCH_BYTES: usize = 8 << 20;
 /// Requests that may wait for each lane before callers wait too (back-pressure).
 pub(crate) const QUEUE: usize = 4 * MAX_BATCH;
-/// Counter shards (`task_counts.shard`, `context_counts.shard`: migration 4): each lane
-/// writes its own, chosen when the store connects (at random, then one per lane).
+/// Counter shards (`task_counts.shard`, `context_counts.shard`: migration 4). Each lane
+/// claims one no other lane of the schema holds, starting from a random one (see
+/// [`claim_shard`]); past 32 live lanes, some share.
 pub(crate) const SHARDS: usize = 32;
 
 /// A task's key: tenant, owner, id.
@@ -102,24 +104,27 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    /// Opens `lanes` connections with `options` and starts a lane on each. With `notify`,
-    /// each transaction announces the tasks it committed.
+    /// Opens `lanes` connections with `options` and starts a lane on each. `schema_key`
+    /// names the schema among the advisory locks of the database (its lanes claim their
+    /// counter shards under it). With `notify`, each transaction announces the tasks it
+    /// committed.
     pub(crate) async fn start(
         options: &PgConnectOptions,
         lanes: usize,
+        schema_key: i32,
         notify: Option<Notify>,
     ) -> Result<Self, OpenError> {
-        let first_shard = (uuid::Uuid::new_v4().as_u128() % SHARDS as u128) as usize;
         let counters = Arc::new(Counters::default());
         let notify = notify.map(Arc::new);
         let mut queues = Vec::with_capacity(lanes);
-        for n in 0..lanes.max(1) {
-            let conn = PgConnection::connect_with(options).await?;
+        for _ in 0..lanes.max(1) {
+            let (conn, shard) = connect(options, schema_key).await?;
             let (queue, rx) = mpsc::channel(QUEUE);
             let lane = Lane {
                 options: options.clone(),
+                schema_key,
                 conn: Some(conn),
-                shard: i32::try_from((first_shard + n) % SHARDS).unwrap_or(0),
+                shard,
                 notify: notify.clone(),
                 counters: counters.clone(),
             };
@@ -156,9 +161,49 @@ impl Writer {
     }
 }
 
-/// One lane: a connection (reopened when a batch leaves it in doubt), and its counter shard.
+/// Opens a lane's connection and claims a counter shard on it.
+async fn connect(
+    options: &PgConnectOptions,
+    schema_key: i32,
+) -> Result<(PgConnection, i32), sqlx::Error> {
+    let mut conn = PgConnection::connect_with(options).await?;
+    let shard = claim_shard(&mut conn, schema_key).await?;
+    Ok((conn, shard))
+}
+
+/// Claims a counter shard for the lane on `conn`: the first, from a random one on, whose
+/// session advisory lock (`schema_key`, shard) nobody holds, so that no two live lanes of the
+/// schema, in this process or another, add to the same counter rows. The lock lasts as long
+/// as the connection. When all are held, a random shard, shared: counting stays exact
+/// whatever shard a lane writes; only the waits on counter rows come back.
+async fn claim_shard(conn: &mut PgConnection, schema_key: i32) -> Result<i32, sqlx::Error> {
+    let first = (uuid::Uuid::new_v4().as_u128() % SHARDS as u128) as usize;
+    for n in 0..SHARDS {
+        let shard = i32::try_from((first + n) % SHARDS).unwrap_or(0);
+        let claimed: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, $2)")
+            .bind(schema_key)
+            .bind(shard)
+            .fetch_one(&mut *conn)
+            .await?;
+        if claimed {
+            return Ok(shard);
+        }
+    }
+    Ok(i32::try_from(first).unwrap_or(0))
+}
+
+/// The advisory-lock key of the stores of a schema, named by its notification channel
+/// (which is per schema): lanes of different schemas do not compete for shards.
+pub(crate) fn schema_key(channel: &str) -> i32 {
+    // The low 32 bits, as the signed key `pg_try_advisory_lock(int, int)` takes.
+    super::notify::fnv1a(channel) as u32 as i32
+}
+
+/// One lane: a connection (reopened when a batch leaves it in doubt), and the counter shard
+/// claimed on it.
 struct Lane {
     options: PgConnectOptions,
+    schema_key: i32,
     conn: Option<PgConnection>,
     shard: i32,
     notify: Option<Arc<Notify>>,
@@ -245,7 +290,9 @@ impl Lane {
         let conn = match conn {
             Some(conn) => conn,
             None => {
-                let mut conn = PgConnection::connect_with(&self.options).await?;
+                // The old connection's shard went with it.
+                let (mut conn, shard) = connect(&self.options, self.schema_key).await?;
+                self.shard = shard;
                 exec(&mut conn, "BEGIN").await?;
                 conn
             }

@@ -511,8 +511,9 @@ async fn postgres_one_notification_per_transaction_or_none() {
     .await;
 }
 
-/// Two stores creating tasks of one owner at once, and finishing each other's: every writer
-/// adds to its own counter shard, and the totals (sums over the shards) stay exact.
+/// Two stores creating tasks of one owner at once, and finishing each other's: each store's
+/// writer lane adds to a counter shard of its own, and the totals (sums over the shards) stay
+/// exact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_concurrent_creations_from_two_stores_keep_totals_exact() {
     let Some(url) = postgres_url("postgres_concurrent_creations_from_two_stores_keep_totals_exact")
@@ -585,7 +586,40 @@ async fn postgres_concurrent_creations_from_two_stores_keep_totals_exact() {
         .fetch_one(a.pool())
         .await
         .expect("shards");
-        assert!(shards >= 2, "the writers share one counter shard: {shards}");
+        assert_eq!(shards, 2, "each store's lane claims a shard of its own");
+    })
+    .await;
+}
+
+/// Every writer lane of the stores of a schema claims a counter shard no other holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_writer_lanes_claim_distinct_counter_shards() {
+    let Some(url) = postgres_url("postgres_writer_lanes_claim_distinct_counter_shards") else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let mut stores = Vec::new();
+        for _ in 0..3 {
+            let options = PgOptions::new().schema(&schema).writers(4);
+            stores.push(
+                PgStore::connect_with_options(&url, options)
+                    .await
+                    .expect("connect"),
+            );
+        }
+        let scope = Scope::new("", "lanes");
+        for (n, store) in stores.iter().enumerate() {
+            let results = create_many(store, &scope, &format!("s{n}-"), "c", 80).await;
+            assert!(results.iter().all(Result::is_ok), "{results:?}");
+        }
+        let shards: i64 = sqlx::query_scalar(
+            "SELECT COUNT(DISTINCT shard) FROM task_counts WHERE owner = 'lanes'",
+        )
+        .fetch_one(stores[0].pool())
+        .await
+        .expect("shards");
+        assert_eq!(shards, 12, "3 stores of 4 lanes, each lane its own shard");
+        assert_eq!(total(&stores[1], &scope, None, None).await, 240);
     })
     .await;
 }
