@@ -255,8 +255,9 @@ pub(crate) struct Serve {
     #[arg(long, env = "TRIDENT_STRICT_VERSION")]
     strict_version: bool,
     /// Where tasks live: `sqlite:PATH` (a file, created if missing), `postgres://…` (cluster
-    /// mode: every process on the same database serves every task) or `memory` (lost on
-    /// exit).
+    /// mode: every process on the same database serves every task; `?schema=NAME` picks a
+    /// schema, `notify=off` sends no commit notifications, for when an event bus carries the
+    /// events) or `memory` (lost on exit).
     #[arg(long, env = "TRIDENT_STORE", default_value = "sqlite:trident.db")]
     store: String,
     /// Turns on the live-event bus for cluster mode: replicas hand each other the events they

@@ -1,5 +1,7 @@
 //! Row encoding shared by both backends: records to columns and back.
 
+use std::collections::BTreeMap;
+
 use prost::Message;
 use trident_core::store::{
     Lease, ListCursor, LoggedEvent, Scope, StoreError, TaskPage, TaskRecord, apply,
@@ -229,6 +231,51 @@ impl CounterDeltas {
             contexts.sort_unstable();
         }
         Self { states, contexts }
+    }
+}
+
+/// The counter changes of a batch's successful commits, summed per counter row, so that a
+/// burst of commits touching one row (every task created in one state, say) updates it once
+/// instead of once per commit. Each backend's writer writes it inside the batch's
+/// transaction, just before `COMMIT`: the counters commit atomically with the tasks they
+/// count, and a request rolled back to its savepoint never reaches the tally.
+///
+/// Tenant and owner borrow from the batch's requests; the maps are ordered, so the rows are
+/// written in key order (concurrent PostgreSQL transactions then lock counter rows in one
+/// order and cannot deadlock on them).
+#[derive(Debug, Default)]
+pub(crate) struct Tally<'a> {
+    /// (tenant, owner, state) → delta, for `task_counts`.
+    pub(crate) states: BTreeMap<(&'a str, &'a str, i32), i64>,
+    /// (tenant, owner, context, state) → delta, for `context_counts`.
+    pub(crate) contexts: BTreeMap<(&'a str, &'a str, String, i32), i64>,
+}
+
+impl<'a> Tally<'a> {
+    /// Adds the changes `deltas` of a successful commit of `row`.
+    pub(crate) fn add(&mut self, row: &'a TaskRow, deltas: CounterDeltas) {
+        for (state, delta) in deltas.states {
+            *self
+                .states
+                .entry((&row.tenant, &row.owner, state))
+                .or_default() += delta;
+        }
+        for (context, state, delta) in deltas.contexts {
+            *self
+                .contexts
+                .entry((&row.tenant, &row.owner, context, state))
+                .or_default() += delta;
+        }
+    }
+
+    /// Adds the changes summed in `other`.
+    pub(crate) fn merge(&mut self, other: Self) {
+        for (key, delta) in other.states {
+            *self.states.entry(key).or_default() += delta;
+        }
+        for (key, delta) in other.contexts {
+            *self.contexts.entry(key).or_default() += delta;
+        }
     }
 }
 

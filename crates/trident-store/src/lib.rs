@@ -3,8 +3,11 @@
 //!
 //! - [`SqliteStore`], the embedded default: one file in WAL mode, one writer thread that
 //!   group-commits every queued write in one transaction, a small pool of readers.
-//! - [`PgStore`], cluster mode: several processes share one PostgreSQL database and learn of
-//!   each other's commits through `LISTEN`/`NOTIFY` ([`TaskStore::notices`]).
+//! - [`PgStore`], cluster mode: several processes share one PostgreSQL database. Commits go
+//!   through a few writer lanes that each commit whatever is queued in one transaction, and
+//!   the processes learn of each other's commits through `LISTEN`/`NOTIFY` (one notification
+//!   per transaction; [`TaskStore::notices`]), unless [`PgOptions::notify`] turns that off
+//!   for a cluster whose events travel on an event bus.
 //!
 //! Both pass `trident_testkit::contract`, the suite the in-memory store passes. [`open`]
 //! picks a store from a spec string.
@@ -26,8 +29,20 @@ mod read;
 mod sqlite;
 
 pub use migrate::{POSTGRES_VERSION, SQLITE_VERSION};
-pub use postgres::PgStore;
-pub use sqlite::{SqliteStore, WriterStats};
+pub use postgres::{PgOptions, PgStore};
+pub use sqlite::SqliteStore;
+
+/// What a store's writer has done so far: [`SqliteStore::stats`], [`PgStore::stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Write requests handled.
+    pub requests: u64,
+    /// Transactions committed or attempted (one per batch of queued requests).
+    pub transactions: u64,
+    /// Batches run a second time, each request in its own savepoint, because a statement
+    /// failed in the first run (counted once in `transactions`).
+    pub reruns: u64,
+}
 
 /// Why a store could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -36,7 +51,8 @@ pub enum OpenError {
     #[error(
         "unknown store {0:?}: expected \"memory\" (or \"memory?max_tasks=N&terminal_ttl=SECONDS\"), \
          \"sqlite:PATH\" (or \"sqlite://PATH\"), \
-         or a PostgreSQL URL \"postgres://…\" / \"postgresql://…\" (optionally with ?schema=NAME)"
+         or a PostgreSQL URL \"postgres://…\" / \"postgresql://…\" \
+         (optionally with ?schema=NAME and/or notify=off)"
     )]
     Spec(String),
     /// The database refused a connection or a statement.
@@ -89,6 +105,12 @@ pub enum OpenError {
          0 or \"none\" for no age limit), e.g. \"memory?max_tasks=100000&terminal_ttl=3600\""
     )]
     MemoryParam(String),
+    /// A `notify=…` parameter of a PostgreSQL URL that is neither `on` nor `off`.
+    #[error(
+        "bad PostgreSQL store parameter {0:?}: expected notify=on or notify=off \
+         (off: commits are not announced with NOTIFY, for when an event bus carries them)"
+    )]
+    PgParam(String),
     /// A PostgreSQL schema name that is not a plain identifier.
     #[error("invalid schema name {0:?}: use ASCII letters, digits and underscores")]
     SchemaName(String),
@@ -102,7 +124,9 @@ pub enum OpenError {
 ///   first, beyond `N` tasks or `SECONDS` after they ended;
 /// - `sqlite:PATH` or `sqlite://PATH`: a SQLite file, created if missing;
 /// - `postgres://…` or `postgresql://…`: a PostgreSQL database (its default schema, or the
-///   one named by a `schema=NAME` query parameter, created if missing).
+///   one named by a `schema=NAME` query parameter, created if missing). `notify=off` turns
+///   off the commit notifications ([`PgOptions::notify`]: for a cluster whose events travel
+///   on another bus); `notify=on` is the default.
 ///
 /// The three stores of the result are one object.
 pub async fn open(spec: &str) -> Result<Stores, OpenError> {
@@ -123,11 +147,8 @@ pub async fn open(spec: &str) -> Result<Stores, OpenError> {
         return Ok(stores(Arc::new(SqliteStore::open(path).await?)));
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        let (url, schema) = split_schema(spec);
-        let store = match schema {
-            Some(schema) => PgStore::connect_in_schema(&url, &schema).await?,
-            None => PgStore::connect(&url).await?,
-        };
+        let (url, options) = pg_options(spec)?;
+        let store = PgStore::connect_with_options(&url, options).await?;
         return Ok(stores(Arc::new(store)));
     }
     Err(OpenError::Spec(spec.to_owned()))
@@ -183,28 +204,33 @@ fn memory_retention(params: &str) -> Result<Retention, OpenError> {
     Ok(retention)
 }
 
-/// Takes a `schema=NAME` parameter out of a PostgreSQL URL's query string.
-fn split_schema(url: &str) -> (String, Option<String>) {
+/// Takes the store's own parameters (`schema=NAME`, `notify=on|off`) out of a PostgreSQL
+/// URL's query string, leaving the connection's.
+fn pg_options(url: &str) -> Result<(String, PgOptions), OpenError> {
+    let mut options = PgOptions::new();
     let Some((base, query)) = url.split_once('?') else {
-        return (url.to_owned(), None);
+        return Ok((url.to_owned(), options));
     };
-    let mut schema = None;
-    let rest: Vec<&str> = query
-        .split('&')
-        .filter(|kv| match kv.strip_prefix("schema=") {
-            Some(name) => {
-                schema = Some(name.to_owned());
-                false
-            }
-            None => true,
-        })
-        .collect();
+    let mut rest = Vec::new();
+    for kv in query.split('&') {
+        if let Some(name) = kv.strip_prefix("schema=") {
+            options = options.schema(name);
+        } else if let Some(value) = kv.strip_prefix("notify=") {
+            options = options.notify(match value {
+                "on" | "true" => true,
+                "off" | "false" => false,
+                _ => return Err(OpenError::PgParam(kv.to_owned())),
+            });
+        } else {
+            rest.push(kv);
+        }
+    }
     let url = if rest.is_empty() {
         base.to_owned()
     } else {
         format!("{base}?{}", rest.join("&"))
     };
-    (url, schema)
+    Ok((url, options))
 }
 
 fn stores<S>(store: Arc<S>) -> Stores

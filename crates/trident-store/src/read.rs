@@ -1,8 +1,9 @@
 //! The one read path of the SQL stores: every read query, its bind values and how its rows
 //! become records, written once for SQLite and PostgreSQL ([`Reads`] is generic over the sqlx
 //! driver). Placeholders are `$n`, which PostgreSQL and sqlx's SQLite driver both take. Writes
-//! differ (a rusqlite writer thread with group commit for SQLite, transactions with `NOTIFY`
-//! for PostgreSQL) and stay in each backend.
+//! differ (a rusqlite writer thread with group commit for SQLite, writer lanes committing
+//! batches as arrays with one `NOTIFY` per transaction for PostgreSQL) and stay in each
+//! backend.
 
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Database, Pool, Row as _};

@@ -21,10 +21,9 @@ use trident_core::store::{
 };
 use trident_proto as pb;
 
-use crate::OpenError;
 use crate::codec::{TaskRow, encode_events, to_i64};
 use crate::read::Reads;
-pub use writer::WriterStats;
+use crate::{OpenError, WriterStats};
 use writer::{Op, Out, Writer, unexpected};
 
 /// Read connections.

@@ -12,6 +12,9 @@ use trident_testkit::contract;
 
 use crate::{OpenError, PgStore, SqliteStore, open, stores};
 
+mod pg_writer;
+mod throughput;
+
 /// A temporary directory removed on drop.
 struct TempDir(PathBuf);
 
@@ -740,17 +743,38 @@ async fn open_names_the_accepted_forms() {
             "{text}"
         );
     }
+    let pg = |url: &str| crate::pg_options(url).expect("valid");
     assert_eq!(
-        crate::split_schema("postgres://h/db?schema=s&sslmode=disable"),
+        pg("postgres://h/db?schema=s&sslmode=disable"),
         (
             "postgres://h/db?sslmode=disable".to_owned(),
-            Some("s".to_owned())
+            crate::PgOptions::new().schema("s")
         )
     );
     assert_eq!(
-        crate::split_schema("postgres://h/db"),
-        ("postgres://h/db".to_owned(), None)
+        pg("postgres://h/db"),
+        ("postgres://h/db".to_owned(), crate::PgOptions::new())
     );
+    assert_eq!(
+        pg("postgres://h/db?notify=off&schema=s"),
+        (
+            "postgres://h/db".to_owned(),
+            crate::PgOptions::new().schema("s").notify(false)
+        )
+    );
+    assert_eq!(
+        pg("postgres://h/db?sslmode=disable&notify=on"),
+        (
+            "postgres://h/db?sslmode=disable".to_owned(),
+            crate::PgOptions::new()
+        )
+    );
+    let err = open("postgres://h/db?notify=maybe")
+        .await
+        .err()
+        .expect("refused");
+    assert!(matches!(err, OpenError::PgParam(_)), "{err}");
+    assert!(err.to_string().contains("notify=off"), "{err}");
 }
 
 // --- PostgreSQL ---------------------------------------------------------------------------
@@ -1008,7 +1032,7 @@ async fn postgres_a_version_1_schema_migrates() {
                 .await
                 .expect("migrate"),
         );
-        let stores = stores(store);
+        let stores = stores(store.clone());
         assert_eq!(
             stores.push.get(&scope, "old", "cfg").await.expect("get"),
             Some((old_config(), trident_core::Generation::V1)),
@@ -1030,7 +1054,38 @@ async fn postgres_a_version_1_schema_migrates() {
             .list(&scope, &TaskQuery { limit: 5, ..Default::default() })
             .await
             .expect("list");
-        assert_eq!((page.tasks, page.total), (vec![rec.task], 1));
+        assert_eq!((page.tasks, page.total), (vec![rec.task.clone()], 1));
+        // The counters written before migration 4 are shard 0's; this store's changes go to
+        // its own shards, and the totals are their sums.
+        let migrated: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM task_counts WHERE shard = 0 AND n = 1")
+                .fetch_one(store.pool())
+                .await
+                .expect("shard 0");
+        assert_eq!(migrated, 1, "the counter row from before the migration");
+        let prev = rec.last_seq;
+        rec.task.status = Some(pb::TaskStatus::now(pb::TaskState::Completed, None));
+        rec.last_seq = prev + 1;
+        stores
+            .tasks
+            .commit(&scope, &rec, Some(prev), &[ev("old", prev + 1)])
+            .await
+            .expect("complete");
+        let total = |state: Option<pb::TaskState>, context: Option<&str>| {
+            let query = TaskQuery {
+                limit: 1,
+                state,
+                context_id: context.map(str::to_owned),
+                ..Default::default()
+            };
+            let (tasks, scope) = (stores.tasks.clone(), scope.clone());
+            async move { tasks.list(&scope, &query).await.expect("list").total }
+        };
+        assert_eq!(total(None, None).await, 1);
+        assert_eq!(total(Some(pb::TaskState::Working), None).await, 0);
+        assert_eq!(total(Some(pb::TaskState::Completed), None).await, 1);
+        assert_eq!(total(Some(pb::TaskState::Working), Some("c")).await, 0);
+        assert_eq!(total(Some(pb::TaskState::Completed), Some("c")).await, 1);
     })
     .await;
 }

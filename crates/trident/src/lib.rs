@@ -198,7 +198,9 @@ pub mod auth {
 /// Stores: the traits, the in-memory store, and `open(spec)` for SQLite and PostgreSQL.
 pub mod store {
     pub use trident_engine::store::*;
-    pub use trident_store::{OpenError, PgStore, SqliteStore, describe, open};
+    pub use trident_store::{
+        OpenError, PgOptions, PgStore, SqliteStore, WriterStats, describe, open,
+    };
 }
 
 /// JWT/JWKS authentication, agent card signatures, signing keys, signed push notifications.

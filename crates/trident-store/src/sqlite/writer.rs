@@ -5,7 +5,6 @@
 //! alone).
 //! The store hands it [`Op`]s through a [`Writer`] and reads elsewhere (`crate::read`).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,8 +13,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use trident_core::store::{Scope, StoreError};
 
-use crate::OpenError;
-use crate::codec::{CounterDeltas, TaskRow, to_u64};
+use crate::codec::{CounterDeltas, Tally, TaskRow, to_u64};
+use crate::{OpenError, WriterStats};
 
 /// Most write requests one transaction carries.
 const MAX_BATCH: usize = 256;
@@ -26,19 +25,11 @@ const QUEUE: usize = 4 * MAX_BATCH;
 /// batch) while readers let checkpoints finish; SQLite's default is 1000 (4 MiB).
 const CHECKPOINT_PAGES: i64 = 4096;
 
-/// What the writer has done so far.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WriterStats {
-    /// Write requests handled.
-    pub requests: u64,
-    /// Transactions committed or attempted (one per batch of queued requests).
-    pub transactions: u64,
-}
-
 #[derive(Default)]
 struct Counters {
     requests: AtomicU64,
     transactions: AtomicU64,
+    reruns: AtomicU64,
 }
 
 /// The store's end of the writer: a queue to the writer thread, and its counters.
@@ -73,6 +64,7 @@ impl Writer {
         WriterStats {
             requests: self.counters.requests.load(Ordering::Relaxed),
             transactions: self.counters.transactions.load(Ordering::Relaxed),
+            reruns: self.counters.reruns.load(Ordering::Relaxed),
         }
     }
 
@@ -175,7 +167,7 @@ fn run_writer(
             .requests
             .fetch_add(batch.len() as u64, Ordering::Relaxed);
         counters.transactions.fetch_add(1, Ordering::Relaxed);
-        let results = run_batch(&conn, &batch);
+        let results = run_batch(&conn, &batch, &counters);
         for (req, result) in batch.drain(..).zip(results) {
             // The caller may have gone away; its write is committed all the same.
             let _ = req.reply.send(result);
@@ -257,7 +249,11 @@ fn failed(e: rusqlite::Error) -> Failure {
 ///
 /// The counters the commits change are summed over the batch ([`Tally`]) and written last,
 /// in the same transaction.
-fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, StoreError>> {
+fn run_batch(
+    conn: &rusqlite::Connection,
+    batch: &[Request],
+    counters: &Counters,
+) -> Vec<Result<Out, StoreError>> {
     let fail_all = |e: &rusqlite::Error| -> Vec<Result<Out, StoreError>> {
         tracing::error!(error = %e, "sqlite writer: transaction failed");
         batch
@@ -273,7 +269,7 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
         // Alone in its transaction: no savepoint needed, a failure rolls the whole back.
         let result = apply(conn, &req.op, &mut tally).map_err(Failure::into_error);
         let end = if result.is_ok() {
-            tally.flush(conn).and_then(|()| exec(conn, "COMMIT"))
+            flush(conn, &mut tally).and_then(|()| exec(conn, "COMMIT"))
         } else {
             exec(conn, "ROLLBACK")
         };
@@ -300,6 +296,7 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
     }
     if !clean {
         let _ = exec(conn, "ROLLBACK");
+        counters.reruns.fetch_add(1, Ordering::Relaxed);
         // What the first run tallied was rolled back with it.
         tally = Tally::default();
         if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
@@ -325,7 +322,7 @@ fn run_batch(conn: &rusqlite::Connection, batch: &[Request]) -> Vec<Result<Out, 
             results.push(result);
         }
     }
-    if let Err(e) = tally.flush(conn).and_then(|()| exec(conn, "COMMIT")) {
+    if let Err(e) = flush(conn, &mut tally).and_then(|()| exec(conn, "COMMIT")) {
         let _ = exec(conn, "ROLLBACK");
         return fail_all(&e);
     }
@@ -357,7 +354,7 @@ fn run(
 }
 
 /// One write request, inside the batch's transaction. A commit's counter changes go to
-/// `tally` (written once per batch, [`Tally::flush`]) only once the request has succeeded.
+/// `tally` (written once per batch, [`flush`]) only once the request has succeeded.
 fn apply<'a>(
     conn: &rusqlite::Connection,
     op: &'a Op,
@@ -615,62 +612,28 @@ fn commit(
     Ok(deltas)
 }
 
-/// The counter changes of a batch's successful commits, summed per counter row, so that a
-/// burst of commits touching one row (every task created in one state, say) updates it once
-/// instead of once per commit. Written by [`Tally::flush`] inside the batch's transaction,
-/// just before `COMMIT`: the counters commit atomically with the tasks they count, as before,
-/// and a request rolled back to its savepoint never reaches the tally.
-///
-/// Tenant and owner borrow from the batch's requests; the maps are ordered, so the rows are
-/// written in key order.
-#[derive(Default)]
-struct Tally<'a> {
-    /// (tenant, owner, state) → delta, for `task_counts`.
-    states: BTreeMap<(&'a str, &'a str, i32), i64>,
-    /// (tenant, owner, context, state) → delta, for `context_counts`.
-    contexts: BTreeMap<(&'a str, &'a str, String, i32), i64>,
-}
-
-impl<'a> Tally<'a> {
-    /// Adds the changes `deltas` of a successful commit of `row`.
-    fn add(&mut self, row: &'a TaskRow, deltas: CounterDeltas) {
-        for (state, delta) in deltas.states {
-            *self
-                .states
-                .entry((&row.tenant, &row.owner, state))
-                .or_default() += delta;
-        }
-        for (context, state, delta) in deltas.contexts {
-            *self
-                .contexts
-                .entry((&row.tenant, &row.owner, context, state))
-                .or_default() += delta;
+/// Writes the summed counter changes of `tally` (one UPSERT per counter row whose sum is not
+/// zero) and empties it.
+fn flush(conn: &rusqlite::Connection, tally: &mut Tally<'_>) -> rusqlite::Result<()> {
+    use rusqlite::params;
+    for ((tenant, owner, state), delta) in std::mem::take(&mut tally.states) {
+        if delta != 0 {
+            conn.prepare_cached(
+                "INSERT INTO task_counts (tenant, owner, state, n) VALUES (?, ?, ?, ?) \
+                 ON CONFLICT (tenant, owner, state) DO UPDATE SET n = n + excluded.n",
+            )?
+            .execute(params![tenant, owner, state, delta])?;
         }
     }
-
-    /// Writes the summed changes (one UPSERT per counter row whose sum is not zero) and
-    /// empties the tally.
-    fn flush(&mut self, conn: &rusqlite::Connection) -> rusqlite::Result<()> {
-        use rusqlite::params;
-        for ((tenant, owner, state), delta) in std::mem::take(&mut self.states) {
-            if delta != 0 {
-                conn.prepare_cached(
-                    "INSERT INTO task_counts (tenant, owner, state, n) VALUES (?, ?, ?, ?) \
-                     ON CONFLICT (tenant, owner, state) DO UPDATE SET n = n + excluded.n",
-                )?
-                .execute(params![tenant, owner, state, delta])?;
-            }
+    for ((tenant, owner, context, state), delta) in std::mem::take(&mut tally.contexts) {
+        if delta != 0 {
+            conn.prepare_cached(
+                "INSERT INTO context_counts (tenant, owner, context_id, state, n) \
+                 VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, owner, context_id, state) \
+                 DO UPDATE SET n = n + excluded.n",
+            )?
+            .execute(params![tenant, owner, context, state, delta])?;
         }
-        for ((tenant, owner, context, state), delta) in std::mem::take(&mut self.contexts) {
-            if delta != 0 {
-                conn.prepare_cached(
-                    "INSERT INTO context_counts (tenant, owner, context_id, state, n) \
-                     VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, owner, context_id, state) \
-                     DO UPDATE SET n = n + excluded.n",
-                )?
-                .execute(params![tenant, owner, context, state, delta])?;
-            }
-        }
-        Ok(())
     }
+    Ok(())
 }
