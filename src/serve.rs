@@ -265,7 +265,8 @@ pub(crate) struct Serve {
     /// `nats://user:password@…`, `nats://token@…`, `tls://…`), so a replica serving a stream of
     /// a task another one runs gets its events without reading the database (what the bus
     /// loses is still read from it). Requires a shared store (--store postgres://…); refused
-    /// with any other.
+    /// with any other. The store then sends no NOTIFY (as with `notify=off`), unless its URL
+    /// says `notify=on`.
     #[arg(long, env = "TRIDENT_EVENTS", value_name = "nats://…")]
     events: Option<String>,
     /// With --events: the NATS subject prefix and stream name stem. Clusters (databases or
@@ -420,6 +421,17 @@ fn shared_store(spec: &str) -> bool {
     spec.starts_with("postgres://") || spec.starts_with("postgresql://")
 }
 
+/// The store `--store` names; with `--events`, a PostgreSQL URL that does not say `notify=`
+/// gets `notify=off`: the bus carries the news, and NOTIFY would only cost every commit.
+fn store_spec(args: &Serve) -> String {
+    let spec = &args.store;
+    if args.events.is_none() || !shared_store(spec) || spec.contains("notify=") {
+        return spec.clone();
+    }
+    let sep = if spec.contains('?') { '&' } else { '?' };
+    format!("{spec}{sep}notify=off")
+}
+
 /// The live-event bus `--events` asks for, connected; `None` without the flag.
 pub(crate) async fn event_bus(args: &Serve) -> Result<Option<trident_nats::NatsBus>, String> {
     let Some(url) = &args.events else {
@@ -493,7 +505,7 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     }
     let builder = Server::builder_shared(executor)
         .card(trident::default_card(&name, "An agent served by Trident"))
-        .store(&args.store)
+        .store(&store_spec(&args))
         .webhook_policy(webhook_policy)
         .engine_config(EngineConfig {
             strict_version: args.strict_version,
