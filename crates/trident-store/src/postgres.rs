@@ -1,9 +1,10 @@
 //! The PostgreSQL store: several processes share one database.
 //!
-//! Commits and appends go through the store's writer (`writer.rs`): a few lanes, each a task
-//! owning a connection, each running whatever is queued for it in one transaction (one
-//! `SELECT … FOR UPDATE` for the batch's tasks, one statement for its rows as arrays, one WAL
-//! flush), the counters summed per batch into the lane's own counter shard. Each transaction
+//! Commits and appends go through the store's writer (`writer.rs`): one lane by default
+//! ([`PgOptions::writers`]), each a task owning a connection and running whatever is queued
+//! for it in one transaction (one `SELECT … FOR UPDATE` for the batch's tasks, one statement
+//! for its rows as arrays, one WAL flush), the counters summed per batch into the lane's own
+//! counter shard. Each transaction
 //! sends at most one notification on the schema's channel (`notify.rs`) listing every task it
 //! committed with its last sequence number, which every other store of the schema hears
 //! through its `LISTEN` connection ([`TaskStore::notices`]). With notify off
@@ -119,9 +120,9 @@ impl PgOptions {
 /// Tasks, event logs and push configurations in a PostgreSQL database, shared by every
 /// process that connects to it.
 ///
-/// Commits and appends are queued to writer lanes that commit whatever is queued together in
-/// one transaction (up to 256 requests), each request refused or accepted alone; a
-/// caller is answered once its transaction has committed. With notifications on (the
+/// Commits and appends are queued to a writer lane that commits whatever is queued together
+/// in one transaction (up to 256 requests), each request refused or accepted alone; a caller
+/// is answered once its transaction has committed. With notifications on (the
 /// default), each transaction also sends one `pg_notify` on the schema's channel naming every
 /// task it committed, and each store listens on that channel from the moment it is
 /// connected, so a feed from [`TaskStore::notices`] reports every commit by another store

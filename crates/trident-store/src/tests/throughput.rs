@@ -28,10 +28,12 @@ const TASKS: usize = 50;
 /// Events each task appends.
 const APPENDS: u64 = 1_000;
 
-/// Transactions committed in the current database so far (the statistics are flushed by each
-/// backend within a second of it going idle, hence the wait).
+/// Transactions committed in the current database so far. A backend flushes its statistics
+/// when it goes idle, but at most once a second, and otherwise within 10 s (PostgreSQL 15's
+/// `PGSTAT_IDLE_INTERVAL`), hence the wait: a shorter one counts some of a run's
+/// transactions in the next.
 async fn xact_commit(pool: &sqlx::PgPool) -> i64 {
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(11)).await;
     sqlx::query_scalar(
         "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
     )
