@@ -505,7 +505,7 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     }
     let builder = Server::builder_shared(executor)
         .card(trident::default_card(&name, "An agent served by Trident"))
-        .store(&store_spec(&args))
+        .store(store_spec(&args))
         .webhook_policy(webhook_policy)
         .engine_config(EngineConfig {
             strict_version: args.strict_version,
