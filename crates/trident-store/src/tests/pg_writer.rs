@@ -74,9 +74,30 @@ async fn create_many(
     futures::future::join_all(creates).await
 }
 
+/// Waits until one of `store`'s connections (its writer lane's, in these tests) waits for a
+/// lock another transaction holds.
+async fn lane_waits(store: &PgStore) {
+    for _ in 0..1000 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE application_name = $1 AND wait_event_type = 'Lock'",
+        )
+        .bind(store.application_name())
+        .fetch_one(store.pool())
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the writer lane never waited for the lock");
+}
+
 /// Runs `queued` while the store's only lane is held up by a first request (an append to
 /// task `gate`, whose row another connection holds locked), so that everything `queued`
-/// sends waits in the queue and runs as one batch once the lock goes. Returns what `queued`
+/// sends waits in the queue and runs as one batch once the lock goes (a moment after
+/// `queued` starts: its requests are queued when it is first polled). Returns what `queued`
 /// returned and the writer's stats for the two batches.
 async fn in_one_batch<F, T>(url: &str, schema: &str, store: &PgStore, queued: F) -> (T, WriterStats)
 where
@@ -103,11 +124,12 @@ where
     let (opened, out, ()) = futures::join!(
         store.append(&scope, &next, 1, &second),
         async {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            lane_waits(store).await;
             queued.await
         },
         async {
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            lane_waits(store).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
             tx.commit().await.expect("release the gate");
         }
     );
@@ -351,36 +373,50 @@ async fn postgres_a_task_created_elsewhere_meanwhile_is_refused_alone() {
                 .expect("connect");
         let scope = Scope::new("", "elsewhere");
         let first = |id: &str| TaskRecord::new(task(id, "c", pb::TaskState::Working), 1);
-        // Another process creates `id` in a transaction it commits after `wait`, once the
-        // batch's insert waits for it.
-        let elsewhere = |id: &'static str, wait: u64| {
+        // Another process creates `id` in a transaction it leaves open…
+        let elsewhere = |id: &'static str| {
             let (url, schema) = (url.clone(), schema.clone());
             async move {
                 let rec = first(id);
                 let mut conn = schema_conn(&url, &schema).await;
-                let mut tx = conn.begin().await.expect("begin");
+                sqlx::query("BEGIN")
+                    .execute(&mut conn)
+                    .await
+                    .expect("begin");
                 sqlx::query(
                     "INSERT INTO tasks VALUES ('', 'elsewhere', $1, 'c', $2, 0, 1, 1, NULL, NULL)",
                 )
                 .bind(id)
                 .bind(pb::TaskState::Working as i32)
-                .execute(&mut *tx)
+                .execute(&mut conn)
                 .await
                 .expect("task row");
                 sqlx::query("INSERT INTO snapshots VALUES ('', 'elsewhere', $1, 1, $2)")
                     .bind(id)
                     .bind(rec.task.encode_to_vec())
-                    .execute(&mut *tx)
+                    .execute(&mut conn)
                     .await
                     .expect("snapshot");
                 sqlx::query("INSERT INTO events VALUES ('', 'elsewhere', $1, 1, $2)")
                     .bind(id)
                     .bind(ev(id, 1).event.encode_to_vec())
-                    .execute(&mut *tx)
+                    .execute(&mut conn)
                     .await
                     .expect("event");
-                tokio::time::sleep(Duration::from_millis(wait)).await;
-                tx.commit().await.expect("commit elsewhere");
+                conn
+            }
+        };
+        // … and commits once the batch's insert waits for it (the gate of `in_one_batch`
+        // opens 300 ms after the batch's requests are queued).
+        let commit_when_waited_for = |mut conn: sqlx::PgConnection| {
+            let store = &store;
+            async move {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                lane_waits(store).await;
+                sqlx::query("COMMIT")
+                    .execute(&mut conn)
+                    .await
+                    .expect("commit elsewhere");
                 conn.close().await.expect("close");
             }
         };
@@ -388,11 +424,12 @@ async fn postgres_a_task_created_elsewhere_meanwhile_is_refused_alone() {
         // The create alone: refused, and the batch's other create commits without a rerun.
         let (x, y) = (first("x"), first("y"));
         let (lx, ly) = ([ev("x", 1)], [ev("y", 1)]);
+        let other = elsewhere("x").await;
         let ((rx, ry, ()), stats) = in_one_batch(&url, &schema, &store, async {
             futures::join!(
                 store.commit(&scope, &x, None, &lx),
                 store.commit(&scope, &y, None, &ly),
-                elsewhere("x", 600),
+                commit_when_waited_for(other),
             )
         })
         .await;
@@ -409,12 +446,13 @@ async fn postgres_a_task_created_elsewhere_meanwhile_is_refused_alone() {
         let lz2 = [ev("z", 2)];
         let w = first("w");
         let lw = [ev("w", 1)];
+        let other = elsewhere("z").await;
         let ((rz, rz2, rw, ()), stats) = in_one_batch(&url, &schema, &store, async {
             futures::join!(
                 store.commit(&scope, &z, None, &lz),
                 store.append(&scope, &z2, 1, &lz2),
                 store.commit(&scope, &w, None, &lw),
-                elsewhere("z", 600),
+                commit_when_waited_for(other),
             )
         })
         .await;
