@@ -137,20 +137,29 @@ fn task_id_of(event: &StreamEvent) -> String {
     }
 }
 
-/// Started on A, followed and cancelled on B: B's subscriber gets every event in order exactly
-/// once, and A's executor stops.
-async fn follow_and_cancel_through_another_replica(schema: Schema) {
-    let nodes = replicas(&schema, 2).await;
-    let a = nodes[0].client(Binding::Rest).await;
-    let b = nodes[1].client(Binding::Grpc).await;
+/// A streaming task on replica A and a subscription to it on replica B from its first event.
+struct Followed {
+    /// A's own stream, after its first event.
+    on_a: trident_core::EventStream,
+    id: String,
+    /// B's subscription, after the events in `seen_b`.
+    on_b: trident_core::EventStream,
+    seen_b: Vec<StreamEvent>,
+}
 
+/// Sends `text` to A as a streaming message and subscribes to the task on B from the start
+/// (a replay, then live events as A commits them), until B has relayed `relayed` events.
+async fn stream_on_a_follow_on_b(
+    a: &dyn A2aService,
+    b: &dyn A2aService,
+    text: &str,
+    relayed: usize,
+) -> Followed {
     let mut on_a = a
-        .send_streaming_message(&cx(), req(msg("stream 100000 20")))
+        .send_streaming_message(&cx(), req(msg(text)))
         .await
         .expect("stream on A");
-    let first = on_a.next().await.expect("first").expect("event");
-    let id = task_id_of(&first);
-    // Replay from the start on B, then live events as A commits them.
+    let id = task_id_of(&on_a.next().await.expect("first").expect("event"));
     let mut on_b = b
         .subscribe_to_task(
             &CallContext::new().with_last_event_id(0),
@@ -161,9 +170,8 @@ async fn follow_and_cancel_through_another_replica(schema: Schema) {
         )
         .await
         .expect("subscribe on B");
-    // B relays a few of A's chunks before the cancel.
     let mut seen_b = Vec::new();
-    while seen_b.len() < 8 {
+    while seen_b.len() < relayed {
         let event = tokio::time::timeout(crate::wait::CEILING, on_b.next())
             .await
             .expect("B relays A's events")
@@ -171,6 +179,28 @@ async fn follow_and_cancel_through_another_replica(schema: Schema) {
             .expect("event");
         seen_b.push(event);
     }
+    Followed {
+        on_a,
+        id,
+        on_b,
+        seen_b,
+    }
+}
+
+/// Started on A, followed and cancelled on B: B's subscriber gets every event in order exactly
+/// once, and A's executor stops.
+async fn follow_and_cancel_through_another_replica(schema: Schema) {
+    let nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+
+    // B relays a few of A's chunks before the cancel.
+    let Followed {
+        on_a,
+        id,
+        on_b,
+        mut seen_b,
+    } = stream_on_a_follow_on_b(a.as_ref(), b.as_ref(), "stream 100000 20", 8).await;
     let on_b = tokio::spawn(collect(on_b));
     let canceled = b
         .cancel_task(
@@ -535,30 +565,12 @@ async fn followed_stream_survives(
 ) {
     let a = nodes[0].client(Binding::Rest).await;
     let b = nodes[1].client(Binding::Rest).await;
-    let mut on_a = a
-        .send_streaming_message(&cx(), req(msg("stream 400 5")))
-        .await
-        .expect("stream on A");
-    let id = task_id_of(&on_a.next().await.expect("first").expect("event"));
-    let mut on_b = b
-        .subscribe_to_task(
-            &CallContext::new().with_last_event_id(0),
-            pb::SubscribeToTaskRequest {
-                id: id.clone(),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("subscribe on B");
-    let mut seen_b = Vec::new();
-    while seen_b.len() < 10 {
-        let event = tokio::time::timeout(crate::wait::CEILING, on_b.next())
-            .await
-            .expect("B relays A's events")
-            .expect("B's stream is open")
-            .expect("event");
-        seen_b.push(event);
-    }
+    let Followed {
+        on_a,
+        id,
+        on_b,
+        mut seen_b,
+    } = stream_on_a_follow_on_b(a.as_ref(), b.as_ref(), "stream 400 5", 10).await;
     fault(schema, nodes).await;
     let rest = tokio::time::timeout(crate::wait::CEILING, collect(on_b))
         .await
