@@ -37,7 +37,7 @@ struct Hub {
     dropping: AtomicBool,
     /// Publishes made (lost ones included).
     published: AtomicUsize,
-    /// Publishes lost.
+    /// Events lost.
     dropped: AtomicUsize,
 }
 
@@ -97,7 +97,7 @@ impl LocalHub {
         self.shared.published.load(Ordering::SeqCst)
     }
 
-    /// Publishes lost so far ([`LocalHub::drop_messages`]).
+    /// Events lost so far ([`LocalHub::drop_messages`]), however many publishes carried them.
     pub fn dropped(&self) -> usize {
         self.shared.dropped.load(Ordering::SeqCst)
     }
@@ -145,7 +145,7 @@ impl EventBus for LocalBus {
     async fn publish(&self, scope: &Scope, task_id: &str, events: &[LoggedEvent]) {
         self.hub.published.fetch_add(1, Ordering::SeqCst);
         if self.hub.dropping.load(Ordering::SeqCst) {
-            self.hub.dropped.fetch_add(1, Ordering::SeqCst);
+            self.hub.dropped.fetch_add(events.len(), Ordering::SeqCst);
             return;
         }
         let key = (scope.clone(), task_id.to_owned());

@@ -42,6 +42,10 @@ struct View {
     /// When set, each `get` reads the task, then signals `entered` and waits for `release`
     /// before it answers (with what it read).
     gate: Mutex<Option<Gate>>,
+    /// When set, each `append` signals `entered` and waits for `release` before it writes.
+    append_gate: Mutex<Option<Gate>>,
+    /// `commit` and `append` calls.
+    writes: AtomicUsize,
 }
 
 /// Holds a `get`'s answer back for as long as a test wants.
@@ -61,6 +65,8 @@ impl View {
             notices: None,
             feed: Mutex::new(None),
             gate: Mutex::new(None),
+            append_gate: Mutex::new(None),
+            writes: AtomicUsize::new(0),
         })
     }
 
@@ -76,6 +82,8 @@ impl View {
             notices: Some(notices.clone()),
             feed: Mutex::new(Some(rx)),
             gate: Mutex::new(None),
+            append_gate: Mutex::new(None),
+            writes: AtomicUsize::new(0),
         })
     }
 
@@ -115,6 +123,7 @@ impl TaskStore for View {
         expected_seq: Option<u64>,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
         self.store
             .commit(scope, record, expected_seq, events)
             .await?;
@@ -129,6 +138,12 @@ impl TaskStore for View {
         expected_seq: u64,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        let gate = crate::store::lock_std(&self.append_gate).clone();
+        if let Some(gate) = gate {
+            gate.entered.notify_one();
+            gate.release.notified().await;
+        }
         self.store
             .append(scope, record, expected_seq, events)
             .await?;
@@ -193,6 +208,8 @@ struct Paced {
     go: Arc<tokio::sync::Semaphore>,
     chunks: usize,
     heard: tokio::sync::mpsc::UnboundedSender<&'static str>,
+    /// Chunks the sink has taken.
+    sent: Arc<AtomicUsize>,
 }
 
 #[async_trait::async_trait]
@@ -213,6 +230,7 @@ impl AgentExecutor for Paced {
             let artifact = pb::Artifact::new("answer", vec![pb::Part::text(format!("{i} "))]);
             sink.artifact_chunk(artifact, i > 0, i + 1 == self.chunks)
                 .await?;
+            self.sent.fetch_add(1, Ordering::SeqCst);
         }
         Ok(())
     }
@@ -222,10 +240,13 @@ impl AgentExecutor for Paced {
 struct Cluster {
     a: Engine,
     b: Engine,
+    view_a: Arc<View>,
     view_b: Arc<View>,
     store: Arc<MemoryStore>,
     go: Arc<tokio::sync::Semaphore>,
     heard: tokio::sync::mpsc::UnboundedReceiver<&'static str>,
+    /// Chunks A's and B's agents have sent.
+    sent: Arc<AtomicUsize>,
 }
 
 /// Settings that keep the sweeper out of the way: only the news under test catches up.
@@ -251,11 +272,13 @@ impl Cluster {
         };
         let go = Arc::new(tokio::sync::Semaphore::new(0));
         let (tx, heard) = tokio::sync::mpsc::unbounded_channel();
+        let sent = Arc::new(AtomicUsize::new(0));
         let engine = |view: &Arc<View>| {
             let executor = Paced {
                 go: go.clone(),
                 chunks,
                 heard: tx.clone(),
+                sent: sent.clone(),
             };
             let mut builder = Engine::builder(Arc::new(executor))
                 .stores(view.stores())
@@ -268,10 +291,12 @@ impl Cluster {
         Self {
             a: engine(&view_a),
             b: engine(&view_b),
+            view_a,
             view_b,
             store,
             go,
             heard,
+            sent,
         }
     }
 
@@ -431,6 +456,9 @@ async fn a_follower_gets_every_event_once_in_order_without_reading_the_task() {
     hub.drop_messages(true);
     cluster.go.add_permits(20);
     read_to(&mut on_a, seen.last().and_then(|e| e.seq).unwrap_or(0) + 20).await;
+    // A publishes to the bus after its own readers (whose events its flusher stored): the
+    // last of the twenty may reach the bus a moment after A's stream has them.
+    until("the bus lost the middle chunks", || hub.dropped() >= 20).await;
     hub.drop_messages(false);
     let reads = cluster.view_b.reads.load(Ordering::SeqCst);
     cluster.go.add_permits(21);
@@ -560,4 +588,54 @@ async fn news_that_comes_while_a_task_loads_is_not_lost() {
     let (from, mut on_b) = subscribing.await.expect("subscribed");
     let events = read_all(&mut on_b).await;
     assert_follows_log(&events, &cluster.log(&id).await, from);
+}
+
+/// Issue 30: on a shared store, where a write is a round trip to a database, an agent's events
+/// are committed behind it. While one write is in flight the agent goes on, and the events it
+/// sends meanwhile are stored by the next write, all at once; nobody sees one before it is
+/// stored, and every reader gets each once, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_turn_is_committed_behind_its_agent_in_batches_unseen_until_stored() {
+    let cluster = Cluster::new(None, 40);
+    let (id, mut on_a) = cluster.start().await;
+    let stored_before = cluster.log(&id).await.len();
+
+    // The first chunk's write is held in flight.
+    let gate = Gate::default();
+    *crate::store::lock_std(&cluster.view_a.append_gate) = Some(gate.clone());
+    cluster.go.add_permits(1);
+    gate.entered.notified().await;
+    *crate::store::lock_std(&cluster.view_a.append_gate) = None;
+    let writes = cluster.view_a.writes.load(Ordering::SeqCst);
+
+    // The agent sends 30 more chunks meanwhile, without waiting for the store.
+    cluster.go.add_permits(30);
+    until("the agent streams on while a write is in flight", || {
+        cluster.sent.load(Ordering::SeqCst) == 31
+    })
+    .await;
+    // Nobody has seen any of them: nothing is stored, nothing published.
+    assert_eq!(cluster.log(&id).await.len(), stored_before);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), on_a.next())
+            .await
+            .is_err(),
+        "an event was published before it was stored"
+    );
+    let (_, mut on_b) = subscribe(&cluster.b, &id).await;
+
+    gate.release.notify_one();
+    cluster.go.add_permits(10);
+    let events = read_all(&mut on_a).await;
+    assert_follows_log(&events, &cluster.log(&id).await, stored_before as u64);
+    let on_b = read_all(&mut on_b).await;
+    assert_eq!(
+        on_b.last().and_then(state_of),
+        Some(pb::TaskState::Completed),
+        "B's subscriber follows to the end"
+    );
+    // The first write, then the 30 chunks kept meanwhile in one (the last ten and the
+    // completion in a few more).
+    let more = cluster.view_a.writes.load(Ordering::SeqCst) - writes;
+    assert!(more <= 12, "{more} writes for 40 chunks");
 }

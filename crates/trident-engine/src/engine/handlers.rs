@@ -74,7 +74,7 @@ impl A2aService for Engine {
                 let mut task = if return_immediately {
                     match snapshot {
                         Some(t) => t,
-                        None => guard.live.writer.lock().await.record.task.clone(),
+                        None => guard.live.lock_seen(&self.inner).await?.record.task.clone(),
                     }
                 } else {
                     self.inner.settle(guard, after, cx).await?
@@ -239,8 +239,7 @@ impl A2aService for Engine {
         let started = std::time::Instant::now();
         let mut attempt = 0u32;
         loop {
-            let mut w = live.writer.lock().await;
-            live.sync(&self.inner, &mut w).await?;
+            let mut w = live.lock_current(&self.inner).await?;
             if check(&w.record.task)? {
                 return Ok(w.record.task.clone());
             }

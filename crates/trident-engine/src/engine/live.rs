@@ -72,6 +72,9 @@ pub(crate) struct Writer {
     pub(crate) unstored: bool,
     /// Which commits may be held back.
     pub(crate) hold: Hold,
+    /// A flusher stores the turn's commits behind it ([`Live::commit_behind`]): it takes
+    /// what `held` has before it stops, so commits made meanwhile need not start another.
+    pub(crate) flying: bool,
 }
 
 /// Whether a task keeps its commits in memory instead of storing them at once. A held event is
@@ -114,6 +117,32 @@ impl Writer {
         if let Some(cancel) = &self.cancel {
             cancel.cancel();
         }
+    }
+
+    /// Numbers `events` after the record's last, keeps them in `held` (see [`Hold`]) and moves
+    /// the record's position to the last; `snapshot` says they do not describe every change
+    /// (a snapshot must be stored with them). Returns the new position.
+    fn hold_events(&mut self, events: Vec<pb::StreamResponse>, snapshot: bool) -> u64 {
+        let prev = self.record.last_seq;
+        self.held_bytes += events.iter().map(Message::encoded_len).sum::<usize>();
+        if self.held.capacity() == 0 {
+            // A held turn commits a few events (an echo: three in two commits): room for them
+            // at once rather than a reallocation on the second commit.
+            self.held.reserve(events.len().max(HELD_INITIAL));
+        }
+        self.held.extend(
+            events
+                .into_iter()
+                .zip(prev + 1..)
+                .map(|(event, seq)| LoggedEvent {
+                    seq,
+                    event: Arc::new(event),
+                }),
+        );
+        self.held_snapshot |= snapshot;
+        let last = self.held.last().map_or(prev, |e| e.seq);
+        self.record.last_seq = last;
+        last
     }
 
     /// Takes `record` as the stored state, its task as the last snapshot.
@@ -159,6 +188,39 @@ pub(crate) struct Live {
     /// News of commits made elsewhere, waiting for the writer ([`Live::post`]), and the
     /// task's watch on the engine's bus.
     inbox: Mutex<Inbox>,
+    /// The store write the flusher has in flight, and how the last one ended (see
+    /// [`Live::commit_behind`]).
+    flight: Mutex<Flight>,
+    /// Signalled when a flusher's store write has ended and its events are published.
+    landed: tokio::sync::Notify,
+}
+
+/// What [`Live::commit_behind`] did with an event.
+#[derive(Debug)]
+pub(crate) enum Behind {
+    /// Kept for the flusher; `wait`: the caller should wait for its write before the next.
+    Kept { wait: bool },
+    /// Not kept: the caller commits it at once ([`Live::commit`]).
+    Now(pb::StreamResponse),
+}
+
+/// The flusher's store write (see [`Live::commit_behind`]).
+#[derive(Debug, Default)]
+struct Flight {
+    /// A write is in flight: its events are taken from the writer and not published yet.
+    busy: bool,
+    /// How the last write ended, until the writer takes it into account ([`Live::absorb`]).
+    landed: Option<Landing>,
+}
+
+/// How a flusher's store write ended.
+#[derive(Debug)]
+struct Landing {
+    result: Result<(), StoreError>,
+    /// Encoded bytes of its events.
+    bytes: usize,
+    /// It stored a snapshot of this encoded size.
+    snapshot_len: Option<usize>,
 }
 
 /// What other processes committed to a task, as this process heard of it: the task's
@@ -258,6 +320,7 @@ impl Live {
                 held_snapshot: false,
                 unstored: false,
                 hold: Hold::Off,
+                flying: false,
             }),
             turn_ended: tokio::sync::Notify::new(),
             tail: Mutex::new(Tail {
@@ -268,6 +331,8 @@ impl Live {
             capacity: capacity.max(1),
             fault: Mutex::new(None),
             inbox: Mutex::new(Inbox::default()),
+            flight: Mutex::new(Flight::default()),
+            landed: tokio::sync::Notify::new(),
         }
     }
 
@@ -335,6 +400,12 @@ impl Live {
     /// another replica's sweeper recovers). Called with the writer held.
     pub(crate) fn fault(self: &Arc<Self>, inner: &Arc<Inner>, w: &mut Writer, error: A2aError) {
         w.cancel_turn();
+        self.fault_turn(inner, w.unstored, error);
+    }
+
+    /// [`Live::fault`] once the turn is cancelled, for a writer that stored nothing of the task
+    /// yet (`unstored`) or not.
+    fn fault_turn(self: &Arc<Self>, inner: &Arc<Inner>, unstored: bool, error: A2aError) {
         let first = {
             let mut fault = lock_std(&self.fault);
             let first = fault.is_none();
@@ -351,7 +422,7 @@ impl Live {
             first
         };
         self.progress.send_modify(|p| p.fault = true);
-        if first && w.unstored {
+        if first && unstored {
             // Nothing of the task was stored, so nobody has seen any of it: its waiting caller
             // gets the error and nothing is left to recover.
             tracing::error!(task = %self.task_id, error = %error, "the first commit of a task failed; stopping the turn");
@@ -454,29 +525,128 @@ impl Live {
         events: Vec<pb::StreamResponse>,
         snapshot: bool,
     ) -> Result<u64, StoreError> {
-        let prev = w.record.last_seq;
-        w.held_bytes += events.iter().map(Message::encoded_len).sum::<usize>();
-        if w.held.capacity() == 0 {
-            // A held turn commits a few events (an echo: three in two commits): room for them
-            // at once rather than a reallocation on the second commit.
-            w.held.reserve(events.len().max(HELD_INITIAL));
+        if w.flying {
+            // What the flusher has in flight goes first (and may have failed: then so does
+            // this); what it has not taken yet is stored below, with these events.
+            self.settle(w).await?;
         }
-        w.held.extend(
-            events
-                .into_iter()
-                .zip(prev + 1..)
-                .map(|(event, seq)| LoggedEvent {
-                    seq,
-                    event: Arc::new(event),
-                }),
-        );
-        w.held_snapshot |= snapshot;
-        let last = w.held.last().map_or(prev, |e| e.seq);
-        w.record.last_seq = last;
+        let last = w.hold_events(events, snapshot);
         if w.hold == Hold::Off || w.held_bytes > HOLD_MAX_BYTES {
             self.store(inner, w, true).await?;
         }
         Ok(last)
+    }
+
+    /// Commits an event of the running turn, which the caller applied to the task in `w`, as
+    /// [`Live::commit`] does, but without waiting for the store when the task allows
+    /// (write-behind): the event is numbered and kept in `held`, unseen, and a flusher task
+    /// stores what is kept, one store write at a time, each taking every event kept while
+    /// the previous one was in flight; it publishes them once stored. An agent streaming
+    /// events thus has them committed in batches as large as the store is slow, instead of
+    /// waiting for a round trip per event. Anyone else who locks the writer to look at the
+    /// task or change it ([`Live::lock_seen`], [`Live::commit`], the turn's end) first waits
+    /// for the write in flight and stores what is kept: nobody sees an event before it is
+    /// durable, and a task's events are stored and published in order.
+    ///
+    /// Only on a shared store (where a write is a round trip to a database), for a registered
+    /// task in progress without webhooks and holding nothing back (see [`Hold`]); otherwise
+    /// it is [`Live::commit`]. A store write that fails is the next commit's error (its
+    /// events are lost with the turn: a conflict ends the turn, anything else faults the task
+    /// as [`Live::commit`]'s caller would). Returns [`Behind::Now`] with the event when it
+    /// must be committed at once, else whether the caller should wait for the flusher
+    /// ([`Live::wait_flight`], with the writer unlocked) before its next event: the events
+    /// kept exceed [`HOLD_MAX_BYTES`] (memory per task stays bounded). Not `async`: the
+    /// agent's per-event future stays small.
+    pub(crate) fn commit_behind(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        event: pb::StreamResponse,
+    ) -> Result<Behind, StoreError> {
+        let behind = inner.stores.tasks.shared()
+            && w.hold == Hold::Off
+            && !w.unstored
+            && !w.stale
+            && w.has_push == Some(false)
+            && w.record.task.state().is_in_progress()
+            && lock_std(&self.fault).is_none();
+        if !behind {
+            return Ok(Behind::Now(event));
+        }
+        // A write that failed fails this commit, as a write of its own would have.
+        self.absorb(w)?;
+        w.hold_events(vec![event], false);
+        if !w.flying {
+            w.flying = true;
+            let guard = LiveGuard::new(inner.clone(), self.clone());
+            tokio::spawn(fly(guard));
+        }
+        Ok(Behind::Kept {
+            wait: w.held_bytes > HOLD_MAX_BYTES,
+        })
+    }
+
+    /// Waits until no flusher's write is in flight (see [`Live::commit_behind`]).
+    pub(crate) async fn wait_flight(&self) {
+        loop {
+            let landed = self.landed.notified();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
+            if !lock_std(&self.flight).busy {
+                return;
+            }
+            landed.await;
+        }
+    }
+
+    /// Waits for the flusher's write in flight, if any, and takes how it ended into account
+    /// ([`Live::absorb`]).
+    async fn settle(&self, w: &mut Writer) -> Result<(), StoreError> {
+        self.wait_flight().await;
+        self.absorb(w)
+    }
+
+    /// Takes how the flusher's last write ended into account: the snapshot bookkeeping of a
+    /// write that stored, or, of one that failed, its error, with the writer marked stale (the
+    /// flusher has already ended the turn: see [`fly`]).
+    fn absorb(&self, w: &mut Writer) -> Result<(), StoreError> {
+        let Some(landing) = lock_std(&self.flight).landed.take() else {
+            return Ok(());
+        };
+        match landing.result {
+            Ok(()) => {
+                match landing.snapshot_len {
+                    Some(len) => {
+                        w.snapshot_len = len;
+                        w.unsnapshotted = 0;
+                    }
+                    None => w.unsnapshotted += landing.bytes,
+                }
+                Ok(())
+            }
+            Err(e) => {
+                w.stale = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stores what the turn committed behind ([`Live::commit_behind`]) and waits for it: for
+    /// whoever is about to look at the task. A conflict leaves the writer stale (the turn has
+    /// ended; [`Live::sync`] reloads the task); any other failure faults the task.
+    async fn drain(self: &Arc<Self>, inner: &Arc<Inner>, w: &mut Writer) -> Result<(), A2aError> {
+        let stored = match self.settle(w).await {
+            Ok(()) if w.hold == Hold::Off => self.store(inner, w, true).await,
+            other => other,
+        };
+        match stored {
+            Ok(()) | Err(StoreError::Conflict) => Ok(()),
+            Err(e) => {
+                let error = super::store_error(e);
+                self.fault(inner, w, error.clone());
+                Err(error)
+            }
+        }
     }
 
     /// Locks the writer for a request that reads or changes the task beside its running turn
@@ -490,8 +660,12 @@ impl Live {
         inner: &Arc<Inner>,
     ) -> Result<tokio::sync::MutexGuard<'_, Writer>, A2aError> {
         loop {
-            let w = self.writer.lock().await;
+            let mut w = self.writer.lock().await;
             if w.hold == Hold::Off {
+                if w.flying || !w.held.is_empty() {
+                    // What the turn committed behind it is stored before anyone looks.
+                    self.drain(inner, &mut w).await?;
+                }
                 return Ok(w);
             }
             drop(w);
@@ -679,6 +853,10 @@ impl Live {
     /// turn stopped if so (rare: a task is written elsewhere while its turn runs here only to
     /// end or supersede it).
     pub(crate) async fn catch_up(&self, inner: &Inner, w: &mut Writer) -> Result<(), A2aError> {
+        if w.flying {
+            // This process's own write goes first (it may be before the news).
+            let _ = self.settle(w).await;
+        }
         let (events, mut upto) = {
             let mut inbox = lock_std(&self.inbox);
             inbox.scheduled = false;
@@ -786,6 +964,11 @@ impl Live {
     /// unknown): when the writer is stale, reloads the snapshot, publishes the events this
     /// process has not seen, and stops a local turn that another process superseded or ended.
     pub(crate) async fn sync(&self, inner: &Inner, w: &mut Writer) -> Result<(), A2aError> {
+        if w.flying {
+            // A failed write marks the writer stale (and is reloaded over below); one that
+            // stored is published before the log is read.
+            let _ = self.settle(w).await;
+        }
         if !w.stale {
             return Ok(());
         }
@@ -1146,5 +1329,100 @@ async fn recover_fault(guard: LiveGuard, cause: A2aError) {
                 tracing::debug!(task = %live.task_id, error = %e, "store still refuses writes");
             }
         }
+    }
+}
+
+/// The flusher of a task's commits behind its turn (see [`Live::commit_behind`]): stores what
+/// the writer keeps, one write at a time and each write all that is kept, and publishes it
+/// once stored, until nothing is kept. It takes the writer's lock only to take the events
+/// (and to settle the previous write), never across a write, so the turn goes on committing
+/// meanwhile; whoever else locks the writer waits for the write in flight
+/// ([`Live::wait_flight`]) and stores the rest itself.
+async fn fly(guard: LiveGuard) {
+    let LiveGuard { inner, live } = &guard;
+    loop {
+        let (logged, record, snapshot, bytes, state, cancel) = {
+            let mut w = live.writer.lock().await;
+            if live.absorb(&mut w).is_err()
+                || w.held.is_empty()
+                || w.hold != Hold::Off
+                || w.stale
+                || w.unstored
+            {
+                w.flying = false;
+                return;
+            }
+            let logged = std::mem::take(&mut w.held);
+            let bytes = std::mem::take(&mut w.held_bytes);
+            let state = w.record.task.state();
+            let snapshot = std::mem::take(&mut w.held_snapshot)
+                || !state.is_in_progress()
+                || w.compaction_due(bytes);
+            w.record.lease = inner.lease_for(state);
+            // Only the small columns unless a snapshot is due (`TaskStore::append` reads no
+            // more): a copy of the whole task per write would cost O(task) per batch.
+            let record = if snapshot {
+                w.record.clone()
+            } else {
+                TaskRecord {
+                    task: pb::Task {
+                        id: w.record.task.id.clone(),
+                        context_id: w.record.task.context_id.clone(),
+                        status: w.record.task.status.clone(),
+                        ..Default::default()
+                    },
+                    last_seq: w.record.last_seq,
+                    turn: w.record.turn,
+                    lease: w.record.lease.clone(),
+                }
+            };
+            lock_std(&live.flight).busy = true;
+            (logged, record, snapshot, bytes, state, w.cancel.clone())
+        };
+        let prev = logged.first().map_or(0, |e| e.seq - 1);
+        let tasks = &inner.stores.tasks;
+        let stored = if snapshot {
+            tasks.commit(&live.scope, &record, Some(prev), &logged).await
+        } else {
+            tasks.append(&live.scope, &record, prev, &logged).await
+        };
+        match &stored {
+            Ok(()) => match &inner.bus {
+                Some(bus) => {
+                    live.publish(logged.clone(), state);
+                    bus.publish(&live.scope, &live.task_id, &logged).await;
+                }
+                None => live.publish(logged, state),
+            },
+            Err(StoreError::Conflict) => {
+                // Another process wrote the task (a cancel, a newer turn): this turn is over.
+                if let Some(cancel) = &cancel {
+                    cancel.cancel();
+                }
+            }
+            Err(e) => {
+                if let Some(cancel) = &cancel {
+                    cancel.cancel();
+                }
+                live.fault_turn(inner, false, super::store_error(e.clone()));
+            }
+        }
+        let snapshot_len = (snapshot && stored.is_ok()).then(|| {
+            if state.is_terminal() {
+                0
+            } else {
+                record.task.encoded_len()
+            }
+        });
+        {
+            let mut flight = lock_std(&live.flight);
+            flight.busy = false;
+            flight.landed = Some(Landing {
+                result: stored,
+                bytes,
+                snapshot_len,
+            });
+        }
+        live.landed.notify_waiters();
     }
 }

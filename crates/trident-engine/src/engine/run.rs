@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
-use super::live::{Hold, Live, LiveGuard, Writer};
+use super::live::{Behind, Hold, Live, LiveGuard, Writer};
 use super::{Inner, store_error};
 use crate::store::{Generation, Scope, StoreError, TaskRecord, lock_std};
 use crate::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
@@ -200,6 +200,11 @@ impl Run {
         };
         let live = &guard.live;
         let mut w = live.writer.lock().await;
+        if w.flying || (w.hold == Hold::Off && !w.held.is_empty()) {
+            // What the turn committed behind it is stored before the turn ends (a failure
+            // ends it as any failed commit does).
+            let _ = self.commit_event(live, &mut w, Vec::new()).await;
+        }
         if w.turn == self.turn && w.record.turn == self.turn {
             let state = w.record.task.state();
             let failure = match result {
@@ -302,7 +307,23 @@ impl Run {
                 Box::pin(live.sync(&self.inner, &mut w)).await?;
             }
             let event = self.checked_event(&mut w, update)?;
-            self.commit_event(live, &mut w, vec![event]).await
+            // Decided before anything is awaited: the future keeps no event or error across.
+            let now = match live.commit_behind(&self.inner, &mut w, event) {
+                Ok(Behind::Now(event)) => Ok(vec![event]),
+                Ok(Behind::Kept { wait: false }) => return Ok(()),
+                Ok(Behind::Kept { wait: true }) => {
+                    // The events kept behind the turn reached their bound: the agent waits
+                    // for the flusher's write before its next event (boxed: a cold branch).
+                    drop(w);
+                    Box::pin(live.wait_flight()).await;
+                    return Ok(());
+                }
+                Err(e) => Err(e),
+            };
+            match now {
+                Ok(events) => self.commit_event(live, &mut w, events).await,
+                Err(e) => Box::pin(self.commit_failed(live, &mut w, e)).await,
+            }
         }
     }
 
@@ -352,27 +373,39 @@ impl Run {
         events: Vec<pb::StreamResponse>,
     ) -> Result<(), A2aError> {
         match live.commit(&self.inner, w, events).await {
-            Ok(_) => {}
-            Err(StoreError::Conflict) => {
+            Ok(_) => Ok(()),
+            Err(e) => self.commit_failed(live, w, e).await,
+        }
+    }
+
+    /// A commit of this turn failed with `e`: a conflict ends the turn (another process wrote
+    /// the task), anything else faults the task. Returns the error the agent gets.
+    async fn commit_failed(
+        &self,
+        live: &Arc<Live>,
+        w: &mut Writer,
+        e: StoreError,
+    ) -> Result<(), A2aError> {
+        match e {
+            StoreError::Conflict => {
                 // Another process wrote the task (a cancel, a newer turn, or the recovery of
                 // a lease it thought lapsed): this turn is over.
                 Box::pin(live.sync(&self.inner, w)).await?;
                 self.cancel.cancel();
-                return Err(A2aError::unsupported(format!(
+                Err(A2aError::unsupported(format!(
                     "task {} was changed by another process; this turn has ended",
                     self.task_id
-                )));
+                )))
             }
-            Err(e) => {
+            e => {
                 // Nothing this turn does can be stored any more: stop it and fail the task
                 // rather than leave it WORKING with callers waiting on it.
                 let error = store_error(e);
                 self.cancel.cancel();
                 live.fault(&self.inner, w, error.clone());
-                return Err(error);
+                Err(error)
             }
         }
-        Ok(())
     }
 
     /// Applies an agent event to `task` and returns the event that says so.
