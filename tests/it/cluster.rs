@@ -669,8 +669,9 @@ const PARTITION: Duration = Duration::from_secs(3);
 /// Replica B cut off from the bus mid-stream: its link to nats-server (in a network namespace
 /// of its own; A has another link) goes down for three seconds while A streams on, so packets
 /// vanish with no RST, as in a real partition, and comes back. Neither side notices in that
-/// time (the server counts the messages it queues for B as activity, and a client pings every
-/// 2 minutes): the connection survives, and what was sent over it arrives late (TCP retransmits).
+/// time (the server counts the messages it queues for B as activity, and B's client gives up
+/// only when a ping is due with two unanswered, after 15 s of silence): the connection
+/// survives, and what was sent over it arrives late (TCP retransmits).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_follower_loses_no_event() {
     let Some(schema) = Schema::partitionable(2).await else {
