@@ -132,6 +132,7 @@ macro_rules! in_both_modes {
 
 in_both_modes!(
     follow_and_cancel_through_another_replica,
+    cancel_through_another_replica_of_a_busy_stream,
     dead_replica_task_fails_within_the_lease_bound,
     a_fast_clocked_dead_replicas_task_fails_within_the_lease_bound,
     replicas_with_skewed_clocks_take_no_healthy_task,
@@ -253,6 +254,99 @@ async fn follow_and_cancel_through_another_replica(schema: Schema) {
     crate::wait::holds_for(
         "the log is what B relayed, and nothing after it",
         Duration::from_millis(300),
+        || async move { replay(a, id).await == *seen_b },
+    )
+    .await;
+}
+
+/// Started on A streaming chunks back to back (no pause: A commits every millisecond or two),
+/// cancelled on B: the cancel wins however busy A's writer is (a cancel that re-reads the task
+/// and commits at the sequence number it read loses that race almost every time), A's executor
+/// stops, and the subscribers on both replicas, and A's own stream, see every event once, in
+/// order, ending CANCELED.
+async fn cancel_through_another_replica_of_a_busy_stream(schema: Schema) {
+    let nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+
+    let Followed {
+        on_a,
+        id,
+        on_b,
+        mut seen_b,
+    } = stream_on_a_follow_on_b(a.as_ref(), b.as_ref(), "stream 1000000 0", 8).await;
+    let sub_a = a
+        .subscribe_to_task(
+            &CallContext::new().with_last_event_id(0),
+            pb::SubscribeToTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("subscribe on A");
+    let (on_b, sub_a, on_a) = (
+        tokio::spawn(collect(on_b)),
+        tokio::spawn(collect(sub_a)),
+        tokio::spawn(collect(on_a)),
+    );
+    let started = Instant::now();
+    let canceled = tokio::time::timeout(
+        crate::wait::CEILING,
+        b.cancel_task(
+            &cx(),
+            pb::CancelTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        ),
+    )
+    .await
+    .expect("the cancel answers")
+    .unwrap_or_else(|e| {
+        panic!(
+            "cancel on B of a task streaming on A failed after {:?}: {e}",
+            started.elapsed()
+        )
+    });
+    assert_eq!(canceled.state(), pb::TaskState::Canceled);
+
+    seen_b.extend(on_b.await.expect("B's subscriber"));
+    let n = seen_b.len() as u64;
+    assert!(n > 8, "B relayed A's live events: {n}");
+    assert_eq!(
+        seqs(&seen_b),
+        (1..=n).collect::<Vec<_>>(),
+        "B saw every event once, in order"
+    );
+    assert_eq!(
+        seen_b.last().and_then(state_of),
+        Some(pb::TaskState::Canceled),
+        "B's subscriber ends CANCELED"
+    );
+    let seen_a = sub_a.await.expect("A's subscriber");
+    assert_eq!(seen_a, seen_b, "A's subscriber saw what B's did");
+    let rest_a = on_a.await.expect("A's own stream");
+    let from = rest_a
+        .first()
+        .and_then(|e| e.seq)
+        .expect("A's stream went on");
+    assert_eq!(
+        seqs(&rest_a),
+        (from..=n).collect::<Vec<_>>(),
+        "A's own stream: every event after its first, once, in order"
+    );
+    assert_eq!(
+        rest_a.last().and_then(state_of),
+        Some(pb::TaskState::Canceled),
+        "A's own stream ends CANCELED"
+    );
+    // A's executor stopped: no event follows CANCELED in the log, even a while later (A's
+    // agent would have written hundreds more chunks in that window).
+    let (a, id, seen_b) = (a.as_ref(), id.as_str(), &seen_b);
+    crate::wait::holds_for(
+        "the log is what B relayed, and nothing after it",
+        Duration::from_millis(500),
         || async move { replay(a, id).await == *seen_b },
     )
     .await;
