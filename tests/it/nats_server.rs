@@ -24,11 +24,7 @@ impl NatsServer {
     /// missing: the tests that need one are skipped, as those needing PostgreSQL are, and fail
     /// under `CI`.
     pub async fn start() -> Option<Self> {
-        if !std::path::Path::new(BINARY).exists() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{BINARY} is not installed (.ci/run installs nats-server)"
-            );
+        if !Self::available() {
             eprintln!("skipped: {BINARY} is not installed (.ci/run installs nats-server)");
             return None;
         }
@@ -43,6 +39,16 @@ impl NatsServer {
         };
         server.restart().await;
         Some(server)
+    }
+
+    /// Whether the binary is installed; under `CI` its absence fails the test instead.
+    pub fn available() -> bool {
+        let installed = std::path::Path::new(BINARY).exists();
+        assert!(
+            installed || std::env::var_os("CI").is_none(),
+            "{BINARY} is not installed (.ci/run installs nats-server)"
+        );
+        installed
     }
 
     /// The client URL.
