@@ -30,9 +30,10 @@ pub enum Transport {
     /// Direct calls on an engine whose store is a fresh schema of the PostgreSQL server named
     /// by `TRIDENT_TEST_POSTGRES` (the cases are skipped without it).
     Postgres,
-    /// As [`Postgres`](Self::Postgres), in cluster mode with the NATS JetStream event bus
-    /// (`trident_nats::NatsBus` on a `nats-server` of the fixture's own, the store with
-    /// `notify=off` as `trident serve --events` opens it), and a second engine on the same
+    /// As [`Postgres`](Self::Postgres), in cluster mode: the NATS JetStream event bus
+    /// (`trident_nats::NatsBus`, in a namespace of the fixture's own on the `nats-server` the
+    /// process starts for its tests, [`shared_url`](crate::nats_server::shared_url)), the store
+    /// with `notify=off` as `trident serve --events` opens it, and a second engine on the same
     /// schema and bus beside the one the cases call (the cases are skipped without
     /// `TRIDENT_TEST_POSTGRES` or `nats-server`; under `CI` either missing fails them).
     PostgresBus,
@@ -159,7 +160,7 @@ impl Transport {
 enum ScratchStore {
     /// The directory is removed when the fixture drops.
     Sqlite { _dir: crate::process::TempDir },
-    /// The schema is dropped when the fixture drops (and the NATS server, if any, stopped).
+    /// The schema is dropped when the fixture drops.
     Postgres {
         url: String,
         schema: String,
@@ -167,10 +168,11 @@ enum ScratchStore {
     },
 }
 
-/// The event bus of a [`Transport::PostgresBus`] fixture: a `nats-server` of its own, and the
-/// namespace its engines share.
+/// The event bus of a [`Transport::PostgresBus`] fixture: a namespace of its own, which its
+/// engines share, on the `nats-server` the process's fixtures share
+/// ([`shared_url`](crate::nats_server::shared_url)).
 struct ScratchBus {
-    server: crate::nats_server::NatsServer,
+    url: String,
     namespace: String,
 }
 
@@ -181,9 +183,9 @@ impl ScratchBus {
             .namespace(self.namespace.clone())
             .name(format!("trident suite {name}"));
         Arc::new(
-            trident_nats::NatsBus::connect(&self.server.url(), options)
+            trident_nats::NatsBus::connect(&self.url, options)
                 .await
-                .expect("connect to the fixture's nats-server"),
+                .expect("connect to the shared nats-server"),
         )
     }
 }
@@ -209,7 +211,7 @@ impl ScratchStore {
                 let id = uuid::Uuid::new_v4().simple().to_string();
                 let bus = match transport {
                     Transport::PostgresBus => Some(ScratchBus {
-                        server: crate::nats_server::NatsServer::start()
+                        url: crate::nats_server::shared_url()
                             .await
                             .expect("nats-server (checked by Transport::available)"),
                         namespace: format!("suite_{}", &id[..12]),

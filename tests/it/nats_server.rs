@@ -12,6 +12,75 @@ use crate::process::TempDir;
 /// The Debian package's server binary, which `.ci/run` installs.
 const BINARY: &str = "/usr/sbin/nats-server";
 
+/// The URL of a `nats-server -js` shared by the tests of this process that need a bus but not
+/// a server to kill (the behaviour suite's `postgres_bus` fixtures, each in a namespace of its
+/// own), started on first use; `None` (with a note on stderr) when the binary is missing, a
+/// failed test under `CI` (see [`NatsServer::available`]). A server per fixture cost ~125 ms
+/// each (its start, and JetStream's moment after the port opens), ~8 s over the suite's 64.
+pub async fn shared_url() -> Option<String> {
+    static SHARED: tokio::sync::OnceCell<Shared> = tokio::sync::OnceCell::const_new();
+    if !NatsServer::available() {
+        eprintln!("skipped: {BINARY} is not installed (.ci/run installs nats-server)");
+        return None;
+    }
+    Some(SHARED.get_or_init(Shared::start).await.url.clone())
+}
+
+/// The shared server: a shell runs it and waits on its stdin, whose writing end only this
+/// process holds; when this process exits, however it exits, the shell reads end-of-file,
+/// stops the server and removes its store directory. (A static's drop never runs.)
+struct Shared {
+    url: String,
+    _shell: Child,
+    _stdin: std::process::ChildStdin,
+}
+
+impl Shared {
+    async fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let dir =
+            std::env::temp_dir().join(format!("trident-nats-shared-{}", uuid::Uuid::new_v4()));
+        let script = r#"
+            "$0" -a 127.0.0.1 -p "$1" -js -sd "$2" </dev/null >/dev/null 2>&1 &
+            server=$!
+            read -r _ || true
+            kill "$server"
+            wait "$server"
+            rm -rf "$2"
+        "#;
+        let mut shell = Command::new("sh")
+            .args(["-c", script, BINARY, &port.to_string()])
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the shared nats-server");
+        let stdin = shell.stdin.take().expect("piped stdin");
+        wait_until_up(port).await;
+        Self {
+            url: format!("nats://127.0.0.1:{port}"),
+            _shell: shell,
+            _stdin: stdin,
+        }
+    }
+}
+
+/// Waits until a server on `port` accepts connections, and JetStream's moment after.
+async fn wait_until_up(port: u16) {
+    let addr = format!("127.0.0.1:{port}");
+    crate::wait::until("nats-server accepts connections", || {
+        let addr = addr.clone();
+        async move { tokio::net::TcpStream::connect(addr).await.ok().map(drop) }
+    })
+    .await;
+    // JetStream is up a moment after the port opens; clients retry meanwhile anyway.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
 /// A running (or killed) `nats-server -js` process.
 pub struct NatsServer {
     child: Option<Child>,
@@ -85,14 +154,7 @@ impl NatsServer {
             .spawn()
             .expect("start nats-server");
         self.child = Some(child);
-        let addr = format!("127.0.0.1:{}", self.port);
-        crate::wait::until("nats-server accepts connections", || {
-            let addr = addr.clone();
-            async move { tokio::net::TcpStream::connect(addr).await.ok().map(drop) }
-        })
-        .await;
-        // JetStream is up a moment after the port opens; clients retry meanwhile anyway.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        wait_until_up(self.port).await;
     }
 }
 
