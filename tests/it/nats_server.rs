@@ -18,6 +18,75 @@ const BINARY: &str = "/usr/sbin/nats-server";
 /// The client port of a server in a namespace of its own (nothing else listens there).
 const NETNS_PORT: u16 = 4222;
 
+/// The URL of a `nats-server -js` shared by the tests of this process that need a bus but not
+/// a server to kill (the behaviour suite's `postgres_bus` fixtures, each in a namespace of its
+/// own), started on first use; `None` (with a note on stderr) when the binary is missing, a
+/// failed test under `CI` (see [`NatsServer::available`]). A server per fixture cost ~125 ms
+/// each (its start, and JetStream's moment after the port opens), ~8 s over the suite's 64.
+pub async fn shared_url() -> Option<String> {
+    static SHARED: tokio::sync::OnceCell<Shared> = tokio::sync::OnceCell::const_new();
+    if !NatsServer::available() {
+        eprintln!("skipped: {BINARY} is not installed (.ci/run installs nats-server)");
+        return None;
+    }
+    Some(SHARED.get_or_init(Shared::start).await.url.clone())
+}
+
+/// The shared server: a shell runs it and waits on its stdin, whose writing end only this
+/// process holds; when this process exits, however it exits, the shell reads end-of-file,
+/// stops the server and removes its store directory. (A static's drop never runs.)
+struct Shared {
+    url: String,
+    _shell: Child,
+    _stdin: std::process::ChildStdin,
+}
+
+impl Shared {
+    async fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let dir =
+            std::env::temp_dir().join(format!("trident-nats-shared-{}", uuid::Uuid::new_v4()));
+        let script = r#"
+            "$0" -a 127.0.0.1 -p "$1" -js -sd "$2" </dev/null >/dev/null 2>&1 &
+            server=$!
+            read -r _ || true
+            kill "$server"
+            wait "$server"
+            rm -rf "$2"
+        "#;
+        let mut shell = Command::new("sh")
+            .args(["-c", script, BINARY, &port.to_string()])
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the shared nats-server");
+        let stdin = shell.stdin.take().expect("piped stdin");
+        wait_until_up(port).await;
+        Self {
+            url: format!("nats://127.0.0.1:{port}"),
+            _shell: shell,
+            _stdin: stdin,
+        }
+    }
+}
+
+/// Waits until a server on `port` accepts connections, and JetStream's moment after.
+async fn wait_until_up(port: u16) {
+    let addr = format!("127.0.0.1:{port}");
+    crate::wait::until("nats-server accepts connections", || {
+        let addr = addr.clone();
+        async move { tokio::net::TcpStream::connect(addr).await.ok().map(drop) }
+    })
+    .await;
+    // JetStream is up a moment after the port opens; clients retry meanwhile anyway.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
 /// A running (or killed) `nats-server -js` process.
 pub struct NatsServer {
     child: Option<Child>,
@@ -33,7 +102,8 @@ impl NatsServer {
     /// missing: the tests that need one are skipped, as those needing PostgreSQL are, and fail
     /// under `CI`.
     pub async fn start() -> Option<Self> {
-        if !binary_present() {
+        if !Self::available() {
+            eprintln!("skipped: {BINARY} is not installed (.ci/run installs nats-server)");
             return None;
         }
         let port = TcpListener::bind("127.0.0.1:0")
@@ -57,7 +127,8 @@ impl NatsServer {
     /// root: `CAP_NET_ADMIN` and `CAP_SYS_ADMIN`); both fail under `CI`. The namespace and its
     /// links are removed on drop.
     pub async fn start_partitionable(links: usize) -> Option<Self> {
-        if !binary_present() {
+        if !Self::available() {
+            eprintln!("skipped: {BINARY} is not installed (.ci/run installs nats-server)");
             return None;
         }
         let net = match Netns::new(links) {
@@ -147,6 +218,16 @@ impl NatsServer {
             .expect("bring the link up");
     }
 
+    /// Whether the binary is installed; under `CI` its absence fails the test instead.
+    pub fn available() -> bool {
+        let installed = std::path::Path::new(BINARY).exists();
+        assert!(
+            installed || std::env::var_os("CI").is_none(),
+            "{BINARY} is not installed (.ci/run installs nats-server)"
+        );
+        installed
+    }
+
     /// `kill -9`: the server stops at once, without closing its connections cleanly.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -204,18 +285,6 @@ impl Drop for NatsServer {
         self.kill();
         self.net.take();
     }
-}
-
-fn binary_present() -> bool {
-    if std::path::Path::new(BINARY).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{BINARY} is not installed (.ci/run installs nats-server)"
-    );
-    eprintln!("skipped: {BINARY} is not installed (.ci/run installs nats-server)");
-    false
 }
 
 /// A network namespace and its veth links to the root namespace, removed on drop (also when
