@@ -5,6 +5,7 @@
 //! schema and drops it afterwards.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -13,7 +14,7 @@ use trident_core::{A2aError, A2aService, CallContext, ErrorKind, StreamEvent};
 use trident_proto as pb;
 
 use crate::durability::{replay, seqs};
-use crate::harness::{collect, cx, msg, req, state_of, task_of, wait_for};
+use crate::harness::{collect, collect_unobserved, cx, msg, req, state_of, task_of, wait_for};
 use crate::nats_server::NatsServer;
 use crate::process::Trident;
 
@@ -41,6 +42,15 @@ impl Schema {
             None
         };
         Some(Self { url, name, bus })
+    }
+
+    /// A fresh schema whose bus runs in a network namespace of its own, replica `i` reaching
+    /// it through link `i` of `links`, which the test can cut
+    /// ([`NatsServer::start_partitionable`]; `None` where the test cannot run).
+    async fn partitionable(links: usize) -> Option<Self> {
+        let mut schema = Self::new(false).await?;
+        schema.bus = Some(NatsServer::start_partitionable(links).await?);
+        Some(schema)
     }
 
     /// The `--store` value for this schema.
@@ -72,9 +82,9 @@ async fn skewed_replicas(schema: &Schema, skews_ms: &[i64]) -> Vec<Trident> {
     let store = schema.store();
     let ttl = LEASE_TTL_SECS.to_string();
     let mut out = Vec::new();
-    let events = schema.bus.as_ref().map(NatsServer::url);
-    for skew in skews_ms {
+    for (i, skew) in skews_ms.iter().enumerate() {
         let skew = skew.to_string();
+        let events = schema.bus.as_ref().map(|bus| bus.url_for(i));
         let mut args = vec![
             "--agent",
             "demo",
@@ -122,6 +132,7 @@ macro_rules! in_both_modes {
 
 in_both_modes!(
     follow_and_cancel_through_another_replica,
+    cancel_through_another_replica_of_a_busy_stream,
     dead_replica_task_fails_within_the_lease_bound,
     a_fast_clocked_dead_replicas_task_fails_within_the_lease_bound,
     replicas_with_skewed_clocks_take_no_healthy_task,
@@ -243,6 +254,99 @@ async fn follow_and_cancel_through_another_replica(schema: Schema) {
     crate::wait::holds_for(
         "the log is what B relayed, and nothing after it",
         Duration::from_millis(300),
+        || async move { replay(a, id).await == *seen_b },
+    )
+    .await;
+}
+
+/// Started on A streaming chunks back to back (no pause: A commits every millisecond or two),
+/// cancelled on B: the cancel wins however busy A's writer is (a cancel that re-reads the task
+/// and commits at the sequence number it read loses that race almost every time), A's executor
+/// stops, and the subscribers on both replicas, and A's own stream, see every event once, in
+/// order, ending CANCELED.
+async fn cancel_through_another_replica_of_a_busy_stream(schema: Schema) {
+    let nodes = replicas(&schema, 2).await;
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+
+    let Followed {
+        on_a,
+        id,
+        on_b,
+        mut seen_b,
+    } = stream_on_a_follow_on_b(a.as_ref(), b.as_ref(), "stream 1000000 0", 8).await;
+    let sub_a = a
+        .subscribe_to_task(
+            &CallContext::new().with_last_event_id(0),
+            pb::SubscribeToTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("subscribe on A");
+    let (on_b, sub_a, on_a) = (
+        tokio::spawn(collect(on_b)),
+        tokio::spawn(collect(sub_a)),
+        tokio::spawn(collect(on_a)),
+    );
+    let started = Instant::now();
+    let canceled = tokio::time::timeout(
+        crate::wait::CEILING,
+        b.cancel_task(
+            &cx(),
+            pb::CancelTaskRequest {
+                id: id.clone(),
+                ..Default::default()
+            },
+        ),
+    )
+    .await
+    .expect("the cancel answers")
+    .unwrap_or_else(|e| {
+        panic!(
+            "cancel on B of a task streaming on A failed after {:?}: {e}",
+            started.elapsed()
+        )
+    });
+    assert_eq!(canceled.state(), pb::TaskState::Canceled);
+
+    seen_b.extend(on_b.await.expect("B's subscriber"));
+    let n = seen_b.len() as u64;
+    assert!(n > 8, "B relayed A's live events: {n}");
+    assert_eq!(
+        seqs(&seen_b),
+        (1..=n).collect::<Vec<_>>(),
+        "B saw every event once, in order"
+    );
+    assert_eq!(
+        seen_b.last().and_then(state_of),
+        Some(pb::TaskState::Canceled),
+        "B's subscriber ends CANCELED"
+    );
+    let seen_a = sub_a.await.expect("A's subscriber");
+    assert_eq!(seen_a, seen_b, "A's subscriber saw what B's did");
+    let rest_a = on_a.await.expect("A's own stream");
+    let from = rest_a
+        .first()
+        .and_then(|e| e.seq)
+        .expect("A's stream went on");
+    assert_eq!(
+        seqs(&rest_a),
+        (from..=n).collect::<Vec<_>>(),
+        "A's own stream: every event after its first, once, in order"
+    );
+    assert_eq!(
+        rest_a.last().and_then(state_of),
+        Some(pb::TaskState::Canceled),
+        "A's own stream ends CANCELED"
+    );
+    // A's executor stopped: no event follows CANCELED in the log, even a while later (A's
+    // agent would have written hundreds more chunks in that window).
+    let (a, id, seen_b) = (a.as_ref(), id.as_str(), &seen_b);
+    crate::wait::holds_for(
+        "the log is what B relayed, and nothing after it",
+        Duration::from_millis(500),
         || async move { replay(a, id).await == *seen_b },
     )
     .await;
@@ -625,4 +729,219 @@ async fn a_frozen_follower_loses_no_event() {
         nodes[1].resume();
     })
     .await;
+}
+
+/// A stream read to its end: its events, and the error it ended with, if any.
+type Relayed = (Vec<StreamEvent>, Option<A2aError>);
+
+/// Reads `stream` to its end in the background: how many events it has brought so far, and
+/// the [`Relayed`] events at its end.
+fn relay(
+    mut stream: trident_core::EventStream,
+) -> (Arc<AtomicUsize>, tokio::task::JoinHandle<Relayed>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    let task = tokio::spawn(async move {
+        let mut events = Vec::new();
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => {
+                    events.push(event);
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => return (events, Some(e)),
+            }
+        }
+        (events, None)
+    });
+    (count, task)
+}
+
+/// How long the partition below lasts.
+const PARTITION: Duration = Duration::from_secs(3);
+
+/// Replica B cut off from the bus mid-stream: its link to nats-server (in a network namespace
+/// of its own; A has another link) goes down for three seconds while A streams on, so packets
+/// vanish with no RST, as in a real partition, and comes back. Neither side notices in that
+/// time (the server counts the messages it queues for B as activity, and B's client gives up
+/// only when a ping is due with two unanswered, after 15 s of silence): the connection
+/// survives, and what was sent over it arrives late (TCP retransmits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_follower_loses_no_event() {
+    let Some(schema) = Schema::partitionable(2).await else {
+        return;
+    };
+    partitioned_follower_loses_no_event(&schema, false).await;
+}
+
+/// The same, but the server gives up on B's connection during the partition (closed on its
+/// side: B hears nothing of it), so that B learns of it only after the heal, when it next
+/// sends (a RST), and reconnects: what it missed meanwhile comes from the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_the_bus_drops_in_a_partition_loses_no_event() {
+    let Some(schema) = Schema::partitionable(2).await else {
+        return;
+    };
+    partitioned_follower_loses_no_event(&schema, true).await;
+}
+
+/// Replica B partitioned from the bus (link 1 down) for [`PARTITION`] while A streams a task B
+/// follows (and, if `dropped`, its connection closed by the server meanwhile). B's subscriber
+/// keeps getting events during the partition (B reads them from the log) and ends with every
+/// event exactly once, in order, up to `COMPLETED` (or with an error saying to resubscribe,
+/// after which a resubscription from its last event completes it); a stream started on B
+/// during the partition runs to its end and A follows it; after the heal, A follows B's
+/// streams again, over the same connection or (`dropped`) a new one.
+async fn partitioned_follower_loses_no_event(schema: &Schema, dropped: bool) {
+    let nodes = replicas(schema, 2).await;
+    let bus = schema.bus.as_ref().expect("a bus");
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Rest).await;
+
+    // 600 chunks 20 ms apart: A is still streaming well after the heal.
+    let Followed {
+        on_a,
+        id,
+        on_b,
+        mut seen_b,
+    } = stream_on_a_follow_on_b(a.as_ref(), b.as_ref(), "stream 600 20", 10).await;
+    let (relayed, on_b) = relay(on_b);
+
+    let connections = bus.connections_from(1);
+    bus.partition(1);
+    let cut = Instant::now();
+    let at_cut = relayed.load(Ordering::Relaxed);
+    if dropped {
+        bus.drop_connections(1).await;
+    }
+    if !dropped {
+        // (Not when the server drops B: then B must have nothing to send, so that only its own
+        // keepalive tells it, after the heal, that its connection is gone.)
+        // A stream started on B during the partition: B commits to PostgreSQL, and A (on the bus,
+        // which B cannot publish to) follows it from the log.
+        let Followed {
+            on_a: own_on_b,
+            id: own_id,
+            on_b: own_on_a,
+            seen_b: mut own_seen_a,
+        } = stream_on_a_follow_on_b(b.as_ref(), a.as_ref(), "stream 20 20", 1).await;
+        let own = collect_unobserved(own_on_b).await;
+        assert_eq!(
+            own.last().and_then(state_of),
+            Some(pb::TaskState::Completed),
+            "a stream on B during the partition runs to its end"
+        );
+        own_seen_a.extend(collect_unobserved(own_on_a).await);
+        let n = own_seen_a.len() as u64;
+        assert_eq!(
+            seqs(&own_seen_a),
+            (1..=n).collect::<Vec<_>>(),
+            "A followed B's stream, every event once, in order"
+        );
+        assert_eq!(
+            replay(b.as_ref(), &own_id).await,
+            own_seen_a,
+            "A relayed the log of B's stream, all of it"
+        );
+        assert!(
+            cut.elapsed() < PARTITION,
+            "B's stream ended within the partition ({:?})",
+            cut.elapsed()
+        );
+    }
+    tokio::time::sleep(PARTITION.saturating_sub(cut.elapsed())).await;
+    let at_heal = relayed.load(Ordering::Relaxed);
+    bus.heal(1);
+    let healed = Instant::now();
+    assert!(
+        at_heal > at_cut,
+        "B's subscriber got A's events during the partition (from the log): {at_cut} before, \
+         {at_heal} at the heal"
+    );
+    if dropped {
+        // B publishes nothing (it only follows A's task), so it hears that its connection is
+        // gone only when it next pings; until it reconnects, its watches get nothing from the
+        // bus. So the client pings often enough for this to take seconds, not the minutes of
+        // NATS's defaults.
+        crate::wait::until("B connects to the bus again", || {
+            let again = bus.connections_from(1) > connections;
+            async move { again.then_some(()) }
+        })
+        .await;
+        assert!(
+            !on_b.is_finished(),
+            "B reconnected while it still followed A's task ({:?} after the heal), not only \
+             when its watch ended",
+            healed.elapsed()
+        );
+    }
+
+    let (rest, ended) = tokio::time::timeout(crate::wait::CEILING, on_b)
+        .await
+        .expect("B's stream ends")
+        .expect("B's subscriber");
+    seen_b.extend(rest);
+    if let Some(e) = ended {
+        // Allowed: a clear error saying to resubscribe; the resubscription completes it.
+        assert!(
+            e.to_string().to_lowercase().contains("resubscribe"),
+            "B's stream may only end early with an error saying to resubscribe: {e}"
+        );
+        let last = seen_b.last().and_then(|e| e.seq).expect("B relayed events");
+        let again = b
+            .subscribe_to_task(
+                &CallContext::new().with_last_event_id(last),
+                pb::SubscribeToTaskRequest {
+                    id: id.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("resubscribe on B");
+        seen_b.extend(collect_unobserved(again).await);
+    }
+    let n = seen_b.len() as u64;
+    assert!(
+        seen_b.len() > at_heal + 1,
+        "A was still streaming at the heal ({at_heal} events before it, {n} in all)"
+    );
+    assert_eq!(
+        seqs(&seen_b),
+        (1..=n).collect::<Vec<_>>(),
+        "B saw every event once, in order"
+    );
+    assert_eq!(
+        seen_b.last().and_then(state_of),
+        Some(pb::TaskState::Completed)
+    );
+    assert_eq!(
+        replay(a.as_ref(), &id).await,
+        seen_b,
+        "B relayed the log, all of it"
+    );
+    drop(on_a);
+
+    // After the heal, B's events reach A again.
+    let Followed {
+        on_a: own_on_b,
+        id: own_id,
+        on_b: own_on_a,
+        seen_b: mut own_seen_a,
+    } = stream_on_a_follow_on_b(b.as_ref(), a.as_ref(), "stream 10 20", 1).await;
+    own_seen_a.extend(collect_unobserved(own_on_a).await);
+    drop(own_on_b);
+    assert_eq!(
+        own_seen_a.last().and_then(state_of),
+        Some(pb::TaskState::Completed)
+    );
+    assert_eq!(replay(b.as_ref(), &own_id).await, own_seen_a);
+
+    if !dropped {
+        assert_eq!(
+            bus.connections_from(1),
+            connections,
+            "B kept its connection through the partition:\n{}",
+            bus.log()
+        );
+    }
 }

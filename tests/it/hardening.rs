@@ -442,6 +442,21 @@ impl trident_core::store::TaskStore for FlakyTasks {
         }
         self.inner.append(scope, record, expected_seq, events).await
     }
+    async fn append_final(
+        &self,
+        scope: &trident_core::store::Scope,
+        task_id: &str,
+        event: &trident_proto::StreamResponse,
+    ) -> Result<Option<u64>, trident_core::store::StoreError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            self.refused
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return Err(trident_core::store::StoreError::Backend(
+                "database or disk is full (injected)".into(),
+            ));
+        }
+        self.inner.append_final(scope, task_id, event).await
+    }
     async fn get(
         &self,
         scope: &trident_core::store::Scope,

@@ -30,6 +30,13 @@ pub enum Transport {
     /// Direct calls on an engine whose store is a fresh schema of the PostgreSQL server named
     /// by `TRIDENT_TEST_POSTGRES` (the cases are skipped without it).
     Postgres,
+    /// As [`Postgres`](Self::Postgres), in cluster mode: the NATS JetStream event bus
+    /// (`trident_nats::NatsBus`, in a namespace of the fixture's own on the `nats-server` the
+    /// process starts for its tests, [`shared_url`](crate::nats_server::shared_url)), the store
+    /// with `notify=off` as `trident serve --events` opens it, and a second engine on the same
+    /// schema and bus beside the one the cases call (the cases are skipped without
+    /// `TRIDENT_TEST_POSTGRES` or `nats-server`; under `CI` either missing fails them).
+    PostgresBus,
     /// Our gRPC client to a real server on an ephemeral port.
     Grpc,
     /// Our JSON-RPC client to a real server.
@@ -123,55 +130,129 @@ impl Transport {
     pub fn in_process(self) -> bool {
         matches!(
             self,
-            Transport::InProcess | Transport::Sqlite | Transport::Postgres
+            Transport::InProcess | Transport::Sqlite | Transport::Postgres | Transport::PostgresBus
         )
     }
 
-    /// Whether this transport can run here (PostgreSQL needs `TRIDENT_TEST_POSTGRES`; with
-    /// `CI` set, its absence fails the case instead: see [`postgres_url`]).
+    /// Whether this transport can run here (PostgreSQL needs `TRIDENT_TEST_POSTGRES`, the bus
+    /// `nats-server` too; with `CI` set, their absence fails the case instead: see
+    /// [`postgres_url`] and [`NatsServer::available`](crate::nats_server::NatsServer::available)).
     pub fn available(self) -> bool {
-        !matches!(self, Transport::Postgres) || postgres_url("suite").is_some()
+        match self {
+            Transport::Postgres => postgres_url("suite").is_some(),
+            Transport::PostgresBus => {
+                postgres_url("suite").is_some() && crate::nats_server::NatsServer::available()
+            }
+            _ => true,
+        }
+    }
+
+    /// What [`available`](Self::available) needs, for the note of a skipped case.
+    pub fn needs(self) -> &'static str {
+        match self {
+            Transport::PostgresBus => "TRIDENT_TEST_POSTGRES and nats-server",
+            _ => "TRIDENT_TEST_POSTGRES",
+        }
     }
 }
 
 /// A durable store made for one fixture, removed with it.
 enum ScratchStore {
     /// The directory is removed when the fixture drops.
-    Sqlite {
-        _dir: crate::process::TempDir,
-    },
+    Sqlite { _dir: crate::process::TempDir },
+    /// The schema is dropped when the fixture drops.
     Postgres {
         url: String,
         schema: String,
+        bus: Option<ScratchBus>,
     },
 }
 
+/// The event bus of a [`Transport::PostgresBus`] fixture: a namespace of its own, which its
+/// engines share, on the `nats-server` the process's fixtures share
+/// ([`shared_url`](crate::nats_server::shared_url)).
+struct ScratchBus {
+    url: String,
+    namespace: String,
+}
+
+impl ScratchBus {
+    /// One engine's connection to the bus (each engine has its own, as replicas do).
+    async fn connect(&self, name: &str) -> Arc<dyn trident_core::store::EventBus> {
+        let options = trident_nats::NatsOptions::new()
+            .namespace(self.namespace.clone())
+            .name(format!("trident suite {name}"));
+        Arc::new(
+            trident_nats::NatsBus::connect(&self.url, options)
+                .await
+                .expect("connect to the shared nats-server"),
+        )
+    }
+}
+
+/// What an engine of a fixture is built on: its stores, and its event bus in cluster mode.
+struct EngineParts {
+    stores: trident_core::store::Stores,
+    bus: Option<Arc<dyn trident_core::store::EventBus>>,
+}
+
 impl ScratchStore {
-    async fn open(transport: Transport) -> Option<(Self, trident_core::store::Stores)> {
+    async fn open(transport: Transport) -> Option<(Self, EngineParts)> {
         match transport {
             Transport::Sqlite => {
                 let dir = crate::process::TempDir::new("trident-suite");
                 let spec = format!("sqlite:{}", dir.0.join("suite.db").display());
                 let stores = trident_store::open(&spec).await.expect("open sqlite");
-                Some((Self::Sqlite { _dir: dir }, stores))
+                let parts = EngineParts { stores, bus: None };
+                Some((Self::Sqlite { _dir: dir }, parts))
             }
-            Transport::Postgres => {
+            Transport::Postgres | Transport::PostgresBus => {
                 let url = postgres_url("suite").expect("TRIDENT_TEST_POSTGRES");
-                let schema = format!("trident_suite_{}", uuid::Uuid::new_v4().simple());
-                let sep = if url.contains('?') { '&' } else { '?' };
-                let stores = trident_store::open(&format!("{url}{sep}schema={schema}"))
-                    .await
-                    .expect("open postgres");
-                Some((Self::Postgres { url, schema }, stores))
+                let id = uuid::Uuid::new_v4().simple().to_string();
+                let bus = match transport {
+                    Transport::PostgresBus => Some(ScratchBus {
+                        url: crate::nats_server::shared_url()
+                            .await
+                            .expect("nats-server (checked by Transport::available)"),
+                        namespace: format!("suite_{}", &id[..12]),
+                    }),
+                    _ => None,
+                };
+                let scratch = Self::Postgres {
+                    url,
+                    schema: format!("trident_suite_{id}"),
+                    bus,
+                };
+                let parts = scratch.engine_parts("a").await;
+                Some((scratch, parts))
             }
             _ => None,
         }
+    }
+
+    /// The stores and bus of one more engine on this PostgreSQL schema (a replica: a pool and
+    /// a bus connection of its own), named `name` on the bus. With a bus the store sends no
+    /// `NOTIFY`, as `trident serve --events` opens it.
+    async fn engine_parts(&self, name: &str) -> EngineParts {
+        let Self::Postgres { url, schema, bus } = self else {
+            unreachable!("only a PostgreSQL schema has replicas");
+        };
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let notify = if bus.is_some() { "&notify=off" } else { "" };
+        let stores = trident_store::open(&format!("{url}{sep}schema={schema}{notify}"))
+            .await
+            .expect("open postgres");
+        let bus = match bus {
+            Some(bus) => Some(bus.connect(name).await),
+            None => None,
+        };
+        EngineParts { stores, bus }
     }
 }
 
 impl Drop for ScratchStore {
     fn drop(&mut self) {
-        if let Self::Postgres { url, schema } = self {
+        if let Self::Postgres { url, schema, .. } = self {
             let _ = std::process::Command::new("psql")
                 .args([
                     url.as_str(),
@@ -189,6 +270,9 @@ pub struct Fixture {
     pub interfaces: Option<trident_server::Interfaces>,
     server: Option<tokio::task::JoinHandle<()>>,
     agent: Option<PythonAgent>,
+    /// In cluster mode ([`Transport::PostgresBus`]), the second engine on the same store and
+    /// bus, which the cases do not call: it follows, sweeps and renews as a replica does.
+    _peer: Option<Engine>,
     _store: Option<ScratchStore>,
     _gateway: Option<crate::process::Trident>,
 }
@@ -261,31 +345,51 @@ impl Fixture {
                 ..Default::default()
             });
         }
-        let mut builder = Engine::builder(Arc::new(Demo)).config(EngineConfig {
-            strict_version: variant.strict_version,
-            ..config
-        });
-        if let Some(extended) = variant.extended_card {
+        if variant.extended_card.is_some() {
             card.capabilities
                 .get_or_insert_with(Default::default)
                 .extended_agent_card = Some(true);
-            if let Some(ext) = extended {
-                builder = builder.extended_card(ext);
+        }
+        let config = EngineConfig {
+            strict_version: variant.strict_version,
+            ..config
+        };
+        // Every engine of the fixture (two in cluster mode) is built alike.
+        let engine_on = |parts: Option<EngineParts>| {
+            let mut builder = Engine::builder(Arc::new(Demo))
+                .config(config.clone())
+                .card(card.clone());
+            if let Some(Some(ext)) = &variant.extended_card {
+                builder = builder.extended_card(ext.clone());
             }
-        }
-        let scratch = ScratchStore::open(transport).await;
-        if let Some((_, stores)) = &scratch {
-            builder = builder.stores(stores.clone());
-        }
-        let engine = builder.card(card).build();
+            if let Some(EngineParts { stores, bus }) = parts {
+                builder = builder.stores(stores);
+                if let Some(bus) = bus {
+                    builder = builder.bus(bus);
+                }
+            }
+            builder.build()
+        };
+        let (scratch, parts) = ScratchStore::open(transport).await.unzip();
+        let engine = engine_on(parts);
         let (interfaces, server) = match transport {
-            Transport::InProcess | Transport::Sqlite | Transport::Postgres => {
+            Transport::InProcess
+            | Transport::Sqlite
+            | Transport::Postgres
+            | Transport::PostgresBus => {
+                let peer = match (transport, &scratch) {
+                    (Transport::PostgresBus, Some(scratch)) => {
+                        Some(engine_on(Some(scratch.engine_parts("b").await)))
+                    }
+                    _ => None,
+                };
                 return Self {
                     svc: Arc::new(engine),
                     interfaces: None,
                     server: None,
                     agent: None,
-                    _store: scratch.map(|(s, _)| s),
+                    _peer: peer,
+                    _store: scratch,
                     _gateway: None,
                 };
             }
@@ -304,6 +408,7 @@ impl Fixture {
             Transport::InProcess
             | Transport::Sqlite
             | Transport::Postgres
+            | Transport::PostgresBus
             | Transport::PyGrpc
             | Transport::PyJsonRpc
             | Transport::PyRest
@@ -345,6 +450,7 @@ impl Fixture {
             interfaces: Some(interfaces),
             server: Some(server),
             agent: None,
+            _peer: None,
             _store: None,
             _gateway: None,
         }
@@ -407,6 +513,7 @@ impl Fixture {
             interfaces: Some(interfaces),
             server: None,
             agent: Some(agent),
+            _peer: None,
             _store: None,
             _gateway: gateway,
         }
@@ -416,7 +523,10 @@ impl Fixture {
     /// in process.
     async fn wire(&self, transport: Transport) -> Option<trident_conformance::Wire> {
         let binding = match transport {
-            Transport::InProcess | Transport::Sqlite | Transport::Postgres => return None,
+            Transport::InProcess
+            | Transport::Sqlite
+            | Transport::Postgres
+            | Transport::PostgresBus => return None,
             Transport::Grpc => trident_client::Binding::Grpc,
             Transport::JsonRpc => trident_client::Binding::JsonRpc,
             Transport::Rest => trident_client::Binding::Rest,

@@ -37,6 +37,7 @@ macro_rules! suite {
         suite!(@transport in_process, InProcess, []; $($case),*);
         suite!(@transport sqlite, Sqlite, []; $($case),*);
         suite!(@transport postgres, Postgres, []; $($case),*);
+        suite!(@transport postgres_bus, PostgresBus, []; $($case),*);
         suite!(@transport grpc, Grpc, []; $($case),*);
         suite!(@transport jsonrpc, JsonRpc, []; $($case),*);
         suite!(@transport rest, Rest, []; $($case),*);
@@ -52,7 +53,7 @@ macro_rules! suite {
         async fn $case() {
             let transport = crate::harness::Transport::$transport;
             if !transport.available() {
-                eprintln!("skipped: {transport:?} needs TRIDENT_TEST_POSTGRES");
+                eprintln!("skipped: {transport:?} needs {}", transport.needs());
                 return;
             }
             let target = crate::harness::Local(transport);

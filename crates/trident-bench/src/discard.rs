@@ -47,6 +47,15 @@ impl TaskStore for Discard {
         Ok(())
     }
 
+    async fn append_final(
+        &self,
+        _scope: &Scope,
+        _task_id: &str,
+        _event: &trident_proto::StreamResponse,
+    ) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
     async fn get(&self, _scope: &Scope, _id: &str) -> Result<Option<TaskRecord>, StoreError> {
         Ok(None)
     }

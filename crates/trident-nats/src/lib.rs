@@ -68,7 +68,11 @@
 //! # Connection
 //! [`NatsBus::connect`] takes `nats://host:port` (several, comma-separated, for a NATS
 //! cluster); `nats://user:password@host` and `nats://token@host` authenticate, and `tls://`
-//! requires TLS (with the system's root certificates).
+//! requires TLS (with the system's root certificates). The client pings a silent server every
+//! [`NatsOptions::ping_interval`] (5 s), so that a connection the server closed while the
+//! network was partitioned (the replica heard nothing of it) is found dead within seconds of
+//! the heal, even on a replica that only watches and so sends nothing else; until then its
+//! watches would get nothing (readers still sweep the log).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -109,6 +113,7 @@ pub struct NatsOptions {
     duplicate_window: Duration,
     max_stream_bytes: i64,
     connect_timeout: Duration,
+    ping_interval: Duration,
 }
 
 impl Default for NatsOptions {
@@ -126,6 +131,7 @@ impl Default for NatsOptions {
             duplicate_window: Duration::from_secs(30),
             max_stream_bytes: 64 << 20,
             connect_timeout: Duration::from_secs(5),
+            ping_interval: Duration::from_secs(5),
         }
     }
 }
@@ -216,6 +222,18 @@ impl NatsOptions {
         self
     }
 
+    /// How long the connection may stay silent (nothing from the server) before the client
+    /// pings the server; when a ping is due with two still unanswered, the client counts the
+    /// connection lost and reconnects (readers then resync). Default 5 s. This is how a
+    /// replica learns that the server closed its connection during a network partition
+    /// (nothing of that reached the replica): otherwise it hears of it only when it next
+    /// publishes or watches, and until then its watches get nothing from the bus (with the
+    /// client's default, a minute).
+    pub fn ping_interval(mut self, interval: Duration) -> Self {
+        self.ping_interval = interval;
+        self
+    }
+
     fn check(&self) -> Result<(), NatsError> {
         let ns = &self.namespace;
         if ns.is_empty()
@@ -238,6 +256,10 @@ impl NatsOptions {
             !self.publish_timeout.is_zero(),
         )?;
         setting("max_age must be positive", !self.max_age.is_zero())?;
+        setting(
+            "ping_interval must be positive",
+            !self.ping_interval.is_zero(),
+        )?;
         setting(
             "duplicate_window must be positive and at most max_age",
             !self.duplicate_window.is_zero() && self.duplicate_window <= self.max_age,
@@ -510,6 +532,7 @@ impl NatsBus {
         let mut connect = async_nats::ConnectOptions::new()
             .no_echo()
             .connection_timeout(options.connect_timeout)
+            .ping_interval(options.ping_interval)
             .subscription_capacity(options.subscription_capacity.max(1))
             .name(
                 options

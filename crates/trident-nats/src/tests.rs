@@ -435,6 +435,14 @@ async fn settings_are_checked_before_connecting() {
         NatsBus::connect("nats://127.0.0.1:1", window).await,
         Err(NatsError::Setting(_))
     ));
+    assert!(matches!(
+        NatsBus::connect(
+            "nats://127.0.0.1:1",
+            NatsOptions::new().ping_interval(Duration::ZERO)
+        )
+        .await,
+        Err(NatsError::Setting(_))
+    ));
     match NatsBus::connect("http://user:secret@host", NatsOptions::new()).await {
         Err(e @ NatsError::Url { .. }) => {
             let text = e.to_string();

@@ -447,6 +447,27 @@ impl TaskStore for TimedStores {
         result
     }
 
+    /// Timed as a commit (it is one, at the end of the log).
+    async fn append_final(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        event: &pb::StreamResponse,
+    ) -> Result<Option<u64>, StoreError> {
+        let result = self
+            .time(0, self.inner.tasks.append_final(scope, task_id, event))
+            .await;
+        if let (Ok(Some(_)), Ok(state)) = (&result, trident_core::store::final_state(event))
+            && let Some(n) = self
+                .metrics
+                .entered
+                .get(usize::try_from(state as i32).unwrap_or(0))
+        {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.time(1, self.inner.tasks.get(scope, id)).await
     }

@@ -51,6 +51,39 @@ impl TaskRow {
     }
 }
 
+/// The row template of [`TaskStore::append_final`](trident_core::store::TaskStore::append_final):
+/// the task's key, and the state and status timestamp `event` (checked: a status update to a
+/// terminal state) gives it. Its other columns are placeholders, which the writer replaces
+/// with the stored row's (context, turn), the next sequence number and no lease.
+pub(crate) fn final_row(
+    scope: &Scope,
+    task_id: &str,
+    event: &pb::StreamResponse,
+) -> Result<TaskRow, StoreError> {
+    let state = trident_core::store::final_state(event)?;
+    let status_ts = match &event.payload {
+        Some(pb::stream_response::Payload::StatusUpdate(u)) => u
+            .status
+            .as_ref()
+            .and_then(|s| s.timestamp.as_ref())
+            .map_or(0, |t| saturate(t.unix_nanos())),
+        _ => 0,
+    };
+    Ok(TaskRow {
+        tenant: scope.tenant.to_string(),
+        owner: scope.owner.to_string(),
+        id: task_id.to_owned(),
+        context_id: String::new(),
+        state: state as i32,
+        status_ts,
+        last_seq: 0,
+        turn: 0,
+        lease_node: None,
+        lease_until: None,
+        snapshot: None,
+    })
+}
+
 /// Rebuilds a record from its columns: the snapshot with `events` (those after it, in order,
 /// up to `last_seq`) applied.
 pub(crate) fn decode_record(

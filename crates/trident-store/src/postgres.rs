@@ -24,7 +24,7 @@ use trident_core::store::{
 };
 use trident_proto as pb;
 
-use crate::codec::{TaskRow, encode_events, to_i64, to_u64};
+use crate::codec::{TaskRow, encode_events, final_row, to_i64, to_u64};
 use crate::read::Reads;
 use crate::{OpenError, WriterStats};
 
@@ -290,6 +290,20 @@ impl TaskStore for PgStore {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         self.write_commit(scope, record, Some(expected_seq), events, false)
+            .await
+    }
+
+    /// In a transaction of its own that locks the task's row, reads where its log ends and
+    /// appends there; no snapshot is stored.
+    async fn append_final(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        event: &pb::StreamResponse,
+    ) -> Result<Option<u64>, StoreError> {
+        let row = final_row(scope, task_id, event)?;
+        self.writer
+            .append_final(&self.pool, row, event.encode_to_vec())
             .await
     }
 

@@ -21,7 +21,7 @@ use trident_core::store::{
 };
 use trident_proto as pb;
 
-use crate::codec::{TaskRow, encode_events, to_i64};
+use crate::codec::{TaskRow, encode_events, final_row, to_i64};
 use crate::read::Reads;
 use crate::{OpenError, WriterStats};
 use writer::{Op, Out, Writer, unexpected};
@@ -195,6 +195,24 @@ impl TaskStore for SqliteStore {
     ) -> Result<(), StoreError> {
         self.write_commit(scope, record, Some(expected_seq), events, false)
             .await
+    }
+
+    /// Through the single writer, which reads the task's end and appends there in one
+    /// transaction; no snapshot is stored.
+    async fn append_final(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        event: &pb::StreamResponse,
+    ) -> Result<Option<u64>, StoreError> {
+        let op = Op::AppendFinal {
+            row: final_row(scope, task_id, event)?,
+            body: event.encode_to_vec(),
+        };
+        match self.write(op).await? {
+            Out::Final(seq) => Ok(seq),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// The task row with its snapshot (one statement, so they agree), then the events logged

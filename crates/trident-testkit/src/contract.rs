@@ -76,6 +76,8 @@ pub async fn run(stores: &Stores) {
     push_configs_crud(stores).await;
     push_configs_are_counted(stores).await;
     delivery_cursor_is_claimed_once(stores).await;
+    append_final_ends_the_task_where_its_log_ends(stores).await;
+    append_final_wins_against_a_busy_writer(stores, stores).await;
 }
 
 /// For shared stores: two handles on one database (as two processes have) see each other's
@@ -115,6 +117,7 @@ pub async fn shared(a: &Stores, b: &Stores) {
         Some((scope, 1)),
         "the notice names the task and sequence"
     );
+    append_final_wins_against_a_busy_writer(a, b).await;
 }
 
 fn ev(task_id: &str, seq: u64) -> LoggedEvent {
@@ -529,6 +532,224 @@ impl<'a> Writer<'a> {
             .await
             .expect("get")
     }
+}
+
+/// `append_final` appends a terminal status at the end of the log, wherever that is (the
+/// caller does not say), and the record becomes what applying it gives: the next sequence
+/// number, its state, no lease, the same turn; the writer that still expects the old end
+/// conflicts; a task that has ended takes nothing more; another scope's or a missing task is
+/// `NotFound`; the counters follow (list totals by state).
+pub async fn append_final_ends_the_task_where_its_log_ends(stores: &Stores) {
+    let scope = Scope::new("", "final");
+    let id = "finalled";
+    let mut w = Writer::create(
+        stores,
+        scope.clone(),
+        task(id, "c", pb::TaskState::Submitted, 1),
+    )
+    .await;
+    w.record.turn = 2;
+    w.record.lease = Some(Lease {
+        node: "node-1".into(),
+        until_ms: 4_000_000_000_000,
+    });
+    w.write(
+        vec![status_event(id, pb::TaskState::Working, "on it", 5)],
+        true,
+    )
+    .await;
+    w.write(vec![chunk_event(id, "answer", "a".into(), false)], false)
+        .await;
+    w.write(vec![chunk_event(id, "answer", "b".into(), true)], false)
+        .await;
+    assert_eq!(w.record.last_seq, 4);
+
+    let cancel = status_event(id, pb::TaskState::Canceled, "stopped", 9);
+    assert_eq!(
+        stores.tasks.append_final(&scope, id, &cancel).await,
+        Ok(Some(5)),
+        "appended after the last event"
+    );
+    let mut want = w.record.clone();
+    apply(&mut want.task, &cancel);
+    want.last_seq = 5;
+    want.lease = None;
+    assert_eq!(
+        w.stored().await.as_ref(),
+        Some(&want),
+        "the record is the task with the event applied, no lease, the same turn"
+    );
+    let log = stores.events.read(&scope, id, 4, 10).await.expect("read");
+    assert_eq!(log.len(), 1, "one event after 4: {log:?}");
+    assert_eq!((log[0].seq, &*log[0].event), (5, &cancel), "the event at 5");
+
+    // The writer that expected the log to end at 4 conflicts, and changes nothing.
+    let mut late = w.record.clone();
+    let chunk = chunk_event(id, "answer", "c".into(), true);
+    apply(&mut late.task, &chunk);
+    late.last_seq = 5;
+    let logged = [LoggedEvent {
+        seq: 5,
+        event: Arc::new(chunk),
+    }];
+    assert_eq!(
+        stores.tasks.append(&scope, &late, 4, &logged).await,
+        Err(StoreError::Conflict),
+        "the writer behind the end conflicts"
+    );
+    assert_eq!(
+        w.stored().await.as_ref(),
+        Some(&want),
+        "the conflict wrote nothing"
+    );
+
+    // An ended task takes no other end.
+    let failed = status_event(id, pb::TaskState::Failed, "too late", 10);
+    assert_eq!(
+        stores.tasks.append_final(&scope, id, &failed).await,
+        Ok(None),
+        "a terminal task is left as it is"
+    );
+    assert_eq!(w.stored().await.as_ref(), Some(&want), "nothing written");
+    assert_eq!(
+        stores.events.read(&scope, id, 5, 10).await.expect("read"),
+        vec![],
+        "nothing logged after the end"
+    );
+
+    // Scoped, and only for tasks that exist.
+    let elsewhere = Scope::new("", "someone-else");
+    assert_eq!(
+        stores.tasks.append_final(&elsewhere, id, &cancel).await,
+        Err(StoreError::NotFound),
+        "another scope's task"
+    );
+    assert_eq!(
+        stores
+            .tasks
+            .append_final(&scope, "no-such-task", &cancel)
+            .await,
+        Err(StoreError::NotFound),
+        "a missing task"
+    );
+    // Only a status update to a terminal state.
+    let other = Writer::create(
+        stores,
+        scope.clone(),
+        task("still-working", "c", pb::TaskState::Working, 2),
+    )
+    .await;
+    let working = status_event("still-working", pb::TaskState::Working, "more", 3);
+    assert!(
+        matches!(
+            stores
+                .tasks
+                .append_final(&scope, "still-working", &working)
+                .await,
+            Err(StoreError::Backend(_))
+        ),
+        "a status that does not end the task is refused"
+    );
+    assert_eq!(
+        other.stored().await.as_ref(),
+        Some(&other.record),
+        "and writes nothing"
+    );
+
+    // The counters moved with the state.
+    let count = |state| TaskQuery {
+        state: Some(state),
+        limit: 10,
+        ..Default::default()
+    };
+    let canceled = stores
+        .tasks
+        .list(&scope, &count(pb::TaskState::Canceled))
+        .await
+        .expect("list");
+    assert_eq!(
+        (canceled.total, canceled.tasks),
+        (1, vec![want.task.clone()]),
+        "listed as canceled"
+    );
+    let working = stores
+        .tasks
+        .list(&scope, &count(pb::TaskState::Working))
+        .await
+        .expect("list");
+    assert_eq!(
+        (working.total, working.tasks),
+        (1, vec![other.record.task.clone()]),
+        "no longer counted as working"
+    );
+}
+
+/// A writer appending through `a` back to back, one event per commit, and `append_final`
+/// through `b` (another process, on a shared store) while it does: the final event is
+/// appended at the first attempt, right after whatever the writer had stored, and the writer's
+/// next append conflicts. No commit conditioned on a sequence number read beforehand could
+/// promise that.
+pub async fn append_final_wins_against_a_busy_writer(a: &Stores, b: &Stores) {
+    let scope = Scope::new("", "busy");
+    let id = format!("busy-{}", uuid::Uuid::new_v4());
+    let writer = {
+        let a = a.clone();
+        let (scope, id) = (scope.clone(), id.clone());
+        let (started_tx, started) = tokio::sync::oneshot::channel();
+        let handle = tokio::spawn(async move {
+            let mut w = Writer::create(&a, scope, task(&id, "c", pb::TaskState::Working, 1)).await;
+            let mut started_tx = Some(started_tx);
+            for i in 0..100_000 {
+                if i == 10
+                    && let Some(tx) = started_tx.take()
+                {
+                    let _ = tx.send(());
+                }
+                let prev = w.record.last_seq;
+                let event = chunk_event(&id, "answer", format!("<{i}>"), i > 0);
+                let mut next = w.record.clone();
+                apply(&mut next.task, &event);
+                next.last_seq = prev + 1;
+                let logged = [LoggedEvent {
+                    seq: prev + 1,
+                    event: Arc::new(event),
+                }];
+                match w.stores.tasks.append(&w.scope, &next, prev, &logged).await {
+                    Ok(()) => w.record = next,
+                    Err(StoreError::Conflict) => return (w.record.last_seq, true),
+                    Err(e) => panic!("append at {prev}: {e}"),
+                }
+                // Lets the other side run on a single-threaded runtime.
+                tokio::task::yield_now().await;
+            }
+            (w.record.last_seq, false)
+        });
+        started.await.expect("the writer started");
+        handle
+    };
+    let cancel = status_event(&id, pb::TaskState::Canceled, "stopped", 9);
+    let appended = b
+        .tasks
+        .append_final(&scope, &id, &cancel)
+        .await
+        .expect("append_final while the writer commits");
+    let (written, conflicted) = writer.await.expect("the writer");
+    assert!(conflicted, "the writer's next append conflicted");
+    assert_eq!(
+        appended,
+        Some(written + 1),
+        "appended right after the writer's last event"
+    );
+    let stored = b.tasks.get(&scope, &id).await.expect("get").expect("there");
+    assert_eq!(stored.task.state(), pb::TaskState::Canceled);
+    assert_eq!(stored.last_seq, written + 1);
+    let log = b.events.read(&scope, &id, 0, 200_000).await.expect("read");
+    assert_eq!(
+        log.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=written + 1).collect::<Vec<_>>(),
+        "the log is gapless and ends with the final event"
+    );
+    assert_eq!(&*log[log.len() - 1].event, &cancel);
 }
 
 /// Many appended chunks (no snapshot after the first): `get` rebuilds exactly the task that

@@ -274,6 +274,15 @@ impl crate::store::TaskStore for SharedMemory {
         self.0.append(scope, record, expected_seq, events).await
     }
 
+    async fn append_final(
+        &self,
+        scope: &crate::store::Scope,
+        task_id: &str,
+        event: &crate::proto::StreamResponse,
+    ) -> Result<Option<u64>, crate::store::StoreError> {
+        self.0.append_final(scope, task_id, event).await
+    }
+
     async fn get(
         &self,
         scope: &crate::store::Scope,

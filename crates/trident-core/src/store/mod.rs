@@ -208,6 +208,22 @@ pub fn apply(task: &mut pb::Task, event: &pb::StreamResponse) {
     }
 }
 
+/// The terminal state `event` moves a task to, as [`TaskStore::append_final`] takes it: a
+/// status update to a terminal state, or a `Backend` error naming what it is instead.
+pub fn final_state(event: &pb::StreamResponse) -> Result<pb::TaskState, StoreError> {
+    use pb::stream_response::Payload;
+    let state = match &event.payload {
+        Some(Payload::StatusUpdate(u)) => u.status.as_ref().map(pb::TaskStatus::state),
+        _ => None,
+    };
+    match state {
+        Some(s) if s.is_terminal() => Ok(s),
+        _ => Err(StoreError::Backend(
+            "append_final takes a status update to a terminal state".into(),
+        )),
+    }
+}
+
 /// Whether `events` continue a log that ends at `stored` without a gap and end at `last`: the
 /// shape [`TaskStore::commit`] requires.
 pub fn events_continue(stored: u64, last: u64, events: &[LoggedEvent]) -> bool {
@@ -313,6 +329,27 @@ pub trait TaskStore: Send + Sync + 'static {
         expected_seq: u64,
         events: &[LoggedEvent],
     ) -> Result<(), StoreError>;
+    /// Atomically appends `event`, a status update to a terminal state, at the end of the
+    /// task's log as it stands when the store writes it — not at an expected sequence number —
+    /// unless the task has already ended. Returns the sequence number the event got (the
+    /// stored `last_seq` + 1), or `None` when the task was already terminal (nothing is
+    /// written); `NotFound` if the task is absent; a `Backend` error for an event that is not
+    /// such a status update ([`final_state`]). The record becomes what [`apply`]ing the event
+    /// gives: its state and status timestamp the event's, no lease, the same turn and context.
+    /// A store may store no snapshot (reads rebuild the task from the last one and the
+    /// events); it must decide and write under one lock on the task (a row lock, the single
+    /// writer), so that no commit lands between the end it reads and the event it appends.
+    ///
+    /// How a process ends a task another process is writing (CancelTask through a replica
+    /// that does not run the task): a commit conditional on the sequence number it read can
+    /// lose every race against a writer committing back to back; this cannot, and that
+    /// writer's next commit conflicts, which ends its turn.
+    async fn append_final(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        event: &pb::StreamResponse,
+    ) -> Result<Option<u64>, StoreError>;
     /// Reads a task.
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError>;
     /// Lists tasks of a scope: filters, order (status timestamp desc, id asc), keyset page.

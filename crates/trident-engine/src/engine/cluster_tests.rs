@@ -100,13 +100,17 @@ impl View {
     }
 
     fn notify(&self, scope: &Scope, record: &TaskRecord) {
+        self.notify_at(scope, &record.task.id, record.last_seq);
+    }
+
+    fn notify_at(&self, scope: &Scope, task_id: &str, seq: u64) {
         if let Some(notices) = &self.notices {
             for (id, feed) in crate::store::lock_std(&notices.feeds).iter() {
                 if *id != self.id {
                     let _ = feed.send(Notice::Committed {
                         scope: scope.clone(),
-                        task_id: record.task.id.clone(),
-                        seq: record.last_seq,
+                        task_id: task_id.to_owned(),
+                        seq,
                     });
                 }
             }
@@ -149,6 +153,19 @@ impl TaskStore for View {
             .await?;
         self.notify(scope, record);
         Ok(())
+    }
+
+    async fn append_final(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        event: &pb::StreamResponse,
+    ) -> Result<Option<u64>, StoreError> {
+        let appended = self.store.append_final(scope, task_id, event).await?;
+        if let Some(seq) = appended {
+            self.notify_at(scope, task_id, seq);
+        }
+        Ok(appended)
     }
 
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -556,6 +573,87 @@ async fn a_cancel_made_elsewhere_stops_the_running_turn() {
         rest.last().and_then(state_of),
         Some(pb::TaskState::Canceled),
         "A's stream ends with the cancel made through B: {rest:?}"
+    );
+}
+
+/// Whether a task's log ends with a terminal state.
+fn ended(log: &[LoggedEvent]) -> bool {
+    use pb::stream_response::Payload;
+    log.last().is_some_and(|e| match &e.event.payload {
+        Some(Payload::StatusUpdate(u)) => {
+            u.status.as_ref().is_some_and(|s| s.state().is_terminal())
+        }
+        _ => false,
+    })
+}
+
+/// A cancel through B of a task whose turn runs on A, with A committing a chunk between every
+/// read of the task B makes and B's commit after it (what a busy stream does on a loaded
+/// machine): B's commit conflicts, and the cancel is appended where the log ends instead of
+/// retrying at a sequence number A has passed again (which lost every race until it gave up
+/// with `Unavailable`). A's turn stops; the log and A's stream end CANCELED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_elsewhere_is_not_starved_by_a_busy_turn() {
+    let hub = LocalHub::new();
+    let mut cluster = Cluster::new(Some(&hub), 1000);
+    let (id, mut on_a) = cluster.start().await;
+    let gate = Gate::default();
+    *crate::store::lock_std(&cluster.view_b.gate) = Some(gate.clone());
+    let request = pb::CancelTaskRequest {
+        id: id.clone(),
+        ..Default::default()
+    };
+    let cx = CallContext::new();
+    let cancel = cluster.b.cancel_task(&cx, request);
+    tokio::pin!(cancel);
+    let mut overtaken = 0;
+    let canceled = tokio::time::timeout(PATIENCE, async {
+        loop {
+            tokio::select! {
+                canceled = &mut cancel => break canceled,
+                () = gate.entered.notified() => {
+                    // B has read the task: while the task runs, A commits a chunk before B
+                    // may go on (B waits here, so it cannot end the task meanwhile).
+                    let log = cluster.log(&id).await;
+                    if !ended(&log) {
+                        cluster.go.add_permits(1);
+                        while cluster.log(&id).await.len() == log.len() {
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                        }
+                        overtaken += 1;
+                    }
+                    gate.release.notify_one();
+                }
+            }
+        }
+    })
+    .await
+    .expect("the cancel answers in time")
+    .expect("the cancel through B succeeds");
+    *crate::store::lock_std(&cluster.view_b.gate) = None;
+    gate.release.notify_one();
+    assert_eq!(canceled.state(), pb::TaskState::Canceled);
+    assert!(overtaken > 0, "A committed between B's read and B's commit");
+    let heard = tokio::time::timeout(PATIENCE, cluster.heard.recv())
+        .await
+        .expect("A's executor hears of the cancel in time");
+    assert_eq!(heard, Some("cancelled"));
+    let rest = read_all(&mut on_a).await;
+    assert_eq!(
+        rest.last().and_then(state_of),
+        Some(pb::TaskState::Canceled),
+        "A's stream ends with the cancel made through B: {rest:?}"
+    );
+    let log = cluster.log(&id).await;
+    assert_eq!(
+        log.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=log.len() as u64).collect::<Vec<_>>(),
+        "the log is gapless"
+    );
+    assert_eq!(
+        rest.last().and_then(|e| e.seq),
+        log.last().map(|e| e.seq),
+        "nothing follows CANCELED"
     );
 }
 

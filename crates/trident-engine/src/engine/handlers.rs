@@ -13,20 +13,6 @@ use super::{Engine, push, set_status, store_error, validate};
 use crate::store::{StoreError, TaskQuery};
 use crate::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
 
-/// How long CancelTask keeps retrying a commit that conflicts with another process's writes to
-/// the task (on a shared store), before it answers `Unavailable`.
-const CANCEL_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The pause before conflict retry `attempt` (1, 2, …): doubling from 1 ms up to 64 ms, with
-/// up to half of it again as jitter, so two processes retrying together drift apart.
-fn conflict_backoff(attempt: u32) -> std::time::Duration {
-    let base = 1u64 << attempt.saturating_sub(1).min(6);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()));
-    std::time::Duration::from_micros(base * 1000 + nanos % (base * 500 + 1))
-}
-
 /// A push configuration as Create, Get and List return it: its secrets (`token` and
 /// `authentication.credentials`) are write-only — kept for delivery, never read back — so a
 /// caller that may read a task's configurations cannot learn another client's webhook
@@ -232,31 +218,52 @@ impl A2aService for Engine {
             return Ok(snapshot);
         }
         self.inner.executor.cancel(&snapshot).await?;
-        // On a shared store another process may write the task meanwhile (its executor streams
-        // on): re-read and retry, backing off, for up to `CANCEL_RETRY_FOR`. A fixed count of
-        // immediate retries lost every race to a task streaming faster than a store round trip
-        // on a loaded machine.
-        let started = std::time::Instant::now();
-        let mut attempt = 0u32;
+        // Through `lock_current`: what this process's turn committed behind it is stored
+        // first (see `Live::commit_behind`), and the record is the store's.
+        let mut w = live.lock_current(&self.inner).await?;
+        if check(&w.record.task)? {
+            return Ok(w.record.task.clone());
+        }
+        w.cancel_turn();
+        let event = set_status(
+            &mut w.record.task,
+            pb::TaskStatus::now(pb::TaskState::Canceled, None),
+            req.metadata.clone(),
+        );
+        match live.commit(&self.inner, &mut w, vec![event]).await {
+            Ok(_) => return Ok(w.record.task.clone()),
+            Err(StoreError::Conflict) => {}
+            Err(e) => return Err(store_error(e)),
+        }
+        // Another process wrote the task since it was read here (on a shared store: its turn
+        // runs there and commits on). Retrying at the sequence number read anew loses to a
+        // writer that commits back to back (one commit every millisecond or two), so the
+        // cancel is appended at the end of the task's log as the store has it, under the
+        // store's lock on the task: it cannot lose, and the other writer's next commit
+        // conflicts, which ends its turn there. A conflict here is a transaction the database
+        // aborted (a deadlock victim): tried again a few times.
+        let mut attempts = 0;
         loop {
-            let mut w = live.lock_current(&self.inner).await?;
-            if check(&w.record.task)? {
-                return Ok(w.record.task.clone());
-            }
-            w.cancel_turn();
+            // Stamped now: it follows the events the other process committed meanwhile.
+            let mut status = pb::Task {
+                id: w.record.task.id.clone(),
+                context_id: w.record.task.context_id.clone(),
+                ..Default::default()
+            };
             let event = set_status(
-                &mut w.record.task,
+                &mut status,
                 pb::TaskStatus::now(pb::TaskState::Canceled, None),
                 req.metadata.clone(),
             );
-            match live.commit(&self.inner, &mut w, vec![event]).await {
-                Ok(_) => return Ok(w.record.task.clone()),
-                Err(StoreError::Conflict) if started.elapsed() < CANCEL_RETRY_FOR => {
-                    drop(w);
-                    attempt += 1;
-                    tokio::time::sleep(conflict_backoff(attempt)).await;
+            match live.append_final(&self.inner, &mut w, event).await {
+                Ok(true) => return Ok(w.record.task.clone()),
+                // Ended meanwhile, by another process: canceled too, or not cancelable.
+                Ok(false) => {
+                    check(&w.record.task)?;
+                    return Ok(w.record.task.clone());
                 }
-                Err(e) => return Err(store_error(e)),
+                Err(e) if e.kind() == ErrorKind::Unavailable && attempts < 3 => attempts += 1,
+                Err(e) => return Err(e),
             }
         }
     }

@@ -452,6 +452,46 @@ impl Live {
         Ok(())
     }
 
+    /// Ends the task with `event` (a status update to a terminal state: a cancel) at the end
+    /// of its log as the store has it, whatever another process committed since this one
+    /// last read it ([`TaskStore::append_final`]): for a task whose turn another process
+    /// runs, whose commits a commit conditional on the sequence number read here can lose to
+    /// every time. Then catches up with the store ([`Live::sync`]: the events this process
+    /// had not published, the new one included, in order), hands the new event to the other
+    /// processes on the bus and starts push delivery, as [`Live::commit`] does. Returns
+    /// whether the event was appended (`false`: the task had ended already; the writer's
+    /// record says how). The other process's next commit conflicts, which ends its turn.
+    ///
+    /// [`TaskStore::append_final`]: crate::store::TaskStore::append_final
+    pub(crate) async fn append_final(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        event: pb::StreamResponse,
+    ) -> Result<bool, A2aError> {
+        let appended = inner
+            .stores
+            .tasks
+            .append_final(&self.scope, &self.task_id, &event)
+            .await;
+        // Whatever the outcome, the record here is behind the store's now.
+        w.stale = true;
+        let seq = appended.map_err(super::store_error)?;
+        self.sync(inner, w).await?;
+        let Some(seq) = seq else {
+            return Ok(false);
+        };
+        if let Some(bus) = &inner.bus {
+            let logged = [LoggedEvent {
+                seq,
+                event: Arc::new(event),
+            }];
+            bus.publish(&self.scope, &self.task_id, &logged).await;
+        }
+        super::push::kick_from(inner, self, w, seq - 1).await;
+        Ok(true)
+    }
+
     /// Begins the next turn of this existing task: `WORKING`, with `message` (a follow-up)
     /// joining the history, committed at once (the turn is visible before its executor
     /// runs). The one place a turn on an existing task begins; [`super::run::Run::spawn_existing`]

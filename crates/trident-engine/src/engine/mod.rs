@@ -33,6 +33,8 @@ mod validate;
 #[cfg(test)]
 mod cluster_tests;
 #[cfg(test)]
+mod push_tests;
+#[cfg(test)]
 mod tests;
 
 use live::Live;

@@ -652,6 +652,26 @@ impl MemoryStore {
                 return Ok(());
             }
         };
+        self.update_stored(scope, id, stored, stored_seq, record, events, snapshot)?;
+        drop(tasks);
+        self.enforce();
+        Ok(())
+    }
+
+    /// The write of a commit to a stored task whose `last_seq` is `stored_seq` (checked):
+    /// appends `events`, takes `record`'s small fields and, with `snapshot`, its task.
+    #[allow(clippy::too_many_arguments)]
+    fn update_stored(
+        &self,
+        scope: &Scope,
+        id: &str,
+        stored: &mut Stored,
+        stored_seq: u64,
+        record: &TaskRecord,
+        events: &[LoggedEvent],
+        snapshot: bool,
+    ) -> Result<(), StoreError> {
+        let packs = record.task.state().is_terminal() && record.lease.is_none();
         if !events.is_empty() {
             let log = stored.log.open();
             if log.last().map_or(0, |e| e.seq) != stored_seq {
@@ -675,15 +695,49 @@ impl MemoryStore {
             // Changed after all: `record.task` is the current task.
             stored.body = Body::open(record);
         }
+        Ok(())
+    }
+
+    /// [`TaskStore::append_final`]: under the task's shard lock, so nothing commits between
+    /// reading the task's end and appending there.
+    fn write_final(
+        &self,
+        scope: &Scope,
+        id: &str,
+        event: &pb::StreamResponse,
+    ) -> Result<Option<u64>, StoreError> {
+        super::final_state(event)?;
+        let mut tasks = self.tasks.shard(id);
+        let stored = tasks.get_mut_in(scope, id).ok_or(StoreError::NotFound)?;
+        if stored.state.is_terminal() {
+            return Ok(None);
+        }
+        let mut record = Self::record_of(stored, id).ok_or_else(|| {
+            StoreError::Backend(format!("task {id} cannot be decoded in the memory store"))
+        })?;
+        let stored_seq = record.last_seq;
+        super::apply(&mut record.task, event);
+        record.last_seq += 1;
+        record.lease = None;
+        let logged = [LoggedEvent {
+            seq: record.last_seq,
+            event: Arc::new(event.clone()),
+        }];
+        self.update_stored(scope, id, stored, stored_seq, &record, &logged, true)?;
         drop(tasks);
         self.enforce();
-        Ok(())
+        Ok(Some(record.last_seq))
     }
 
     /// The current record of a task: its snapshot with the events after it applied.
     fn materialise(&self, scope: &Scope, id: &str) -> Option<TaskRecord> {
         let tasks = self.tasks.shard(id);
         let stored = tasks.get_in(scope, id)?;
+        Self::record_of(stored, id)
+    }
+
+    /// The current record of a stored task.
+    fn record_of(stored: &Stored, id: &str) -> Option<TaskRecord> {
         let task = match &stored.body {
             Body::Packed(bytes) => {
                 use prost::Message as _;
@@ -738,6 +792,15 @@ impl TaskStore for MemoryStore {
         events: &[LoggedEvent],
     ) -> Result<(), StoreError> {
         self.write(scope, record, Some(expected_seq), events, false)
+    }
+
+    async fn append_final(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        event: &pb::StreamResponse,
+    ) -> Result<Option<u64>, StoreError> {
+        self.write_final(scope, task_id, event)
     }
 
     async fn get(&self, scope: &Scope, id: &str) -> Result<Option<TaskRecord>, StoreError> {

@@ -101,6 +101,8 @@ struct Counters {
 pub(crate) struct Writer {
     lanes: Vec<mpsc::Sender<Request>>,
     counters: Arc<Counters>,
+    /// Where the lanes announce their commits, and [`Writer::append_final`] its own.
+    notify: Option<Arc<Notify>>,
 }
 
 impl Writer {
@@ -134,6 +136,7 @@ impl Writer {
         Ok(Self {
             lanes: queues,
             counters,
+            notify,
         })
     }
 
@@ -158,6 +161,83 @@ impl Writer {
             .await
             .map_err(|_| stopped())?;
         rx.await.map_err(|_| stopped())?
+    }
+}
+
+impl Writer {
+    /// [`TaskStore::append_final`](trident_core::store::TaskStore::append_final), in a
+    /// transaction of its own on a connection of `pool` rather than in a lane's batch: it
+    /// locks the task's row (`SELECT … FOR UPDATE`), reads where its log ends and appends
+    /// there, so no commit of another process can land in between, however fast that process
+    /// commits (its next commit conflicts instead). `template` is [`final_row`]'s; `body` the
+    /// encoded event. The request is then decided and written as a lane writes a commit
+    /// (`decide`, `Writes`: the same rows, counters and notification), its counter changes in
+    /// a shard chosen at random (counting stays exact whatever the shard; it is rare enough
+    /// that sharing a lane's shard costs nothing). The caller holds the task's writer in its
+    /// process, so none of its own commits of the task waits in a lane meanwhile.
+    ///
+    /// [`final_row`]: crate::codec::final_row
+    pub(crate) async fn append_final(
+        &self,
+        pool: &sqlx::PgPool,
+        template: TaskRow,
+        body: Vec<u8>,
+    ) -> Result<Option<u64>, StoreError> {
+        let failed = |e: sqlx::Error| map_err(&e, StoreError::Conflict);
+        let mut tx = pool.begin().await.map_err(failed)?;
+        let found = sqlx::query(
+            "SELECT last_seq, state, context_id, turn FROM tasks \
+             WHERE tenant = $1 AND owner = $2 AND id = $3 FOR UPDATE",
+        )
+        .bind(&template.tenant)
+        .bind(&template.owner)
+        .bind(&template.id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(failed)?;
+        // Returning drops `tx`, which rolls it back.
+        let Some(found) = found else {
+            return Err(StoreError::NotFound);
+        };
+        let last_seq: i64 = found.try_get(0).map_err(failed)?;
+        let state: i32 = found.try_get(1).map_err(failed)?;
+        if trident_proto::TaskState::try_from(state).is_ok_and(|s| s.is_terminal()) {
+            return Ok(None);
+        }
+        let seq = last_seq + 1;
+        let commit = Commit {
+            row: TaskRow {
+                context_id: found.try_get(2).map_err(failed)?,
+                last_seq: seq,
+                turn: found.try_get(3).map_err(failed)?,
+                lease_node: None,
+                lease_until: None,
+                snapshot: None,
+                ..template
+            },
+            expected: Some(last_seq),
+            continues: true,
+            events: vec![(seq, body)],
+        };
+        let plan = decide(&mut tx, &[&commit])
+            .await
+            .map_err(Failure::into_error)?;
+        if let Some(Err(e)) = plan.results.first() {
+            return Err(e.clone());
+        }
+        let shard = i32::try_from(uuid::Uuid::new_v4().as_u128() % SHARDS as u128).unwrap_or(0);
+        Writes {
+            rows: &plan.rows,
+            tally: &plan.tally,
+            shard,
+            notify: self.notify.as_deref(),
+            committed: &plan.committed,
+        }
+        .run(&mut tx)
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        Ok(Some(crate::codec::to_u64(seq)))
     }
 }
 

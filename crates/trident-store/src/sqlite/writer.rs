@@ -89,6 +89,13 @@ pub(super) enum Op {
         continues: bool,
         events: Vec<(i64, Vec<u8>)>,
     },
+    /// [`TaskStore::append_final`](trident_core::store::TaskStore::append_final): `row`
+    /// names the task and carries the event's state and status timestamp (its other columns
+    /// are taken from the stored row), `body` the encoded event.
+    AppendFinal {
+        row: TaskRow,
+        body: Vec<u8>,
+    },
     RenewLeases {
         node: String,
         until_ms: i64,
@@ -134,6 +141,8 @@ pub(super) enum Out {
     Count(u64),
     Bool(bool),
     Claim(Option<u64>),
+    /// The sequence number an appended final event got, or `None`: the task had ended.
+    Final(Option<u64>),
 }
 
 struct Request {
@@ -372,6 +381,13 @@ fn apply<'a>(
             tally.add(row, deltas);
             Ok(Out::Unit)
         }
+        Op::AppendFinal { row, body } => match append_final(conn, row, body)? {
+            Some((seq, deltas)) => {
+                tally.add(row, deltas);
+                Ok(Out::Final(Some(seq)))
+            }
+            None => Ok(Out::Final(None)),
+        },
         Op::RenewLeases { node, until_ms } => {
             let n = run(
                 conn,
@@ -610,6 +626,52 @@ fn commit(
         }
     }
     Ok(deltas)
+}
+
+/// An event ending the task, appended at the end of its log (the single writer makes
+/// read-then-write safe): `template` names the task and carries the new state and status
+/// timestamp. `None` when the task had already ended (nothing written); otherwise the
+/// event's sequence number and the counter changes.
+fn append_final(
+    conn: &rusqlite::Connection,
+    template: &TaskRow,
+    body: &[u8],
+) -> Result<Option<(u64, CounterDeltas)>, Failure> {
+    use rusqlite::{OptionalExtension as _, params};
+    let found: Option<(i64, i32, String, i64)> = conn
+        .prepare_cached(
+            "SELECT last_seq, state, context_id, turn FROM tasks \
+             WHERE tenant = ? AND owner = ? AND id = ?",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![template.tenant, template.owner, template.id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()
+        })
+        .map_err(failed)?;
+    let (last_seq, state, context_id, turn) =
+        found.ok_or(Failure::Refused(StoreError::NotFound))?;
+    if trident_proto::TaskState::try_from(state).is_ok_and(|s| s.is_terminal()) {
+        return Ok(None);
+    }
+    let row = TaskRow {
+        context_id,
+        last_seq: last_seq + 1,
+        turn,
+        lease_node: None,
+        lease_until: None,
+        snapshot: None,
+        ..template.clone()
+    };
+    let deltas = commit(
+        conn,
+        &row,
+        Some(last_seq),
+        true,
+        &[(row.last_seq, body.to_vec())],
+    )?;
+    Ok(Some((to_u64(row.last_seq), deltas)))
 }
 
 /// Writes the summed counter changes of `tally` (one UPSERT per counter row whose sum is not
