@@ -567,7 +567,8 @@ impl Live {
     ) -> Result<u64, StoreError> {
         if w.flying {
             // What the flusher has in flight goes first (and may have failed: then so does
-            // this); what it has not taken yet is stored below, with these events.
+            // this, before these events are numbered); what it has not taken yet is stored
+            // below, with these events.
             self.settle(w).await?;
         }
         let last = w.hold_events(events, snapshot);
@@ -783,12 +784,21 @@ impl Live {
         register: bool,
     ) -> Result<(), A2aError> {
         w.hold = Hold::Off;
-        if let Err(e) = self.store(inner, w, register).await {
-            let error = super::store_error(e);
-            self.fault(inner, w, error.clone());
-            return Err(error);
+        match self.store(inner, w, register).await {
+            Ok(()) => Ok(()),
+            // Another process wrote the task (on a shared store, whose turns commit behind
+            // them: a cancel elsewhere): this turn is over, and what it kept was never seen.
+            // The writer is stale; whoever looks next reloads the task.
+            Err(StoreError::Conflict) if !w.unstored => {
+                w.cancel_turn();
+                Ok(())
+            }
+            Err(e) => {
+                let error = super::store_error(e);
+                self.fault(inner, w, error.clone());
+                Err(error)
+            }
         }
-        Ok(())
     }
 
     /// Stores, publishes and delivers the held events (see [`Live::commit`]). A task stored
@@ -803,6 +813,11 @@ impl Live {
         w: &mut Writer,
         register: bool,
     ) -> Result<(), StoreError> {
+        if w.flying {
+            // Every write of the task waits for the flusher's write in flight (see
+            // [`Live::commit_behind`]): the events held here follow its events.
+            Box::pin(self.settle(w)).await?;
+        }
         let Some(first) = w.held.first().map(|e| e.seq) else {
             return Ok(());
         };
