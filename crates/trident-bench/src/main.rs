@@ -188,6 +188,10 @@ enum Command {
         /// Chunks of the shorter and the longer cross-replica stream [default: 2000,50000].
         #[arg(long, value_parser = two_sizes, value_name = "SHORT,LONG")]
         lag_chunks: Option<(usize, usize)>,
+        /// Milliseconds between the cross-replica streams' chunks [default: 1]: paced, so
+        /// the lag is the follower's path, not a backlog of an agent flooding the machine.
+        #[arg(long)]
+        lag_pace_ms: Option<u64>,
         /// Seconds of quiet before each pg_stat_database reading (PostgreSQL publishes a
         /// backend's last commits after 10 s idle).
         #[arg(long, default_value_t = 11.0)]
@@ -371,6 +375,7 @@ fn main() -> ExitCode {
             duration,
             warmup,
             lag_chunks,
+            lag_pace_ms,
             pg_settle,
         } => (|| {
             let trident = match trident {
@@ -403,6 +408,7 @@ fn main() -> ExitCode {
             if let Some((short, long)) = lag_chunks {
                 config.lag_chunks = (short.max(1), long.max(1));
             }
+            config.lag_pace_ms = lag_pace_ms.unwrap_or(config.lag_pace_ms);
             config.pg_settle = secs(pg_settle)?;
             cluster_run(&config)
         })(),

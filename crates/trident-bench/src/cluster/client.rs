@@ -38,9 +38,14 @@ struct Sse {
 }
 
 /// `POST /message:stream` of the demo agent's `stream CHUNKS 0`.
-fn stream_request(addr: SocketAddr, chunks: usize, message_id: &str) -> http::Request<Full<Bytes>> {
+fn stream_request(
+    addr: SocketAddr,
+    chunks: usize,
+    pace_ms: u64,
+    message_id: &str,
+) -> http::Request<Full<Bytes>> {
     let body = format!(
-        r#"{{"message":{{"messageId":"{message_id}","role":"ROLE_USER","parts":[{{"text":"stream {chunks} 0"}}]}}}}"#
+        r#"{{"message":{{"messageId":"{message_id}","role":"ROLE_USER","parts":[{{"text":"stream {chunks} {pace_ms}"}}]}}}}"#
     );
     sse_request(
         http::Method::POST,
@@ -163,7 +168,7 @@ pub(super) async fn one_stream(
     let sender = http1_connect(addr).await?;
     let id = format!("{tag}-{}", uuid::Uuid::new_v4().simple());
     let start = Instant::now();
-    let sse = open_sse(sender, stream_request(addr, chunks, &id)).await?;
+    let sse = open_sse(sender, stream_request(addr, chunks, 0, &id)).await?;
     let mut check = Check::new(chunks);
     read_sse(sse, &mut check, None).await?;
     Ok(Streamed {
@@ -189,7 +194,7 @@ pub(super) async fn many_streams(
     for (i, (addr, sender)) in senders.into_iter().enumerate() {
         set.spawn(async move {
             let id = format!("many-{i}-{}", uuid::Uuid::new_v4().simple());
-            let sse = open_sse(sender, stream_request(addr, chunks, &id)).await?;
+            let sse = open_sse(sender, stream_request(addr, chunks, 0, &id)).await?;
             let mut check = Check::new(chunks);
             read_sse(sse, &mut check, None)
                 .await
@@ -256,12 +261,13 @@ impl Followed {
     }
 }
 
-/// Sends `stream CHUNKS 0` to `a`, subscribes to the task on `b` as soon as its first event
-/// arrives, reads and checks both; lags and CPU per event.
+/// Sends `stream CHUNKS PACE_MS` to `a`, subscribes to the task on `b` as soon as its first
+/// event arrives, reads and checks both; lags and CPU per event.
 pub(super) async fn follow(
     a: &Replica,
     b: &Replica,
     chunks: usize,
+    pace_ms: u64,
     clock: Clock,
 ) -> Result<Followed, String> {
     let (addr_a, addr_b) = (a.addr, b.addr);
@@ -271,7 +277,7 @@ pub(super) async fn follow(
     let (tx, rx) = tokio::sync::oneshot::channel();
     let on_a = tokio::spawn(async move {
         let id = format!("follow-{}", uuid::Uuid::new_v4().simple());
-        let sse = open_sse(sender_a, stream_request(addr_a, chunks, &id)).await?;
+        let sse = open_sse(sender_a, stream_request(addr_a, chunks, pace_ms, &id)).await?;
         let mut check = Check::new(chunks).timed();
         read_sse(sse, &mut check, Some(tx))
             .await

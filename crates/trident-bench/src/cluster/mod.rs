@@ -37,7 +37,9 @@
 //!   readings wait `--pg-settle` seconds (default 11) of quiet first. The details under the
 //!   table also give write transactions (transaction ids assigned, server-wide) per event,
 //!   which need no waiting. Both count everything on the server: run on an otherwise idle one.
-//! - **cross-replica subscriber** (two replicas): a stream of N chunks sent to replica A; as
+//! - **cross-replica subscriber** (two replicas): a stream of N chunks `--lag-pace-ms` (1) apart
+//!   sent to replica A (paced: an agent flooding faster than the machine serves both streams
+//!   would measure the backlog, not the follower's path); as
 //!   soon as its first event (the task) arrives, `GET /tasks/{id}:subscribe` on replica B,
 //!   both read at once and checked. Lag of an event = its arrival at B's subscriber − its
 //!   arrival at A's own stream, over the events A's stream received after B's subscription
@@ -138,6 +140,8 @@ pub struct ClusterConfig {
     pub warmup: Duration,
     /// Chunks of the shorter and of the longer cross-replica stream.
     pub lag_chunks: (usize, usize),
+    /// Milliseconds between the cross-replica streams' chunks (`stream N MS`).
+    pub lag_pace_ms: u64,
     /// Quiet time before each `pg_stat_database` reading.
     pub pg_settle: Duration,
 }
@@ -158,6 +162,7 @@ impl ClusterConfig {
             duration: Duration::from_secs(5),
             warmup: Duration::from_secs(1),
             lag_chunks: (2_000, 50_000),
+            lag_pace_ms: 1,
             pg_settle: Duration::from_secs(11),
         }
     }
@@ -597,12 +602,12 @@ async fn cross_replica_rows(
     let (a, b) = (&replicas[0], &replicas[1]);
     let (short, long) = config.lag_chunks;
     let lag_short = Figure::from_result(
-        follow(a, b, short, clock)
+        follow(a, b, short, config.lag_pace_ms, clock)
             .await
             .and_then(|f| f.lag())
             .map_err(|e| with_logs(e, replicas)),
     );
-    let (cpu, lag_long) = match follow(a, b, long, clock).await {
+    let (cpu, lag_long) = match follow(a, b, long, config.lag_pace_ms, clock).await {
         Ok(f) => (Figure::Value(f.cpu), Figure::from_result(f.lag())),
         Err(e) => {
             let e = with_logs(e, replicas);
