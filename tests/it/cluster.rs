@@ -198,6 +198,22 @@ async fn stream_on_a_follow_on_b(
     }
 }
 
+/// What B's subscriber must have seen of a task A streamed to its end: every event once, in
+/// order (sequence numbers 1..=n), `COMPLETED` last, and exactly A's replay of the log.
+async fn assert_relayed_the_log(a: &dyn A2aService, id: &str, seen_b: &[StreamEvent]) {
+    let n = seen_b.len() as u64;
+    assert_eq!(
+        seqs(seen_b),
+        (1..=n).collect::<Vec<_>>(),
+        "B saw every event once, in order"
+    );
+    assert_eq!(
+        seen_b.last().and_then(state_of),
+        Some(pb::TaskState::Completed)
+    );
+    assert_eq!(replay(a, id).await, seen_b, "B relayed the log, all of it");
+}
+
 /// Started on A, followed and cancelled on B: B's subscriber gets every event in order exactly
 /// once, and A's executor stops.
 async fn follow_and_cancel_through_another_replica(schema: Schema) {
@@ -680,21 +696,7 @@ async fn followed_stream_survives(
         .await
         .expect("B's stream ends");
     seen_b.extend(rest);
-    let n = seen_b.len() as u64;
-    assert_eq!(
-        seqs(&seen_b),
-        (1..=n).collect::<Vec<_>>(),
-        "B saw every event once, in order"
-    );
-    assert_eq!(
-        seen_b.last().and_then(state_of),
-        Some(pb::TaskState::Completed)
-    );
-    assert_eq!(
-        replay(a.as_ref(), &id).await,
-        seen_b,
-        "B relayed the log, all of it"
-    );
+    assert_relayed_the_log(a.as_ref(), &id, &seen_b).await;
     drop(on_a);
 }
 
@@ -900,25 +902,12 @@ async fn partitioned_follower_loses_no_event(schema: &Schema, dropped: bool) {
             .expect("resubscribe on B");
         seen_b.extend(collect_unobserved(again).await);
     }
-    let n = seen_b.len() as u64;
+    let n = seen_b.len();
     assert!(
-        seen_b.len() > at_heal + 1,
+        n > at_heal + 1,
         "A was still streaming at the heal ({at_heal} events before it, {n} in all)"
     );
-    assert_eq!(
-        seqs(&seen_b),
-        (1..=n).collect::<Vec<_>>(),
-        "B saw every event once, in order"
-    );
-    assert_eq!(
-        seen_b.last().and_then(state_of),
-        Some(pb::TaskState::Completed)
-    );
-    assert_eq!(
-        replay(a.as_ref(), &id).await,
-        seen_b,
-        "B relayed the log, all of it"
-    );
+    assert_relayed_the_log(a.as_ref(), &id, &seen_b).await;
     drop(on_a);
 
     // After the heal, B's events reach A again.
