@@ -5,6 +5,7 @@
 //! (100 when `getconf` is missing) and is checked once against `/proc/thread-self/schedstat`,
 //! which counts a thread's run time in nanoseconds.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Converts clock ticks into time.
@@ -61,6 +62,43 @@ pub fn process_ticks(pid: u32) -> Result<u64, String> {
     stat_ticks(&format!("/proc/{pid}/stat"))
 }
 
+/// `utime + stime` of every process whose command name (`/proc/<pid>/comm`) is `name`, by pid
+/// (every `postgres` process of the machine, say). A process that ends while it is read is
+/// left out.
+pub fn named_process_ticks(name: &str) -> Result<BTreeMap<u32, u64>, String> {
+    let dir = std::fs::read_dir("/proc").map_err(|e| format!("/proc: {e}"))?;
+    let mut out = BTreeMap::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+            continue;
+        };
+        if comm.trim_end_matches('\n') != name {
+            continue;
+        }
+        if let Ok(ticks) = process_ticks(pid) {
+            out.insert(pid, ticks);
+        }
+    }
+    Ok(out)
+}
+
+/// Ticks the processes of `after` spent since `before` (two readings of
+/// [`named_process_ticks`]): a process started in between counts from zero; one that ended in
+/// between is not counted (its time is lost to this figure).
+pub fn ticks_since(before: &BTreeMap<u32, u64>, after: &BTreeMap<u32, u64>) -> u64 {
+    after
+        .iter()
+        .map(|(pid, &t)| t.saturating_sub(before.get(pid).copied().unwrap_or(0)))
+        .sum()
+}
+
 fn thread_ticks() -> Result<u64, String> {
     stat_ticks("/proc/thread-self/stat")
 }
@@ -99,5 +137,16 @@ mod tests {
         let line = "1234 (a b) c) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
         assert_eq!(parse_stat_ticks(line), Some(300));
         assert!(process_ticks(std::process::id()).is_ok());
+    }
+
+    #[test]
+    fn named_processes_count_from_their_first_reading_or_from_zero() {
+        let before = BTreeMap::from([(10, 100), (11, 50), (12, 7)]);
+        // 10 ran 20 ticks, 11 ended, 13 started and ran 5.
+        let after = BTreeMap::from([(10, 120), (12, 7), (13, 5)]);
+        assert_eq!(ticks_since(&before, &after), 25);
+        let me = std::fs::read_to_string("/proc/self/comm").expect("/proc/self/comm");
+        let found = named_process_ticks(me.trim_end()).expect("/proc");
+        assert!(found.contains_key(&std::process::id()), "{found:?}");
     }
 }

@@ -179,7 +179,7 @@ enum Command {
         /// Connections of the blocking SendMessage row [default: 32].
         #[arg(long)]
         connections: Option<usize>,
-        /// Measured seconds of the blocking row [default: 5].
+        /// Measured seconds of the blocking row [default: 10].
         #[arg(long)]
         duration: Option<f64>,
         /// Unmeasured seconds of blocking load first [default: 1].

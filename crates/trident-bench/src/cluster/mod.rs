@@ -37,6 +37,11 @@
 //!   readings wait `--pg-settle` seconds (default 11) of quiet first. The details under the
 //!   table also give write transactions (transaction ids assigned, server-wide) per event,
 //!   which need no waiting. Both count everything on the server: run on an otherwise idle one.
+//! - **CPU per streamed event** (the concurrent streams): utime+stime (`/proc`) from the first
+//!   request to the last stream's end ÷ the streams' events, of the replicas (summed), of every
+//!   process named `postgres` on the machine (server-wide, like the commits; n/a on SQLite), of
+//!   every process named `nats-server` (the bus column only; n/a elsewhere) and of this bench
+//!   process (the client reading and checking every stream).
 //! - **cross-replica subscriber** (two replicas): a stream of N chunks `--lag-pace-ms` (1) apart
 //!   sent to replica A (paced: an agent flooding faster than the machine serves both streams
 //!   would measure the backlog, not the follower's path); as
@@ -56,12 +61,13 @@ mod report;
 mod servers;
 mod sse;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::cpu::Clock;
+use crate::cpu::{Clock, named_process_ticks, process_ticks, ticks_since};
 use crate::load::{Binding, Target, probe};
 
 use client::{blocking, follow, many_streams, one_stream};
@@ -148,7 +154,7 @@ pub struct ClusterConfig {
 
 impl ClusterConfig {
     /// The sizes: one stream of 50 000 chunks, 50 streams × 1 000, 32 connections for
-    /// 5 s after 1 s, lag at 2 000 and 50 000 chunks.
+    /// 10 s after 1 s, lag at 2 000 and 50 000 chunks.
     pub fn full(trident: PathBuf) -> Self {
         Self {
             trident,
@@ -159,7 +165,7 @@ impl ClusterConfig {
             streams: 50,
             stream_chunks: 1_000,
             connections: 32,
-            duration: Duration::from_secs(5),
+            duration: Duration::from_secs(10),
             warmup: Duration::from_secs(1),
             lag_chunks: (2_000, 50_000),
             lag_pace_ms: 1,
@@ -242,6 +248,28 @@ pub struct Commits {
     pub events: u64,
 }
 
+/// CPU per event of each component over the concurrent streams, µs per streamed event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamCpu {
+    /// Each replica (`trident serve` process), in start order.
+    pub replicas_us: Vec<f64>,
+    /// Every `postgres` process of the machine (server-wide); `None` on SQLite.
+    pub postgres_us: Option<f64>,
+    /// Every `nats-server` process of the machine; `None` without the bus.
+    pub nats_us: Option<f64>,
+    /// This bench process: the client reading and checking every stream.
+    pub client_us: f64,
+    /// Events the streams received.
+    pub events: u64,
+}
+
+impl StreamCpu {
+    /// All replicas together.
+    pub fn replicas_total_us(&self) -> f64 {
+        self.replicas_us.iter().sum()
+    }
+}
+
 /// CPU per event of the two replicas of a cross-replica stream.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CpuPerEvent {
@@ -282,6 +310,8 @@ pub struct Column {
     pub blocking: Figure<f64>,
     /// PostgreSQL commits per streamed event (concurrent streams).
     pub commits: Figure<Commits>,
+    /// CPU per streamed event of each component (concurrent streams).
+    pub stream_cpu: Figure<StreamCpu>,
     /// Cross-replica CPU per event (the longer stream).
     pub cpu: Figure<CpuPerEvent>,
     /// Cross-replica lag, shorter stream.
@@ -305,6 +335,7 @@ impl Column {
             many_streams: make(figure()),
             blocking: make(figure()),
             commits: make(figure()),
+            stream_cpu: make(figure()),
             cpu: make(figure()),
             lag_short: make(figure()),
             lag_long: make(figure()),
@@ -346,6 +377,7 @@ impl Column {
         push(&mut out, "concurrent streams", &self.many_streams);
         push(&mut out, "blocking SendMessage", &self.blocking);
         push(&mut out, "PostgreSQL commits", &self.commits);
+        push(&mut out, "CPU per streamed event", &self.stream_cpu);
         push(&mut out, "cross-replica CPU", &self.cpu);
         push(&mut out, "cross-replica lag (shorter)", &self.lag_short);
         push(&mut out, "cross-replica lag (longer)", &self.lag_long);
@@ -499,7 +531,8 @@ async fn measure_column(
     }
     let mut column = Column::skipped(setup);
     column.one_stream = one_stream_row(&replicas, config).await;
-    (column.many_streams, column.commits) = streams_row(setup, &replicas, config).await;
+    (column.many_streams, column.commits, column.stream_cpu) =
+        streams_row(setup, &replicas, config, clock).await;
     (column.cpu, column.lag_short, column.lag_long) = if setup.replicas() >= 2 {
         cross_replica_rows(&replicas, config, clock).await
     } else {
@@ -534,13 +567,14 @@ async fn one_stream_row(replicas: &[Replica], config: &ClusterConfig) -> Figure<
     Figure::from_result(result.map(|r| r.rate()).map_err(|e| with_logs(e, replicas)))
 }
 
-/// The concurrent streams over every replica: aggregate events/s, and PostgreSQL's commits
-/// meanwhile (each reading after `--pg-settle` of quiet).
+/// The concurrent streams over every replica: aggregate events/s, PostgreSQL's commits
+/// meanwhile (each reading after `--pg-settle` of quiet), and each component's CPU per event.
 async fn streams_row(
     setup: Setup,
     replicas: &[Replica],
     config: &ClusterConfig,
-) -> (Figure<f64>, Figure<Commits>) {
+    clock: Clock,
+) -> (Figure<f64>, Figure<Commits>, Figure<StreamCpu>) {
     let mut pg = None;
     let mut commits = Figure::NotApplicable("n/a (SQLite)".to_owned());
     if setup.postgres() {
@@ -557,7 +591,31 @@ async fn streams_row(
         None => None,
     };
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
+    let cpu_before = CpuReading::take(setup, replicas);
     let result = many_streams(&addrs, config.streams, config.stream_chunks).await;
+    let cpu_after = CpuReading::take(setup, replicas);
+    let stream_cpu = Figure::from_result(match (&result, cpu_before, cpu_after) {
+        (Ok(r), Ok(before), Ok(after)) => {
+            let cpu = after.per_event_since(&before, clock, r.events);
+            eprintln!(
+                "   CPU per event: replicas {:.1} µs ({}), PostgreSQL {}, nats-server {}, client {:.1} µs",
+                cpu.replicas_total_us(),
+                cpu.replicas_us
+                    .iter()
+                    .map(|v| format!("{v:.1}"))
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+                cpu.postgres_us
+                    .map_or("n/a".to_owned(), |v| format!("{v:.1} µs")),
+                cpu.nats_us
+                    .map_or("n/a".to_owned(), |v| format!("{v:.1} µs")),
+                cpu.client_us
+            );
+            Ok(cpu)
+        }
+        (Err(_), _, _) => Err("the streams failed".to_owned()),
+        (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+    });
     if let Ok(r) = &result {
         eprintln!(
             "   {} streams: {} events in {:.2} s, {:.0} events/s",
@@ -589,7 +647,58 @@ async fn streams_row(
         });
     }
     let rate = Figure::from_result(result.map(|r| r.rate()).map_err(|e| with_logs(e, replicas)));
-    (rate, commits)
+    (rate, commits, stream_cpu)
+}
+
+/// Clock ticks of every component at one instant.
+struct CpuReading {
+    replicas: Vec<u64>,
+    postgres: Option<BTreeMap<u32, u64>>,
+    nats: Option<BTreeMap<u32, u64>>,
+    client: u64,
+}
+
+impl CpuReading {
+    fn take(setup: Setup, replicas: &[Replica]) -> Result<Self, String> {
+        Ok(Self {
+            replicas: replicas
+                .iter()
+                .map(|r| process_ticks(r.pid()))
+                .collect::<Result<_, _>>()?,
+            postgres: setup
+                .postgres()
+                .then(|| named_process_ticks("postgres"))
+                .transpose()?,
+            nats: setup
+                .bus()
+                .then(|| named_process_ticks("nats-server"))
+                .transpose()?,
+            client: process_ticks(std::process::id())?,
+        })
+    }
+
+    /// µs per event of each component since `before`.
+    fn per_event_since(&self, before: &Self, clock: Clock, events: u64) -> StreamCpu {
+        let us = |ticks: u64| clock.duration(ticks).as_secs_f64() * 1e6 / events as f64;
+        let named = |after: &Option<BTreeMap<u32, u64>>, before: &Option<BTreeMap<u32, u64>>| match (
+            after, before,
+        ) {
+            (Some(a), Some(b)) => Some(us(ticks_since(b, a))),
+            _ => None,
+        };
+        StreamCpu {
+            replicas_us: self
+                .replicas
+                .iter()
+                .zip(&before.replicas)
+                .map(|(a, b)| us(a.saturating_sub(*b)))
+                .collect(),
+            postgres_us: named(&self.postgres, &before.postgres),
+            nats_us: named(&self.nats, &before.nats),
+            client_us: us(self.client.saturating_sub(before.client)),
+            events,
+        }
+    }
 }
 
 /// A stream on the first replica followed from the second, at both sizes: CPU per event

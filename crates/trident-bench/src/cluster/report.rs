@@ -1,6 +1,6 @@
 //! The Markdown table and the ratios under it.
 
-use super::{Column, CpuPerEvent, Figure, Lag, Report, Setup};
+use super::{Column, CpuPerEvent, Figure, Lag, Report, Setup, StreamCpu};
 
 /// `n` with a space between groups of three digits, as the README's tables write numbers.
 fn grouped(n: f64) -> String {
@@ -23,6 +23,21 @@ fn grouped(n: f64) -> String {
 
 fn lag_cell(l: &Lag) -> String {
     format!("{} / {} ms", ms(l.p50_ms), ms(l.p99_ms))
+}
+
+/// A component's CPU per event, or why it does not apply.
+fn us_cell(v: Option<f64>, why: &str) -> String {
+    v.map_or_else(|| why.to_owned(), |v| format!("{v:.1}"))
+}
+
+/// The replicas' CPU per event: their sum, and each one's when there are several.
+fn replicas_cell(v: &StreamCpu) -> String {
+    let total = format!("{:.1}", v.replicas_total_us());
+    if v.replicas_us.len() < 2 {
+        return total;
+    }
+    let each: Vec<String> = v.replicas_us.iter().map(|u| format!("{u:.1}")).collect();
+    format!("{total} ({})", each.join(" + "))
 }
 
 fn ms(v: f64) -> String {
@@ -77,6 +92,27 @@ pub fn table(report: &Report) -> String {
             c.streams
         ),
         &|col| col.commits.cell(|v| format!("{:.3}", v.per_event)),
+    );
+    let cpu_row =
+        |what: &str| format!("CPU per streamed event ({} streams), µs: {what}", c.streams);
+    row(
+        cpu_row("the replicas (utime+stime of each `trident serve`, summed)"),
+        &|col| col.stream_cpu.cell(replicas_cell),
+    );
+    row(
+        cpu_row("PostgreSQL (every `postgres` process, server-wide)"),
+        &|col| {
+            col.stream_cpu
+                .cell(|v| us_cell(v.postgres_us, "n/a (SQLite)"))
+        },
+    );
+    row(
+        cpu_row("nats-server (every `nats-server` process)"),
+        &|col| col.stream_cpu.cell(|v| us_cell(v.nats_us, "n/a (no bus)")),
+    );
+    row(
+        cpu_row("the bench client (reads and checks every stream)"),
+        &|col| col.stream_cpu.cell(|v| format!("{:.1}", v.client_us)),
     );
     row(
         format!(
@@ -235,6 +271,25 @@ pub fn summary(report: &Report) -> String {
                 v.events
             ));
         }
+        if let Figure::Value(v) = &c.stream_cpu {
+            let all = v.replicas_total_us()
+                + v.postgres_us.unwrap_or(0.0)
+                + v.nats_us.unwrap_or(0.0)
+                + v.client_us;
+            details.push(format!(
+                "{}: CPU per streamed event over {} events (utime+stime from `/proc` across the \
+                 concurrent streams): replicas {} µs, PostgreSQL {} (server-wide), nats-server \
+                 {}, client {:.1} µs; all together {all:.1} µs, {:.0} events per CPU-second",
+                c.setup.label(),
+                v.events,
+                replicas_cell(v),
+                v.postgres_us
+                    .map_or("n/a".to_owned(), |u| format!("{u:.1} µs")),
+                v.nats_us.map_or("n/a".to_owned(), |u| format!("{u:.1} µs")),
+                v.client_us,
+                1e6 / all
+            ));
+        }
         for (n, lag) in [(short, &c.lag_short), (long, &c.lag_long)] {
             if let Figure::Value(l) = lag {
                 details.push(format!(
@@ -266,7 +321,7 @@ pub fn summary(report: &Report) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use super::super::{ClusterConfig, Commits, NO_BUS};
+    use super::super::{ClusterConfig, Commits, NO_BUS, StreamCpu};
     use super::*;
 
     #[test]
@@ -297,6 +352,13 @@ mod tests {
                     writes_per_event: c / 2.0,
                     events: 50_150,
                 })
+            }),
+            stream_cpu: Figure::Value(StreamCpu {
+                replicas_us: vec![100.0; setup.replicas()],
+                postgres_us: setup.postgres().then_some(40.0),
+                nats_us: setup.bus().then_some(12.5),
+                client_us: 60.0,
+                events: 50_150,
             }),
             cpu: if setup.replicas() > 1 {
                 Figure::Value(CpuPerEvent {
@@ -334,12 +396,16 @@ mod tests {
         }
     }
 
+    fn report_with_bus() -> Report {
+        report(true)
+    }
+
     #[test]
     fn the_table_has_a_row_per_figure_and_a_column_per_setup() {
         let report = report(false);
         let table = table(&report);
         let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), 2 + 7, "{table}");
+        assert_eq!(lines.len(), 2 + 11, "{table}");
         assert_eq!(
             lines[0],
             "| | one node, SQLite (default) | cluster, PostgreSQL, 1 replica | cluster, 2 replicas | cluster, 2 replicas + bus |"
@@ -354,16 +420,45 @@ mod tests {
             "{}",
             lines[5]
         );
-        assert!(
-            lines[6].contains("| n/a (one node) |") || lines[6].contains("| n/a (one replica) |")
+        assert_eq!(
+            lines[6],
+            "| CPU per streamed event (50 streams), µs: the replicas (utime+stime of each `trident serve`, summed) | 100.0 | 100.0 | 200.0 (100.0 + 100.0) | n/a (this build has no --events) |"
         );
         assert!(
-            lines[6].contains("| 1.50 (30.0 ÷ 20.0 µs) |"),
+            lines[7].starts_with("| CPU per streamed event (50 streams), µs: PostgreSQL")
+                && lines[7]
+                    .ends_with("| n/a (SQLite) | 40.0 | 40.0 | n/a (this build has no --events) |"),
             "{}",
-            lines[6]
+            lines[7]
         );
-        assert!(lines[7].contains("at 2 000 chunks") && lines[7].contains("| 1.00 / 4.00 ms |"));
-        assert!(lines[8].contains("at 50 000 chunks") && lines[8].contains("| 2.00 / 10.0 ms |"));
+        assert!(
+            lines[8].ends_with(
+                "| n/a (no bus) | n/a (no bus) | n/a (no bus) | n/a (this build has no --events) |"
+            ),
+            "{}",
+            lines[8]
+        );
+        assert!(
+            lines[9].ends_with("| 60.0 | 60.0 | 60.0 | n/a (this build has no --events) |"),
+            "{}",
+            lines[9]
+        );
+        assert!(
+            lines[10].contains("| n/a (one node) |") || lines[10].contains("| n/a (one replica) |")
+        );
+        assert!(
+            lines[10].contains("| 1.50 (30.0 ÷ 20.0 µs) |"),
+            "{}",
+            lines[10]
+        );
+        assert!(lines[11].contains("at 2 000 chunks") && lines[11].contains("| 1.00 / 4.00 ms |"));
+        assert!(lines[12].contains("at 50 000 chunks") && lines[12].contains("| 2.00 / 10.0 ms |"));
+        let table = super::table(&report_with_bus());
+        let bus_row = table
+            .lines()
+            .find(|l| l.contains("µs: nats-server"))
+            .expect("a nats-server row");
+        assert!(bus_row.ends_with("| n/a (no bus) | 12.5 |"), "{bus_row}");
     }
 
     #[test]
@@ -376,6 +471,12 @@ mod tests {
             "p99 at 50 000 chunks ÷ at 2 000 (target ≤ 2): with the bus: 2.50 (**not met**)",
             "2 replicas ÷ 1 replica (target ≥ 1): without the bus: 1.50 (met); with: 2.25 (met)",
             "0.025 write transactions",
+            "cluster, 2 replicas + bus: CPU per streamed event over 50150 events",
+            "replicas 200.0 (100.0 + 100.0) µs, PostgreSQL 40.0 µs (server-wide), nats-server \
+             12.5 µs, client 60.0 µs; all together 312.5 µs, 3200 events per CPU-second",
+            "one node, SQLite (default): CPU per streamed event over 50150 events (utime+stime \
+             from `/proc` across the concurrent streams): replicas 100.0 µs, PostgreSQL n/a \
+             (server-wide), nats-server n/a, client 60.0 µs; all together 160.0 µs",
         ] {
             assert!(summary.contains(expected), "{expected:?} in\n{summary}");
         }
