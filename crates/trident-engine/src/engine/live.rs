@@ -1437,7 +1437,9 @@ async fn fly(guard: LiveGuard) {
         let prev = logged.first().map_or(0, |e| e.seq - 1);
         let tasks = &inner.stores.tasks;
         let stored = if snapshot {
-            tasks.commit(&live.scope, &record, Some(prev), &logged).await
+            tasks
+                .commit(&live.scope, &record, Some(prev), &logged)
+                .await
         } else {
             tasks.append(&live.scope, &record, prev, &logged).await
         };
