@@ -195,15 +195,6 @@ pub(crate) struct Live {
     landed: tokio::sync::Notify,
 }
 
-/// What [`Live::commit_behind`] did with an event.
-#[derive(Debug)]
-pub(crate) enum Behind {
-    /// Kept for the flusher; `wait`: the caller should wait for its write before the next.
-    Kept { wait: bool },
-    /// Not kept: the caller commits it at once ([`Live::commit`]).
-    Now(pb::StreamResponse),
-}
-
 /// The flusher's store write (see [`Live::commit_behind`]).
 #[derive(Debug, Default)]
 struct Flight {
@@ -593,27 +584,16 @@ impl Live {
     /// task in progress without webhooks and holding nothing back (see [`Hold`]); otherwise
     /// it is [`Live::commit`]. A store write that fails is the next commit's error (its
     /// events are lost with the turn: a conflict ends the turn, anything else faults the task
-    /// as [`Live::commit`]'s caller would). Returns [`Behind::Now`] with the event when it
-    /// must be committed at once, else whether the caller should wait for the flusher
-    /// ([`Live::wait_flight`], with the writer unlocked) before its next event: the events
-    /// kept exceed [`HOLD_MAX_BYTES`] (memory per task stays bounded). Not `async`: the
-    /// agent's per-event future stays small.
+    /// as [`Live::commit`]'s caller would). Call it when [`Live::may_commit_behind`] says so.
+    /// Returns whether the caller should wait for the flusher ([`Live::wait_flight`], with the
+    /// writer unlocked) before its next event: the events kept exceed [`HOLD_MAX_BYTES`]
+    /// (memory per task stays bounded). Not `async`: the agent's per-event future stays small.
     pub(crate) fn commit_behind(
         self: &Arc<Self>,
         inner: &Arc<Inner>,
         w: &mut Writer,
         event: pb::StreamResponse,
-    ) -> Result<Behind, StoreError> {
-        let behind = inner.stores.tasks.shared()
-            && w.hold == Hold::Off
-            && !w.unstored
-            && !w.stale
-            && w.has_push == Some(false)
-            && w.record.task.state().is_in_progress()
-            && lock_std(&self.fault).is_none();
-        if !behind {
-            return Ok(Behind::Now(event));
-        }
+    ) -> Result<bool, StoreError> {
         // A write that failed fails this commit, as a write of its own would have.
         self.absorb(w)?;
         w.hold_events(vec![event], false);
@@ -622,9 +602,20 @@ impl Live {
             let guard = LiveGuard::new(inner.clone(), self.clone());
             tokio::spawn(fly(guard));
         }
-        Ok(Behind::Kept {
-            wait: w.held_bytes > HOLD_MAX_BYTES,
-        })
+        Ok(w.held_bytes > HOLD_MAX_BYTES)
+    }
+
+    /// Whether the turn's next event may be committed behind it ([`Live::commit_behind`]): on
+    /// a shared store, for a registered task in progress without webhooks, holding nothing
+    /// back, whose writer is current and not faulted.
+    pub(crate) fn may_commit_behind(&self, inner: &Inner, w: &Writer) -> bool {
+        inner.stores.tasks.shared()
+            && w.hold == Hold::Off
+            && !w.unstored
+            && !w.stale
+            && w.has_push == Some(false)
+            && w.record.task.state().is_in_progress()
+            && lock_std(&self.fault).is_none()
     }
 
     /// Waits until no flusher's write is in flight (see [`Live::commit_behind`]).

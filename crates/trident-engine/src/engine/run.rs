@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
-use super::live::{Behind, Hold, Live, LiveGuard, Writer};
+use super::live::{Hold, Live, LiveGuard, Writer};
 use super::{Inner, store_error};
 use crate::store::{Generation, Scope, StoreError, TaskRecord, lock_std};
 use crate::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
@@ -308,17 +308,21 @@ impl Run {
             }
             let event = self.checked_event(&mut w, update)?;
             // Decided before anything is awaited: the future keeps no event or error across.
-            let now = match live.commit_behind(&self.inner, &mut w, event) {
-                Ok(Behind::Now(event)) => Ok(vec![event]),
-                Ok(Behind::Kept { wait: false }) => return Ok(()),
-                Ok(Behind::Kept { wait: true }) => {
-                    // The events kept behind the turn reached their bound: the agent waits
-                    // for the flusher's write before its next event (boxed: a cold branch).
-                    drop(w);
-                    Box::pin(live.wait_flight()).await;
-                    return Ok(());
+            let now = if live.may_commit_behind(&self.inner, &w) {
+                match live.commit_behind(&self.inner, &mut w, event) {
+                    Ok(false) => return Ok(()),
+                    Ok(true) => {
+                        // The events kept behind the turn reached their bound: the agent
+                        // waits for the flusher's write before its next (boxed: a cold
+                        // branch).
+                        drop(w);
+                        Box::pin(live.wait_flight()).await;
+                        return Ok(());
+                    }
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
+            } else {
+                Ok(vec![event])
             };
             match now {
                 Ok(events) => self.commit_event(live, &mut w, events).await,
