@@ -214,6 +214,22 @@ async fn assert_relayed_the_log(a: &dyn A2aService, id: &str, seen_b: &[StreamEv
     assert_eq!(replay(a, id).await, seen_b, "B relayed the log, all of it");
 }
 
+/// A's executor stopped: the log is what B relayed, and stays so for `window` (no event
+/// follows the task's end, even a while later).
+async fn assert_log_ends_with(
+    a: &dyn A2aService,
+    id: &str,
+    seen_b: &[StreamEvent],
+    window: Duration,
+) {
+    crate::wait::holds_for(
+        "the log is what B relayed, and nothing after it",
+        window,
+        || async move { replay(a, id).await == seen_b },
+    )
+    .await;
+}
+
 /// Started on A, followed and cancelled on B: B's subscriber gets every event in order exactly
 /// once, and A's executor stops.
 async fn follow_and_cancel_through_another_replica(schema: Schema) {
@@ -264,15 +280,8 @@ async fn follow_and_cancel_through_another_replica(schema: Schema) {
         Some(pb::TaskState::Canceled),
         "A's own stream ends CANCELED"
     );
-    // A's executor stopped: no event follows CANCELED in the log, even a while later (A's
-    // agent would have written some 15 more chunks in that window).
-    let (a, id, seen_b) = (a.as_ref(), id.as_str(), &seen_b);
-    crate::wait::holds_for(
-        "the log is what B relayed, and nothing after it",
-        Duration::from_millis(300),
-        || async move { replay(a, id).await == *seen_b },
-    )
-    .await;
+    // A's agent would have written some 15 more chunks in that window.
+    assert_log_ends_with(a.as_ref(), &id, &seen_b, Duration::from_millis(300)).await;
 }
 
 /// Started on A streaming chunks back to back (no pause: A commits every millisecond or two),
@@ -357,15 +366,8 @@ async fn cancel_through_another_replica_of_a_busy_stream(schema: Schema) {
         Some(pb::TaskState::Canceled),
         "A's own stream ends CANCELED"
     );
-    // A's executor stopped: no event follows CANCELED in the log, even a while later (A's
-    // agent would have written hundreds more chunks in that window).
-    let (a, id, seen_b) = (a.as_ref(), id.as_str(), &seen_b);
-    crate::wait::holds_for(
-        "the log is what B relayed, and nothing after it",
-        Duration::from_millis(500),
-        || async move { replay(a, id).await == *seen_b },
-    )
-    .await;
+    // A's agent would have written hundreds more chunks in that window.
+    assert_log_ends_with(a.as_ref(), &id, &seen_b, Duration::from_millis(500)).await;
 }
 
 /// `kill -9` on the replica executing a task: B's subscriber sees FAILED within the lease bound.

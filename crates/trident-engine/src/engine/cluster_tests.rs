@@ -57,30 +57,29 @@ struct Gate {
 
 impl View {
     fn of(store: &Arc<MemoryStore>, id: usize) -> Arc<Self> {
-        Arc::new(Self {
-            id,
-            store: store.clone(),
-            gets: AtomicUsize::new(0),
-            reads: AtomicUsize::new(0),
-            notices: None,
-            feed: Mutex::new(None),
-            gate: Mutex::new(None),
-            append_gate: Mutex::new(None),
-            writes: AtomicUsize::new(0),
-        })
+        Self::with(store, id, None)
     }
 
     /// A view whose commits notify the other views of `notices`, and which hears theirs.
     fn notifying(store: &Arc<MemoryStore>, id: usize, notices: &Arc<Notices>) -> Arc<Self> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         crate::store::lock_std(&notices.feeds).push((id, tx));
+        Self::with(store, id, Some((notices.clone(), rx)))
+    }
+
+    fn with(
+        store: &Arc<MemoryStore>,
+        id: usize,
+        notifying: Option<(Arc<Notices>, tokio::sync::mpsc::UnboundedReceiver<Notice>)>,
+    ) -> Arc<Self> {
+        let (notices, feed) = notifying.unzip();
         Arc::new(Self {
             id,
             store: store.clone(),
             gets: AtomicUsize::new(0),
             reads: AtomicUsize::new(0),
-            notices: Some(notices.clone()),
-            feed: Mutex::new(Some(rx)),
+            notices,
+            feed: Mutex::new(feed),
             gate: Mutex::new(None),
             append_gate: Mutex::new(None),
             writes: AtomicUsize::new(0),

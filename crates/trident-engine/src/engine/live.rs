@@ -556,12 +556,6 @@ impl Live {
         events: Vec<pb::StreamResponse>,
         snapshot: bool,
     ) -> Result<u64, StoreError> {
-        if w.flying {
-            // What the flusher has in flight goes first (and may have failed: then so does
-            // this, before these events are numbered); what it has not taken yet is stored
-            // below, with these events.
-            self.settle(w).await?;
-        }
         let last = w.hold_events(events, snapshot);
         if w.hold == Hold::Off || w.held_bytes > HOLD_MAX_BYTES {
             self.store(inner, w, true).await?;
@@ -667,9 +661,11 @@ impl Live {
     /// whoever is about to look at the task. A conflict leaves the writer stale (the turn has
     /// ended; [`Live::sync`] reloads the task); any other failure faults the task.
     async fn drain(self: &Arc<Self>, inner: &Arc<Inner>, w: &mut Writer) -> Result<(), A2aError> {
-        let stored = match self.settle(w).await {
-            Ok(()) if w.hold == Hold::Off => self.store(inner, w, true).await,
-            other => other,
+        // `store` waits for the write in flight first.
+        let stored = if w.hold == Hold::Off {
+            self.store(inner, w, true).await
+        } else {
+            self.settle(w).await
         };
         match stored {
             Ok(()) | Err(StoreError::Conflict) => Ok(()),
@@ -861,14 +857,7 @@ impl Live {
             }
         }
         if register {
-            match &inner.bus {
-                Some(bus) => {
-                    // Here first: local readers need not wait for the bus.
-                    self.publish(logged.clone(), state);
-                    bus.publish(&self.scope, &self.task_id, &logged).await;
-                }
-                None => self.publish(logged, state),
-            }
+            self.publish_stored(inner, logged, state).await;
         } else {
             // Stored for its blocking caller alone (see [`Live::end_hold_finished`]): no
             // reader can ever follow this live task, so its events skip the tail (and the bus:
@@ -886,6 +875,21 @@ impl Live {
         }
         super::push::kick_from(inner, self, w, prev).await;
         Ok(())
+    }
+
+    /// Publishes events this process just stored, leaving the task in `state`: here first
+    /// (local readers need not wait for the bus), then, with an
+    /// [`EventBus`](crate::store::EventBus), to the other processes. The caller holds the
+    /// task's only store write at the time (the writer's lock, or the flusher's flight), so
+    /// the bus gets each task's events in order.
+    async fn publish_stored(&self, inner: &Inner, logged: Vec<LoggedEvent>, state: pb::TaskState) {
+        match &inner.bus {
+            Some(bus) => {
+                self.publish(logged.clone(), state);
+                bus.publish(&self.scope, &self.task_id, &logged).await;
+            }
+            None => self.publish(logged, state),
+        }
     }
 
     /// Publishes what other processes committed to the task since the last event published
@@ -1435,13 +1439,7 @@ async fn fly(guard: LiveGuard) {
             tasks.append(&live.scope, &record, prev, &logged).await
         };
         match &stored {
-            Ok(()) => match &inner.bus {
-                Some(bus) => {
-                    live.publish(logged.clone(), state);
-                    bus.publish(&live.scope, &live.task_id, &logged).await;
-                }
-                None => live.publish(logged, state),
-            },
+            Ok(()) => live.publish_stored(inner, logged, state).await,
             Err(StoreError::Conflict) => {
                 // Another process wrote the task (a cancel, a newer turn): this turn is over.
                 if let Some(cancel) = &cancel {
