@@ -535,8 +535,9 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         }
     }
     let bus_stream = bus.as_ref().map(trident_nats::NatsBus::stream_name);
-    if let Some(bus) = bus {
-        builder = builder.events(Arc::new(bus));
+    let bus = bus.map(Arc::new);
+    if let Some(bus) = &bus {
+        builder = builder.events(bus.clone());
     }
     let server = match builder.build().await {
         Ok(s) => s,
@@ -550,8 +551,20 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     if let Some(stream) = bus_stream {
         println!("live events on NATS JetStream (stream {stream})");
     }
-    run(server, &args.listen).await
+    let code = run(server, &args.listen).await;
+    if let Some(bus) = bus {
+        // What was committed before the stop reaches the other replicas on the bus now, not
+        // when they next read the store. Each publish has its own deadline; this bounds the
+        // wait all the same.
+        if tokio::time::timeout(BUS_FLUSH, bus.flush()).await.is_err() {
+            tracing::warn!("the event bus did not acknowledge every publish before the stop");
+        }
+    }
+    code
 }
+
+/// The longest a stopping server waits for the event bus to acknowledge what it published.
+const BUS_FLUSH: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Serve {
     /// The listener's settings.

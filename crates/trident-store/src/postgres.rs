@@ -320,13 +320,21 @@ impl TaskStore for PgStore {
         self.reads.tasks(self, scope, query).await
     }
 
+    /// Locks the rows in key order, as the writer's batches do, so the two never deadlock,
+    /// and skips a row a batch holds: that batch writes the task's lease itself (every
+    /// commit renews it), and the renewal never waits behind the writer.
     async fn renew_leases(&self, node: &str, until_ms: i64) -> Result<u64, StoreError> {
-        let r = sqlx::query("UPDATE tasks SET lease_until = $1 WHERE lease_node = $2")
-            .bind(until_ms)
-            .bind(node)
-            .execute(&self.pool)
-            .await
-            .map_err(write_failed)?;
+        let r = sqlx::query(
+            "UPDATE tasks t SET lease_until = $1 \
+             FROM (SELECT tenant, owner, id FROM tasks WHERE lease_node = $2 \
+             ORDER BY tenant, owner, id FOR UPDATE SKIP LOCKED) k \
+             WHERE t.tenant = k.tenant AND t.owner = k.owner AND t.id = k.id",
+        )
+        .bind(until_ms)
+        .bind(node)
+        .execute(&self.pool)
+        .await
+        .map_err(write_failed)?;
         Ok(r.rows_affected())
     }
 

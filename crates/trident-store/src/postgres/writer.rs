@@ -7,7 +7,7 @@
 //! 1. `BEGIN`;
 //! 2. one `SELECT … FOR UPDATE` locking every task of the batch that exists, in key order
 //!    (so two transactions locking some of the same tasks cannot deadlock), reading what each
-//!    request is checked against;
+//!    request is checked against (skipped when the batch only creates tasks);
 //! 3. the requests are decided in queue order against those rows, each seeing what the ones
 //!    before it in the batch did (a create then an append of one task, eight racing commits
 //!    at one version of which one wins): a refused request (`NotFound`, `Conflict`,
@@ -129,6 +129,7 @@ impl Writer {
                 shard,
                 notify: notify.clone(),
                 counters: counters.clone(),
+                created: Some(0),
             };
             tokio::spawn(lane.run(rx));
             queues.push(queue);
@@ -241,12 +242,22 @@ impl Writer {
     }
 }
 
-/// Opens a lane's connection and claims a counter shard on it.
+/// Opens a lane's connection and claims a counter shard on it. Its statements only ever
+/// reach rows by key, joined to the batch's arrays: the connection is told to look them up
+/// through an index, one by one, whatever the planner thinks of the table's size. A plan is
+/// made once per connection and kept (prepared statements), and one made while the table
+/// was small (a new schema) would otherwise scan the whole table, hashed, for every batch
+/// after, however large the table grows.
 async fn connect(
     options: &PgConnectOptions,
     schema_key: i32,
 ) -> Result<(PgConnection, i32), sqlx::Error> {
-    let mut conn = PgConnection::connect_with(options).await?;
+    let options = options.clone().options([
+        ("enable_seqscan", "off"),
+        ("enable_hashjoin", "off"),
+        ("enable_mergejoin", "off"),
+    ]);
+    let mut conn = PgConnection::connect_with(&options).await?;
     let shard = claim_shard(&mut conn, schema_key).await?;
     Ok((conn, shard))
 }
@@ -288,7 +299,22 @@ struct Lane {
     shard: i32,
     notify: Option<Arc<Notify>>,
     counters: Arc<Counters>,
+    /// Tasks this lane's batches have created, until it has looked at the tables'
+    /// statistics ([`ANALYZE_AFTER`]); `None` after.
+    created: Option<u64>,
 }
+
+/// Creations after which a lane gives the planner statistics of a schema that has none yet
+/// (see [`Lane::analyze_new_schema`]).
+const ANALYZE_AFTER: u64 = 1_000;
+
+/// The tables a lane analyzes when they have never been analyzed, and how.
+const ANALYZED: [(&str, &str); 4] = [
+    ("tasks", "ANALYZE tasks"),
+    ("snapshots", "ANALYZE snapshots"),
+    ("events", "ANALYZE events"),
+    ("context_counts", "ANALYZE context_counts"),
+];
 
 /// Maps a database error: unique violations to `unique`, serialization failures and
 /// deadlocks to `Conflict`, the rest to `Backend`.
@@ -331,15 +357,60 @@ impl Lane {
                 let commits: Vec<&Commit> = batch.iter().map(|r| &r.commit).collect();
                 self.run_batch(&commits).await
             };
+            let mut created = 0;
             for (req, result) in batch.drain(..).zip(results) {
+                created += u64::from(req.commit.expected.is_none() && result.is_ok());
                 // The caller may have gone away; its write is committed all the same.
                 let _ = req.reply.send(result);
+            }
+            if let Some(before) = self.created {
+                self.created = Some(before + created);
+                if before + created >= ANALYZE_AFTER {
+                    self.created = None;
+                    self.analyze_new_schema().await;
+                }
             }
         }
         if let Some(conn) = self.conn.take()
             && let Err(e) = conn.close().await
         {
             tracing::debug!(error = %e, "postgres writer: closing its connection");
+        }
+    }
+
+    /// Gives the planner statistics of the tables that have none: those of a schema fresh from
+    /// its migration, which autovacuum analyzes only at its next round (up to a minute
+    /// later, `autovacuum_naptime`). Without statistics, a key lookup of a few thousand tasks
+    /// may scan every task of the owner through a ListTasks index, which looks as cheap; the
+    /// pool's cached plans are made again after it. Tables analyzed before are left alone
+    /// (autovacuum keeps them current). Failures only log: this is an optimization.
+    async fn analyze_new_schema(&mut self) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        let never: Result<Vec<String>, _> = sqlx::query_scalar(
+            "SELECT relname::TEXT FROM pg_stat_user_tables \
+             WHERE relid = ANY(ARRAY['tasks'::regclass, 'snapshots'::regclass, \
+             'events'::regclass, 'context_counts'::regclass]) \
+             AND last_analyze IS NULL AND last_autoanalyze IS NULL",
+        )
+        .fetch_all(&mut *conn)
+        .await;
+        let never = match never {
+            Ok(names) => names,
+            Err(e) => {
+                tracing::debug!(error = %e, "postgres writer: reading table statistics");
+                return;
+            }
+        };
+        for (table, analyze) in ANALYZED {
+            if !never.iter().any(|n| n == table) {
+                continue;
+            }
+            match exec(conn, analyze).await {
+                Ok(()) => tracing::debug!(table, "postgres writer: analyzed a new table"),
+                Err(e) => tracing::debug!(table, error = %e, "postgres writer: ANALYZE"),
+            }
         }
     }
 
@@ -551,17 +622,29 @@ async fn decide<'a>(conn: &mut PgConnection, commits: &[&'a Commit]) -> Result<P
     let mut keys: Vec<Key<'a>> = commits.iter().map(|c| c.key()).collect();
     keys.sort_unstable();
     keys.dedup();
-    let stored = sqlx::query(
-        "SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.context_id \
-         FROM tasks t JOIN UNNEST($1::TEXT[], $2::TEXT[], $3::TEXT[]) AS k(tenant, owner, id) \
-         ON t.tenant = k.tenant AND t.owner = k.owner AND t.id = k.id \
-         ORDER BY t.tenant, t.owner, t.id FOR UPDATE OF t",
-    )
-    .bind(keys.iter().map(|k| k.0).collect::<Vec<_>>())
-    .bind(keys.iter().map(|k| k.1).collect::<Vec<_>>())
-    .bind(keys.iter().map(|k| k.2).collect::<Vec<_>>())
-    .fetch_all(&mut *conn)
-    .await?;
+    // A batch that only creates tasks (each blocking call of a new task is one), each a
+    // create that is accepted unless its task exists, reads nothing: a task that exists
+    // already makes its insert below do nothing, which refuses the create as finding it
+    // here would.
+    let only_creates = commits
+        .iter()
+        .all(|c| c.expected.is_none() && c.continues && c.row.snapshot.is_some());
+    let stored = if only_creates {
+        Vec::new()
+    } else {
+        sqlx::query(
+            "SELECT t.tenant, t.owner, t.id, t.last_seq, t.state, t.context_id \
+             FROM tasks t JOIN UNNEST($1::TEXT[], $2::TEXT[], $3::TEXT[]) \
+             AS k(tenant, owner, id) \
+             ON t.tenant = k.tenant AND t.owner = k.owner AND t.id = k.id \
+             ORDER BY t.tenant, t.owner, t.id FOR UPDATE OF t",
+        )
+        .bind(keys.iter().map(|k| k.0).collect::<Vec<_>>())
+        .bind(keys.iter().map(|k| k.1).collect::<Vec<_>>())
+        .bind(keys.iter().map(|k| k.2).collect::<Vec<_>>())
+        .fetch_all(&mut *conn)
+        .await?
+    };
     let mut sims: HashMap<Key<'a>, Sim<'a>> = HashMap::with_capacity(keys.len());
     for r in &stored {
         let found: Key<'_> = (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);

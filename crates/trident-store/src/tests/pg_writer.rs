@@ -274,6 +274,124 @@ async fn postgres_a_refused_request_does_not_spoil_its_batch() {
     .await;
 }
 
+/// A batch of nothing but creates reads no row first: the create of a task stored before,
+/// and all but one of eight creates of one new id, are refused by their inserts alone, and
+/// the rest of the batch commits without a rerun.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_batch_of_creates_refuses_taken_ids_by_its_insert() {
+    let Some(url) = postgres_url("postgres_a_batch_of_creates_refuses_taken_ids_by_its_insert")
+    else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let store =
+            PgStore::connect_with_options(&url, PgOptions::new().schema(&schema).writers(1))
+                .await
+                .expect("connect");
+        let scope = Scope::new("", "creates");
+        let old = TaskRecord::new(task("old", "c", pb::TaskState::Working), 1);
+        let old_log = [ev("old", 1)];
+        store
+            .commit(&scope, &old, None, &old_log)
+            .await
+            .expect("create old");
+        let twin = TaskRecord::new(task("twin", "c", pb::TaskState::Working), 1);
+        let twin_log = [ev("twin", 1)];
+        let ((again, twins, others), stats) = in_one_batch(&url, &schema, &store, async {
+            let twins = (0..8).map(|_| store.commit(&scope, &twin, None, &twin_log));
+            futures::join!(
+                store.commit(&scope, &old, None, &old_log),
+                futures::future::join_all(twins),
+                create_many(&store, &scope, "n", "c", 8),
+            )
+        })
+        .await;
+        assert_eq!(
+            (stats.requests, stats.transactions, stats.reruns),
+            (1 + 1 + 8 + 8, 2, 0),
+            "the gate's append, then the creates in one transaction: {stats:?}"
+        );
+        assert_eq!(again, Err(StoreError::AlreadyExists));
+        assert_eq!(twins.iter().filter(|r| r.is_ok()).count(), 1, "{twins:?}");
+        assert!(
+            twins
+                .iter()
+                .all(|r| matches!(r, Ok(()) | Err(StoreError::AlreadyExists))),
+            "{twins:?}"
+        );
+        assert!(others.iter().all(Result::is_ok), "{others:?}");
+        // Counted once each: old, twin, and the eight others.
+        assert_eq!(total(&store, &scope, None, None).await, 10);
+        let events = trident_core::store::EventLog::read(&store, &scope, "old", 0, 10)
+            .await
+            .expect("read");
+        assert_eq!(events.len(), 1, "the refused create appended nothing");
+    })
+    .await;
+}
+
+/// A schema fresh from its migration has no planner statistics, and without them a key
+/// lookup in a few thousand tasks looks as cheap through a ListTasks index (every task of the
+/// owner) as through the primary key. Once a lane has created its first thousand tasks, the
+/// tables are analyzed and a lookup by key goes through the primary key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_new_schema_is_analyzed_after_its_first_thousand_tasks() {
+    let Some(url) =
+        postgres_url("postgres_a_new_schema_is_analyzed_after_its_first_thousand_tasks")
+    else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let store =
+            PgStore::connect_with_options(&url, PgOptions::new().schema(&schema).writers(1))
+                .await
+                .expect("connect");
+        let scope = Scope::new("", "many");
+        let mut conn = schema_conn(&url, &schema).await;
+        let analyzed = "SELECT count(*) FROM pg_stat_user_tables \
+                        WHERE schemaname = current_schema() AND last_analyze IS NOT NULL \
+                        AND relname IN ('tasks', 'snapshots', 'events', 'context_counts')";
+        let created = create_many(&store, &scope, "t", "c", 999).await;
+        assert!(created.iter().all(Result::is_ok));
+        let before: i64 = sqlx::query_scalar(analyzed)
+            .fetch_one(&mut conn)
+            .await
+            .expect("statistics");
+        assert_eq!(before, 0, "analyzed before its thousandth task");
+        let created = create_many(&store, &scope, "u", "c", 2).await;
+        assert!(created.iter().all(Result::is_ok));
+        // The lane analyzes after answering the batch: wait for it.
+        let mut after: i64 = 0;
+        for _ in 0..100 {
+            after = sqlx::query_scalar(analyzed)
+                .fetch_one(&mut conn)
+                .await
+                .expect("statistics");
+            if after == 4 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(
+            after, 4,
+            "every table the writer looks up by key is analyzed"
+        );
+        let plan: Vec<String> = sqlx::query_scalar(
+            "EXPLAIN SELECT last_seq FROM tasks WHERE tenant = '' AND owner = 'many' \
+             AND id = 't7' FOR UPDATE",
+        )
+        .fetch_all(&mut conn)
+        .await
+        .expect("explain");
+        assert!(
+            plan.iter().any(|l| l.contains("tasks_pkey")),
+            "a key lookup goes through the primary key: {plan:#?}"
+        );
+        conn.close().await.expect("close");
+    })
+    .await;
+}
+
 /// A request that fails after writing part of its change (its event collides with one
 /// already in the log) is rolled back alone: the batch runs again, a savepoint per request,
 /// and the requests queued with it commit.
