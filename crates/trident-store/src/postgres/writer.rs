@@ -365,7 +365,8 @@ impl Lane {
             }
             if let Some(before) = self.created {
                 self.created = Some(before + created);
-                if before + created >= ANALYZE_AFTER {
+                // Not on a connection a failed batch dropped: the next batch's, then.
+                if before + created >= ANALYZE_AFTER && self.conn.is_some() {
                     self.created = None;
                     self.analyze_new_schema().await;
                 }
