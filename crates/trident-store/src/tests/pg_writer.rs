@@ -392,6 +392,72 @@ async fn postgres_a_new_schema_is_analyzed_after_its_first_thousand_tasks() {
     .await;
 }
 
+/// Lease renewal never waits behind a transaction that holds one of the node's tasks (a
+/// lane's batch, which writes that task's lease itself): it renews the others and skips it.
+/// Taking the rows in another order than the lanes' once had it wait behind them for minutes
+/// under 200 streams, and the leases lapsed meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_lease_renewal_skips_a_task_a_transaction_holds() {
+    use trident_core::store::Lease;
+    let Some(url) = postgres_url("postgres_lease_renewal_skips_a_task_a_transaction_holds") else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let store = PgStore::connect_in_schema(&url, &schema)
+            .await
+            .expect("connect");
+        let scope = Scope::new("", "leases");
+        for id in ["a", "b", "c"] {
+            let mut rec = TaskRecord::new(task(id, "c", pb::TaskState::Working), 1);
+            rec.lease = Some(Lease {
+                node: "node".into(),
+                until_ms: 1_000,
+            });
+            store
+                .commit(&scope, &rec, None, &[ev(id, 1)])
+                .await
+                .expect("create");
+        }
+        let mut holder = schema_conn(&url, &schema).await;
+        let mut tx = holder.begin().await.expect("begin");
+        sqlx::query("SELECT 1 FROM tasks WHERE owner = 'leases' AND id = 'b' FOR UPDATE")
+            .execute(&mut *tx)
+            .await
+            .expect("hold b");
+        // A hang guard, not a timing: without SKIP LOCKED the renewal waits for `tx`, which
+        // outlives it.
+        let renewed =
+            tokio::time::timeout(Duration::from_secs(30), store.renew_leases("node", 9_000))
+                .await
+                .expect("the renewal does not wait for the held task")
+                .expect("renew");
+        assert_eq!(renewed, 2, "a and c renewed, b skipped");
+        tx.rollback().await.expect("release b");
+        let until = |id: &'static str| {
+            let store = &store;
+            let scope = &scope;
+            async move {
+                store
+                    .get(scope, id)
+                    .await
+                    .expect("get")
+                    .and_then(|r| r.lease)
+                    .map(|l| l.until_ms)
+            }
+        };
+        assert_eq!(until("a").await, Some(9_000));
+        assert_eq!(until("b").await, Some(1_000));
+        assert_eq!(until("c").await, Some(9_000));
+        assert_eq!(
+            store.renew_leases("node", 10_000).await,
+            Ok(3),
+            "b's turn next time"
+        );
+        holder.close().await.expect("close");
+    })
+    .await;
+}
+
 /// A request that fails after writing part of its change (its event collides with one
 /// already in the log) is rolled back alone: the batch runs again, a savepoint per request,
 /// and the requests queued with it commit.
