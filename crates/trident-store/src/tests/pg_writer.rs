@@ -34,6 +34,26 @@ async fn schema_conn(url: &str, schema: &str) -> sqlx::PgConnection {
         .expect("connect")
 }
 
+/// Runs `body` on a store with one writer lane in a fresh schema (given with its URL and
+/// name), when the tests have a PostgreSQL server; the schema is dropped after.
+async fn with_one_lane<F, Fut>(test: &str, body: F)
+where
+    F: FnOnce(String, String, PgStore) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let Some(url) = postgres_url(test) else {
+        return;
+    };
+    with_schema(&url, |url, schema| async move {
+        let store =
+            PgStore::connect_with_options(&url, PgOptions::new().schema(&schema).writers(1))
+                .await
+                .expect("connect");
+        body(url, schema, store).await;
+    })
+    .await;
+}
+
 /// The ListTasks total of `scope` with these filters.
 async fn total(
     store: &PgStore,
@@ -141,53 +161,51 @@ where
 /// Many commits of different tasks at once: far fewer transactions than requests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_batches_concurrent_commits_of_many_tasks() {
-    let Some(url) = postgres_url("postgres_batches_concurrent_commits_of_many_tasks") else {
-        return;
-    };
-    with_schema(&url, |url, schema| async move {
-        let store = PgStore::connect_in_schema(&url, &schema)
-            .await
-            .expect("connect");
-        let scope = Scope::new("", "burst");
-        let before = store.stats();
-        let results = create_many(&store, &scope, "t", "c", 200).await;
-        assert!(results.iter().all(Result::is_ok), "{results:?}");
-        // Then one append to each, at once.
-        let records: Vec<_> = (0..200)
-            .map(|i| {
-                let id = format!("t{i}");
-                let mut rec = TaskRecord::new(task(&id, "c", pb::TaskState::Working), 2);
-                rec.task.status = Some(pb::TaskStatus::now(pb::TaskState::Working, None));
-                (rec, [ev(&id, 2)])
-            })
-            .collect();
-        let appends = records
-            .iter()
-            .map(|(rec, log)| store.append(&scope, rec, 1, log));
-        let results = futures::future::join_all(appends).await;
-        assert!(results.iter().all(Result::is_ok), "{results:?}");
-        let done = delta(before, store.stats());
-        assert_eq!(done.requests, 400);
-        assert_eq!(done.reruns, 0);
-        assert!(
-            done.transactions <= 40,
-            "400 concurrent commits took {} transactions",
-            done.transactions
-        );
-        assert_eq!(total(&store, &scope, None, None).await, 200);
-        for (rec, _) in records.iter().step_by(37) {
-            let got = store
-                .get(&scope, &rec.task.id)
-                .await
-                .expect("get")
-                .expect("stored");
-            assert_eq!(got.last_seq, 2);
-            let events = trident_core::store::EventLog::read(&store, &scope, &rec.task.id, 0, 10)
-                .await
-                .expect("read");
-            assert!(events_continue(0, 2, &events), "{events:?}");
-        }
-    })
+    with_one_lane(
+        "postgres_batches_concurrent_commits_of_many_tasks",
+        |_, _, store| async move {
+            let scope = Scope::new("", "burst");
+            let before = store.stats();
+            let results = create_many(&store, &scope, "t", "c", 200).await;
+            assert!(results.iter().all(Result::is_ok), "{results:?}");
+            // Then one append to each, at once.
+            let records: Vec<_> = (0..200)
+                .map(|i| {
+                    let id = format!("t{i}");
+                    let mut rec = TaskRecord::new(task(&id, "c", pb::TaskState::Working), 2);
+                    rec.task.status = Some(pb::TaskStatus::now(pb::TaskState::Working, None));
+                    (rec, [ev(&id, 2)])
+                })
+                .collect();
+            let appends = records
+                .iter()
+                .map(|(rec, log)| store.append(&scope, rec, 1, log));
+            let results = futures::future::join_all(appends).await;
+            assert!(results.iter().all(Result::is_ok), "{results:?}");
+            let done = delta(before, store.stats());
+            assert_eq!(done.requests, 400);
+            assert_eq!(done.reruns, 0);
+            assert!(
+                done.transactions <= 40,
+                "400 concurrent commits took {} transactions",
+                done.transactions
+            );
+            assert_eq!(total(&store, &scope, None, None).await, 200);
+            for (rec, _) in records.iter().step_by(37) {
+                let got = store
+                    .get(&scope, &rec.task.id)
+                    .await
+                    .expect("get")
+                    .expect("stored");
+                assert_eq!(got.last_seq, 2);
+                let events =
+                    trident_core::store::EventLog::read(&store, &scope, &rec.task.id, 0, 10)
+                        .await
+                        .expect("read");
+                assert!(events_continue(0, 2, &events), "{events:?}");
+            }
+        },
+    )
     .await;
 }
 
@@ -195,82 +213,78 @@ async fn postgres_batches_concurrent_commits_of_many_tasks() {
 /// others write nothing, and the others of their batch commit, without a rerun.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_refused_request_does_not_spoil_its_batch() {
-    let Some(url) = postgres_url("postgres_a_refused_request_does_not_spoil_its_batch") else {
-        return;
-    };
-    with_schema(&url, |url, schema| async move {
-        let store =
-            PgStore::connect_with_options(&url, PgOptions::new().schema(&schema).writers(1))
+    with_one_lane(
+        "postgres_a_refused_request_does_not_spoil_its_batch",
+        |url, schema, store| async move {
+            let scope = Scope::new("", "batch");
+            let old = TaskRecord::new(task("old", "c", pb::TaskState::Working), 1);
+            store
+                .commit(&scope, &old, None, &[ev("old", 1)])
                 .await
-                .expect("connect");
-        let scope = Scope::new("", "batch");
-        let old = TaskRecord::new(task("old", "c", pb::TaskState::Working), 1);
-        store
-            .commit(&scope, &old, None, &[ev("old", 1)])
-            .await
-            .expect("create old");
-        let dup = TaskRecord::new(task("dup", "c", pb::TaskState::Working), 1);
-        let first = [ev("dup", 1)];
-        let mut stale = old.clone();
-        stale.last_seq = 3;
-        let stale_log = [ev("old", 3)];
-        let mut missing = TaskRecord::new(task("missing", "c", pb::TaskState::Working), 2);
-        missing.last_seq = 2;
-        let missing_log = [ev("missing", 2)];
-        let mut done = old.clone();
-        done.task.status = Some(pb::TaskStatus::now(pb::TaskState::Completed, None));
-        done.last_seq = 2;
-        let done_log = [ev("old", 2)];
-        let ((dups, others, stale, missing, done), stats) =
-            in_one_batch(&url, &schema, &store, async {
-                let dups = (0..8).map(|_| store.commit(&scope, &dup, None, &first));
-                futures::join!(
-                    futures::future::join_all(dups),
-                    create_many(&store, &scope, "d", "c", 8),
-                    store.append(&scope, &stale, 2, &stale_log),
-                    store.append(&scope, &missing, 1, &missing_log),
-                    store.commit(&scope, &done, Some(1), &done_log),
-                )
-            })
-            .await;
-        assert_eq!(
-            stats,
-            WriterStats {
-                requests: 1 + 8 + 8 + 3,
-                transactions: 2,
-                reruns: 0
-            },
-            "the gate's append, then the rest in one transaction"
-        );
-        assert_eq!(dups.iter().filter(|r| r.is_ok()).count(), 1, "{dups:?}");
-        assert!(
-            dups.iter()
-                .all(|r| matches!(r, Ok(()) | Err(StoreError::AlreadyExists))),
-            "{dups:?}"
-        );
-        assert!(others.iter().all(Result::is_ok), "{others:?}");
-        assert_eq!(stale, Err(StoreError::Conflict));
-        assert_eq!(missing, Err(StoreError::NotFound));
-        assert_eq!(done, Ok(()));
-        let events = trident_core::store::EventLog::read(&store, &scope, "dup", 0, 10)
-            .await
-            .expect("read");
-        assert_eq!(events.len(), 1, "the refused creates appended nothing");
-        assert_eq!(
-            store.get(&scope, "missing").await.expect("get"),
-            None,
-            "a refused append creates nothing"
-        );
-        assert_eq!(total(&store, &scope, None, None).await, 10);
-        assert_eq!(
-            total(&store, &scope, Some(pb::TaskState::Working), None).await,
-            9
-        );
-        assert_eq!(
-            total(&store, &scope, Some(pb::TaskState::Completed), Some("c")).await,
-            1
-        );
-    })
+                .expect("create old");
+            let dup = TaskRecord::new(task("dup", "c", pb::TaskState::Working), 1);
+            let first = [ev("dup", 1)];
+            let mut stale = old.clone();
+            stale.last_seq = 3;
+            let stale_log = [ev("old", 3)];
+            let mut missing = TaskRecord::new(task("missing", "c", pb::TaskState::Working), 2);
+            missing.last_seq = 2;
+            let missing_log = [ev("missing", 2)];
+            let mut done = old.clone();
+            done.task.status = Some(pb::TaskStatus::now(pb::TaskState::Completed, None));
+            done.last_seq = 2;
+            let done_log = [ev("old", 2)];
+            let ((dups, others, stale, missing, done), stats) =
+                in_one_batch(&url, &schema, &store, async {
+                    let dups = (0..8).map(|_| store.commit(&scope, &dup, None, &first));
+                    futures::join!(
+                        futures::future::join_all(dups),
+                        create_many(&store, &scope, "d", "c", 8),
+                        store.append(&scope, &stale, 2, &stale_log),
+                        store.append(&scope, &missing, 1, &missing_log),
+                        store.commit(&scope, &done, Some(1), &done_log),
+                    )
+                })
+                .await;
+            assert_eq!(
+                stats,
+                WriterStats {
+                    requests: 1 + 8 + 8 + 3,
+                    transactions: 2,
+                    reruns: 0
+                },
+                "the gate's append, then the rest in one transaction"
+            );
+            assert_eq!(dups.iter().filter(|r| r.is_ok()).count(), 1, "{dups:?}");
+            assert!(
+                dups.iter()
+                    .all(|r| matches!(r, Ok(()) | Err(StoreError::AlreadyExists))),
+                "{dups:?}"
+            );
+            assert!(others.iter().all(Result::is_ok), "{others:?}");
+            assert_eq!(stale, Err(StoreError::Conflict));
+            assert_eq!(missing, Err(StoreError::NotFound));
+            assert_eq!(done, Ok(()));
+            let events = trident_core::store::EventLog::read(&store, &scope, "dup", 0, 10)
+                .await
+                .expect("read");
+            assert_eq!(events.len(), 1, "the refused creates appended nothing");
+            assert_eq!(
+                store.get(&scope, "missing").await.expect("get"),
+                None,
+                "a refused append creates nothing"
+            );
+            assert_eq!(total(&store, &scope, None, None).await, 10);
+            assert_eq!(
+                total(&store, &scope, Some(pb::TaskState::Working), None).await,
+                9
+            );
+            assert_eq!(
+                total(&store, &scope, Some(pb::TaskState::Completed), Some("c")).await,
+                1
+            );
+        },
+    )
     .await;
 }
 
@@ -279,54 +293,49 @@ async fn postgres_a_refused_request_does_not_spoil_its_batch() {
 /// the rest of the batch commits without a rerun.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_batch_of_creates_refuses_taken_ids_by_its_insert() {
-    let Some(url) = postgres_url("postgres_a_batch_of_creates_refuses_taken_ids_by_its_insert")
-    else {
-        return;
-    };
-    with_schema(&url, |url, schema| async move {
-        let store =
-            PgStore::connect_with_options(&url, PgOptions::new().schema(&schema).writers(1))
+    with_one_lane(
+        "postgres_a_batch_of_creates_refuses_taken_ids_by_its_insert",
+        |url, schema, store| async move {
+            let scope = Scope::new("", "creates");
+            let old = TaskRecord::new(task("old", "c", pb::TaskState::Working), 1);
+            let old_log = [ev("old", 1)];
+            store
+                .commit(&scope, &old, None, &old_log)
                 .await
-                .expect("connect");
-        let scope = Scope::new("", "creates");
-        let old = TaskRecord::new(task("old", "c", pb::TaskState::Working), 1);
-        let old_log = [ev("old", 1)];
-        store
-            .commit(&scope, &old, None, &old_log)
-            .await
-            .expect("create old");
-        let twin = TaskRecord::new(task("twin", "c", pb::TaskState::Working), 1);
-        let twin_log = [ev("twin", 1)];
-        let ((again, twins, others), stats) = in_one_batch(&url, &schema, &store, async {
-            let twins = (0..8).map(|_| store.commit(&scope, &twin, None, &twin_log));
-            futures::join!(
-                store.commit(&scope, &old, None, &old_log),
-                futures::future::join_all(twins),
-                create_many(&store, &scope, "n", "c", 8),
-            )
-        })
-        .await;
-        assert_eq!(
-            (stats.requests, stats.transactions, stats.reruns),
-            (1 + 1 + 8 + 8, 2, 0),
-            "the gate's append, then the creates in one transaction: {stats:?}"
-        );
-        assert_eq!(again, Err(StoreError::AlreadyExists));
-        assert_eq!(twins.iter().filter(|r| r.is_ok()).count(), 1, "{twins:?}");
-        assert!(
-            twins
-                .iter()
-                .all(|r| matches!(r, Ok(()) | Err(StoreError::AlreadyExists))),
-            "{twins:?}"
-        );
-        assert!(others.iter().all(Result::is_ok), "{others:?}");
-        // Counted once each: old, twin, and the eight others.
-        assert_eq!(total(&store, &scope, None, None).await, 10);
-        let events = trident_core::store::EventLog::read(&store, &scope, "old", 0, 10)
-            .await
-            .expect("read");
-        assert_eq!(events.len(), 1, "the refused create appended nothing");
-    })
+                .expect("create old");
+            let twin = TaskRecord::new(task("twin", "c", pb::TaskState::Working), 1);
+            let twin_log = [ev("twin", 1)];
+            let ((again, twins, others), stats) = in_one_batch(&url, &schema, &store, async {
+                let twins = (0..8).map(|_| store.commit(&scope, &twin, None, &twin_log));
+                futures::join!(
+                    store.commit(&scope, &old, None, &old_log),
+                    futures::future::join_all(twins),
+                    create_many(&store, &scope, "n", "c", 8),
+                )
+            })
+            .await;
+            assert_eq!(
+                (stats.requests, stats.transactions, stats.reruns),
+                (1 + 1 + 8 + 8, 2, 0),
+                "the gate's append, then the creates in one transaction: {stats:?}"
+            );
+            assert_eq!(again, Err(StoreError::AlreadyExists));
+            assert_eq!(twins.iter().filter(|r| r.is_ok()).count(), 1, "{twins:?}");
+            assert!(
+                twins
+                    .iter()
+                    .all(|r| matches!(r, Ok(()) | Err(StoreError::AlreadyExists))),
+                "{twins:?}"
+            );
+            assert!(others.iter().all(Result::is_ok), "{others:?}");
+            // Counted once each: old, twin, and the eight others.
+            assert_eq!(total(&store, &scope, None, None).await, 10);
+            let events = trident_core::store::EventLog::read(&store, &scope, "old", 0, 10)
+                .await
+                .expect("read");
+            assert_eq!(events.len(), 1, "the refused create appended nothing");
+        },
+    )
     .await;
 }
 
@@ -399,62 +408,59 @@ async fn postgres_a_new_schema_is_analyzed_after_its_first_thousand_tasks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_lease_renewal_skips_a_task_a_transaction_holds() {
     use trident_core::store::Lease;
-    let Some(url) = postgres_url("postgres_lease_renewal_skips_a_task_a_transaction_holds") else {
-        return;
-    };
-    with_schema(&url, |url, schema| async move {
-        let store = PgStore::connect_in_schema(&url, &schema)
-            .await
-            .expect("connect");
-        let scope = Scope::new("", "leases");
-        for id in ["a", "b", "c"] {
-            let mut rec = TaskRecord::new(task(id, "c", pb::TaskState::Working), 1);
-            rec.lease = Some(Lease {
-                node: "node".into(),
-                until_ms: 1_000,
-            });
-            store
-                .commit(&scope, &rec, None, &[ev(id, 1)])
-                .await
-                .expect("create");
-        }
-        let mut holder = schema_conn(&url, &schema).await;
-        let mut tx = holder.begin().await.expect("begin");
-        sqlx::query("SELECT 1 FROM tasks WHERE owner = 'leases' AND id = 'b' FOR UPDATE")
-            .execute(&mut *tx)
-            .await
-            .expect("hold b");
-        // A hang guard, not a timing: without SKIP LOCKED the renewal waits for `tx`, which
-        // outlives it.
-        let renewed =
-            tokio::time::timeout(Duration::from_secs(30), store.renew_leases("node", 9_000))
-                .await
-                .expect("the renewal does not wait for the held task")
-                .expect("renew");
-        assert_eq!(renewed, 2, "a and c renewed, b skipped");
-        tx.rollback().await.expect("release b");
-        let until = |id: &'static str| {
-            let store = &store;
-            let scope = &scope;
-            async move {
+    with_one_lane(
+        "postgres_lease_renewal_skips_a_task_a_transaction_holds",
+        |url, schema, store| async move {
+            let scope = Scope::new("", "leases");
+            for id in ["a", "b", "c"] {
+                let mut rec = TaskRecord::new(task(id, "c", pb::TaskState::Working), 1);
+                rec.lease = Some(Lease {
+                    node: "node".into(),
+                    until_ms: 1_000,
+                });
                 store
-                    .get(scope, id)
+                    .commit(&scope, &rec, None, &[ev(id, 1)])
                     .await
-                    .expect("get")
-                    .and_then(|r| r.lease)
-                    .map(|l| l.until_ms)
+                    .expect("create");
             }
-        };
-        assert_eq!(until("a").await, Some(9_000));
-        assert_eq!(until("b").await, Some(1_000));
-        assert_eq!(until("c").await, Some(9_000));
-        assert_eq!(
-            store.renew_leases("node", 10_000).await,
-            Ok(3),
-            "b's turn next time"
-        );
-        holder.close().await.expect("close");
-    })
+            let mut holder = schema_conn(&url, &schema).await;
+            let mut tx = holder.begin().await.expect("begin");
+            sqlx::query("SELECT 1 FROM tasks WHERE owner = 'leases' AND id = 'b' FOR UPDATE")
+                .execute(&mut *tx)
+                .await
+                .expect("hold b");
+            // A hang guard, not a timing: without SKIP LOCKED the renewal waits for `tx`, which
+            // outlives it.
+            let renewed =
+                tokio::time::timeout(Duration::from_secs(30), store.renew_leases("node", 9_000))
+                    .await
+                    .expect("the renewal does not wait for the held task")
+                    .expect("renew");
+            assert_eq!(renewed, 2, "a and c renewed, b skipped");
+            tx.rollback().await.expect("release b");
+            let until = |id: &'static str| {
+                let store = &store;
+                let scope = &scope;
+                async move {
+                    store
+                        .get(scope, id)
+                        .await
+                        .expect("get")
+                        .and_then(|r| r.lease)
+                        .map(|l| l.until_ms)
+                }
+            };
+            assert_eq!(until("a").await, Some(9_000));
+            assert_eq!(until("b").await, Some(1_000));
+            assert_eq!(until("c").await, Some(9_000));
+            assert_eq!(
+                store.renew_leases("node", 10_000).await,
+                Ok(3),
+                "b's turn next time"
+            );
+            holder.close().await.expect("close");
+        },
+    )
     .await;
 }
 
@@ -464,78 +470,73 @@ async fn postgres_lease_renewal_skips_a_task_a_transaction_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_request_failing_halfway_does_not_spoil_its_batch() {
     use prost::Message as _;
-    let Some(url) = postgres_url("postgres_a_request_failing_halfway_does_not_spoil_its_batch")
-    else {
-        return;
-    };
-    with_schema(&url, |url, schema| async move {
-        let store =
-            PgStore::connect_with_options(&url, PgOptions::new().schema(&schema).writers(1))
+    with_one_lane(
+        "postgres_a_request_failing_halfway_does_not_spoil_its_batch",
+        |url, schema, store| async move {
+            let feed_store = PgStore::connect_in_schema(&url, &schema)
                 .await
-                .expect("connect");
-        let feed_store = PgStore::connect_in_schema(&url, &schema)
-            .await
-            .expect("listener");
-        let mut feed = feed_store.notices().expect("feed");
-        let scope = Scope::new("", "halfway");
-        let rec = TaskRecord::new(task("bad", "c", pb::TaskState::Working), 1);
-        store
-            .commit(&scope, &rec, None, &[ev("bad", 1)])
-            .await
-            .expect("create");
-        // A stray event 2 in the log, written behind the store's back.
-        let mut conn = schema_conn(&url, &schema).await;
-        sqlx::query("INSERT INTO events VALUES ('', 'halfway', 'bad', 2, $1)")
-            .bind(ev("bad", 2).event.encode_to_vec())
-            .execute(&mut conn)
-            .await
-            .expect("stray event");
-        conn.close().await.expect("close");
-        let next = TaskRecord::new(task("bad", "c", pb::TaskState::Completed), 2);
-        let second = [ev("bad", 2)];
-        let ((bad, others), stats) = in_one_batch(&url, &schema, &store, async {
-            futures::join!(
-                store.commit(&scope, &next, Some(1), &second),
-                create_many(&store, &scope, "d", "c", 8)
-            )
-        })
-        .await;
-        assert_eq!(
-            stats,
-            WriterStats {
-                requests: 1 + 1 + 8,
-                transactions: 2,
-                reruns: 1
-            }
-        );
-        assert_eq!(bad, Err(StoreError::Conflict));
-        assert!(others.iter().all(Result::is_ok), "{others:?}");
-        assert_eq!(
-            store.get(&scope, "bad").await.expect("get"),
-            Some(rec),
-            "the failed commit's row update was rolled back"
-        );
-        assert_eq!(total(&store, &scope, None, None).await, 9);
-        assert_eq!(
-            total(&store, &scope, Some(pb::TaskState::Working), None).await,
-            9
-        );
-        assert_eq!(
-            total(&store, &scope, Some(pb::TaskState::Completed), None).await,
-            0
-        );
-        // The rerun's transaction still announced the eight tasks it committed.
-        let mut heard = std::collections::BTreeSet::new();
-        while heard.len() < 8 {
-            match tokio::time::timeout(Duration::from_secs(10), feed.next()).await {
-                Ok(Some(Notice::Committed { task_id, .. })) if task_id.starts_with('d') => {
-                    heard.insert(task_id);
+                .expect("listener");
+            let mut feed = feed_store.notices().expect("feed");
+            let scope = Scope::new("", "halfway");
+            let rec = TaskRecord::new(task("bad", "c", pb::TaskState::Working), 1);
+            store
+                .commit(&scope, &rec, None, &[ev("bad", 1)])
+                .await
+                .expect("create");
+            // A stray event 2 in the log, written behind the store's back.
+            let mut conn = schema_conn(&url, &schema).await;
+            sqlx::query("INSERT INTO events VALUES ('', 'halfway', 'bad', 2, $1)")
+                .bind(ev("bad", 2).event.encode_to_vec())
+                .execute(&mut conn)
+                .await
+                .expect("stray event");
+            conn.close().await.expect("close");
+            let next = TaskRecord::new(task("bad", "c", pb::TaskState::Completed), 2);
+            let second = [ev("bad", 2)];
+            let ((bad, others), stats) = in_one_batch(&url, &schema, &store, async {
+                futures::join!(
+                    store.commit(&scope, &next, Some(1), &second),
+                    create_many(&store, &scope, "d", "c", 8)
+                )
+            })
+            .await;
+            assert_eq!(
+                stats,
+                WriterStats {
+                    requests: 1 + 1 + 8,
+                    transactions: 2,
+                    reruns: 1
                 }
-                Ok(Some(_)) => {}
-                other => panic!("heard {heard:?}, then {other:?}"),
+            );
+            assert_eq!(bad, Err(StoreError::Conflict));
+            assert!(others.iter().all(Result::is_ok), "{others:?}");
+            assert_eq!(
+                store.get(&scope, "bad").await.expect("get"),
+                Some(rec),
+                "the failed commit's row update was rolled back"
+            );
+            assert_eq!(total(&store, &scope, None, None).await, 9);
+            assert_eq!(
+                total(&store, &scope, Some(pb::TaskState::Working), None).await,
+                9
+            );
+            assert_eq!(
+                total(&store, &scope, Some(pb::TaskState::Completed), None).await,
+                0
+            );
+            // The rerun's transaction still announced the eight tasks it committed.
+            let mut heard = std::collections::BTreeSet::new();
+            while heard.len() < 8 {
+                match tokio::time::timeout(Duration::from_secs(10), feed.next()).await {
+                    Ok(Some(Notice::Committed { task_id, .. })) if task_id.starts_with('d') => {
+                        heard.insert(task_id);
+                    }
+                    Ok(Some(_)) => {}
+                    other => panic!("heard {heard:?}, then {other:?}"),
+                }
             }
-        }
-    })
+        },
+    )
     .await;
 }
 
@@ -546,28 +547,22 @@ async fn postgres_a_request_failing_halfway_does_not_spoil_its_batch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_task_created_elsewhere_meanwhile_is_refused_alone() {
     use prost::Message as _;
-    let Some(url) = postgres_url("postgres_a_task_created_elsewhere_meanwhile_is_refused_alone")
-    else {
-        return;
-    };
-    with_schema(&url, |url, schema| async move {
-        let store =
-            PgStore::connect_with_options(&url, PgOptions::new().schema(&schema).writers(1))
-                .await
-                .expect("connect");
-        let scope = Scope::new("", "elsewhere");
-        let first = |id: &str| TaskRecord::new(task(id, "c", pb::TaskState::Working), 1);
-        // Another process creates `id` in a transaction it leaves open…
-        let elsewhere = |id: &'static str| {
-            let (url, schema) = (url.clone(), schema.clone());
-            async move {
-                let rec = first(id);
-                let mut conn = schema_conn(&url, &schema).await;
-                sqlx::query("BEGIN")
-                    .execute(&mut conn)
-                    .await
-                    .expect("begin");
-                sqlx::query(
+    with_one_lane(
+        "postgres_a_task_created_elsewhere_meanwhile_is_refused_alone",
+        |url, schema, store| async move {
+            let scope = Scope::new("", "elsewhere");
+            let first = |id: &str| TaskRecord::new(task(id, "c", pb::TaskState::Working), 1);
+            // Another process creates `id` in a transaction it leaves open…
+            let elsewhere = |id: &'static str| {
+                let (url, schema) = (url.clone(), schema.clone());
+                async move {
+                    let rec = first(id);
+                    let mut conn = schema_conn(&url, &schema).await;
+                    sqlx::query("BEGIN")
+                        .execute(&mut conn)
+                        .await
+                        .expect("begin");
+                    sqlx::query(
                     "INSERT INTO tasks VALUES ('', 'elsewhere', $1, 'c', $2, 0, 1, 1, NULL, NULL)",
                 )
                 .bind(id)
@@ -575,80 +570,81 @@ async fn postgres_a_task_created_elsewhere_meanwhile_is_refused_alone() {
                 .execute(&mut conn)
                 .await
                 .expect("task row");
-                sqlx::query("INSERT INTO snapshots VALUES ('', 'elsewhere', $1, 1, $2)")
-                    .bind(id)
-                    .bind(rec.task.encode_to_vec())
-                    .execute(&mut conn)
-                    .await
-                    .expect("snapshot");
-                sqlx::query("INSERT INTO events VALUES ('', 'elsewhere', $1, 1, $2)")
-                    .bind(id)
-                    .bind(ev(id, 1).event.encode_to_vec())
-                    .execute(&mut conn)
-                    .await
-                    .expect("event");
-                conn
-            }
-        };
-        // … and commits once the batch's insert waits for it (the gate of `in_one_batch`
-        // opens 300 ms after the batch's requests are queued).
-        let commit_when_waited_for = |mut conn: sqlx::PgConnection| {
-            let store = &store;
-            async move {
-                tokio::time::sleep(Duration::from_millis(600)).await;
-                lane_waits(store).await;
-                sqlx::query("COMMIT")
-                    .execute(&mut conn)
-                    .await
-                    .expect("commit elsewhere");
-                conn.close().await.expect("close");
-            }
-        };
+                    sqlx::query("INSERT INTO snapshots VALUES ('', 'elsewhere', $1, 1, $2)")
+                        .bind(id)
+                        .bind(rec.task.encode_to_vec())
+                        .execute(&mut conn)
+                        .await
+                        .expect("snapshot");
+                    sqlx::query("INSERT INTO events VALUES ('', 'elsewhere', $1, 1, $2)")
+                        .bind(id)
+                        .bind(ev(id, 1).event.encode_to_vec())
+                        .execute(&mut conn)
+                        .await
+                        .expect("event");
+                    conn
+                }
+            };
+            // … and commits once the batch's insert waits for it (the gate of `in_one_batch`
+            // opens 300 ms after the batch's requests are queued).
+            let commit_when_waited_for = |mut conn: sqlx::PgConnection| {
+                let store = &store;
+                async move {
+                    tokio::time::sleep(Duration::from_millis(600)).await;
+                    lane_waits(store).await;
+                    sqlx::query("COMMIT")
+                        .execute(&mut conn)
+                        .await
+                        .expect("commit elsewhere");
+                    conn.close().await.expect("close");
+                }
+            };
 
-        // The create alone: refused, and the batch's other create commits without a rerun.
-        let (x, y) = (first("x"), first("y"));
-        let (lx, ly) = ([ev("x", 1)], [ev("y", 1)]);
-        let other = elsewhere("x").await;
-        let ((rx, ry, ()), stats) = in_one_batch(&url, &schema, &store, async {
-            futures::join!(
-                store.commit(&scope, &x, None, &lx),
-                store.commit(&scope, &y, None, &ly),
-                commit_when_waited_for(other),
-            )
-        })
-        .await;
-        assert_eq!(rx, Err(StoreError::AlreadyExists));
-        assert_eq!(ry, Ok(()));
-        assert_eq!((stats.transactions, stats.reruns), (2, 0), "{stats:?}");
+            // The create alone: refused, and the batch's other create commits without a rerun.
+            let (x, y) = (first("x"), first("y"));
+            let (lx, ly) = ([ev("x", 1)], [ev("y", 1)]);
+            let other = elsewhere("x").await;
+            let ((rx, ry, ()), stats) = in_one_batch(&url, &schema, &store, async {
+                futures::join!(
+                    store.commit(&scope, &x, None, &lx),
+                    store.commit(&scope, &y, None, &ly),
+                    commit_when_waited_for(other),
+                )
+            })
+            .await;
+            assert_eq!(rx, Err(StoreError::AlreadyExists));
+            assert_eq!(ry, Ok(()));
+            assert_eq!((stats.transactions, stats.reruns), (2, 0), "{stats:?}");
 
-        // The create and an append after it: the batch runs again; the append continues what
-        // the other process stored.
-        let z = first("z");
-        let lz = [ev("z", 1)];
-        let mut z2 = z.clone();
-        z2.last_seq = 2;
-        let lz2 = [ev("z", 2)];
-        let w = first("w");
-        let lw = [ev("w", 1)];
-        let other = elsewhere("z").await;
-        let ((rz, rz2, rw, ()), stats) = in_one_batch(&url, &schema, &store, async {
-            futures::join!(
-                store.commit(&scope, &z, None, &lz),
-                store.append(&scope, &z2, 1, &lz2),
-                store.commit(&scope, &w, None, &lw),
-                commit_when_waited_for(other),
-            )
-        })
-        .await;
-        assert_eq!(rz, Err(StoreError::AlreadyExists));
-        assert_eq!(rz2, Ok(()));
-        assert_eq!(rw, Ok(()));
-        assert_eq!((stats.transactions, stats.reruns), (2, 1), "{stats:?}");
-        let stored = store.get(&scope, "z").await.expect("get").expect("z");
-        assert_eq!(stored.last_seq, 2);
-        // The other process wrote its row without counting it; the batch counted only w.
-        assert_eq!(total(&store, &scope, None, None).await, 2);
-    })
+            // The create and an append after it: the batch runs again; the append continues what
+            // the other process stored.
+            let z = first("z");
+            let lz = [ev("z", 1)];
+            let mut z2 = z.clone();
+            z2.last_seq = 2;
+            let lz2 = [ev("z", 2)];
+            let w = first("w");
+            let lw = [ev("w", 1)];
+            let other = elsewhere("z").await;
+            let ((rz, rz2, rw, ()), stats) = in_one_batch(&url, &schema, &store, async {
+                futures::join!(
+                    store.commit(&scope, &z, None, &lz),
+                    store.append(&scope, &z2, 1, &lz2),
+                    store.commit(&scope, &w, None, &lw),
+                    commit_when_waited_for(other),
+                )
+            })
+            .await;
+            assert_eq!(rz, Err(StoreError::AlreadyExists));
+            assert_eq!(rz2, Ok(()));
+            assert_eq!(rw, Ok(()));
+            assert_eq!((stats.transactions, stats.reruns), (2, 1), "{stats:?}");
+            let stored = store.get(&scope, "z").await.expect("get").expect("z");
+            assert_eq!(stored.last_seq, 2);
+            // The other process wrote its row without counting it; the batch counted only w.
+            assert_eq!(total(&store, &scope, None, None).await, 2);
+        },
+    )
     .await;
 }
 
