@@ -247,10 +247,9 @@ const CRATE_MAP: [(&str, &[&str]); 17] = [
             "trident-v03",
         ],
     ),
-    (
-        "trident-store",
-        &["trident-core", "trident-proto", "trident-engine"],
-    ),
+    // The durable stores: no engine (the in-memory store is the engine's; the facade's
+    // `store::open` takes `memory` itself).
+    ("trident-store", &["trident-core", "trident-proto"]),
     ("trident-security", &["trident-core", "trident-proto"]),
     // The cluster's live-event bus (NATS JetStream): an `EventBus` of the vocabulary, no
     // engine, no store.
@@ -283,11 +282,11 @@ const CRATE_MAP: [(&str, &[&str]); 17] = [
     ),
     ("trident-exec", &["trident-core", "trident-proto"]),
     (
+        // The behaviour suite speaks to agents as a client: no engine.
         "trident-conformance",
         &[
             "trident-core",
             "trident-proto",
-            "trident-engine",
             "trident-testkit",
             "trident-a2a-client",
         ],

@@ -328,7 +328,7 @@ fn invalid_requests(recommended: bool) -> Vec<(&'static str, pb::SendMessageRequ
 /// Limits are enforced with invalid params.
 pub async fn limits_are_enforced_with_invalid_params(t: &dyn Target) -> Result<(), Skip> {
     let f = Fixture::default(t).await?;
-    let limits = trident_engine::Limits::default();
+    let limits = trident_core::Limits::default();
     let too_many = pb::Message {
         parts: vec![pb::Part::text("x"); limits.max_parts + 1],
         ..msg("x")

@@ -14,6 +14,7 @@ pub mod deadline;
 mod error;
 mod executor;
 mod json_scan;
+mod limits;
 mod operation;
 mod service;
 
@@ -32,6 +33,7 @@ pub use executor::{AgentExecutor, Commit, EventSink, RequestContext, TurnEvents,
 pub use json_scan::{
     JSON_ELEMENT_COST, JSON_MEMORY_SLACK, JSON_VALUE_COST, JsonLimits, check_json,
 };
+pub use limits::Limits;
 pub use operation::{A2aReply, A2aRequest, AroundCall, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation};
 pub use service::{A2aService, EventStream, StreamEvent};
 

@@ -24,12 +24,33 @@ pub mod store {
 
     mod memory;
 
-    pub use memory::{Clock, MemoryStore, Retention};
+    pub use memory::{Clock, MemoryParamError, MemoryStore, Retention};
     pub(crate) use memory::{ShardExt, Sharded, lock as lock_std};
 
     /// All three stores backed by one new in-memory store (the engine's default).
     pub fn in_memory() -> Stores {
         Stores::of(std::sync::Arc::new(MemoryStore::new()))
+    }
+
+    /// The in-memory stores a store spec names: `memory` (at most
+    /// [`Retention::DEFAULT_MAX_TASKS`] tasks), or `memory?…` with the [`Retention`] its
+    /// parameters set ([`Retention::from_params`]); `None` when `spec` names another store.
+    ///
+    /// ```
+    /// use trident_engine::store::open_memory;
+    ///
+    /// assert!(matches!(open_memory("memory?max_tasks=10"), Some(Ok(_))));
+    /// assert!(matches!(open_memory("memory?max_tasks=ten"), Some(Err(_))));
+    /// assert!(open_memory("sqlite:tasks.db").is_none());
+    /// ```
+    pub fn open_memory(spec: &str) -> Option<Result<Stores, MemoryParamError>> {
+        if spec == "memory" {
+            return Some(Ok(in_memory()));
+        }
+        let params = spec.strip_prefix("memory?")?;
+        Some(Retention::from_params(params).map(|retention| {
+            Stores::of(std::sync::Arc::new(MemoryStore::with_retention(retention)))
+        }))
     }
 }
 

@@ -10,7 +10,8 @@
 //!   for a cluster whose events travel on an event bus.
 //!
 //! Both pass `trident_testkit::contract`, the suite the in-memory store passes. [`open`]
-//! picks a store from a spec string.
+//! picks one from a spec string (the facade's `trident::store::open` also takes `memory`,
+//! the engine's in-memory store, which this crate does not depend on).
 //!
 //! [`TaskStore`]: trident_core::store::TaskStore
 //! [`EventLog`]: trident_core::store::EventLog
@@ -20,7 +21,6 @@
 use std::sync::Arc;
 
 use trident_core::store::Stores;
-use trident_engine::store::{MemoryStore, Retention};
 
 mod codec;
 mod migrate;
@@ -49,8 +49,7 @@ pub struct WriterStats {
 pub enum OpenError {
     /// The spec names no known store.
     #[error(
-        "unknown store {0:?}: expected \"memory\" (or \"memory?max_tasks=N&terminal_ttl=SECONDS\"), \
-         \"sqlite:PATH\" (or \"sqlite://PATH\"), \
+        "unknown store {0:?}: expected \"sqlite:PATH\" (or \"sqlite://PATH\"), \
          or a PostgreSQL URL \"postgres://…\" / \"postgresql://…\" \
          (optionally with ?schema=NAME and/or notify=off)"
     )]
@@ -98,13 +97,6 @@ pub enum OpenError {
         /// What SQLite reported.
         detail: String,
     },
-    /// A `memory?…` parameter that is unknown or has a bad value.
-    #[error(
-        "bad memory store parameter {0:?}: expected max_tasks=N (tasks held at most; 0 or \
-         \"none\" holds every task) and/or terminal_ttl=SECONDS (how long an ended task is kept; \
-         0 or \"none\" for no age limit), e.g. \"memory?max_tasks=100000&terminal_ttl=3600\""
-    )]
-    MemoryParam(String),
     /// A `notify=…` parameter of a PostgreSQL URL that is neither `on` nor `off`.
     #[error(
         "bad PostgreSQL store parameter {0:?}: expected notify=on or notify=off \
@@ -116,12 +108,8 @@ pub enum OpenError {
     SchemaName(String),
 }
 
-/// Opens the stores named by `spec`:
+/// Opens the durable stores named by `spec`:
 ///
-/// - `memory`: the in-memory store (nothing survives a restart), holding at most
-///   [`Retention::DEFAULT_MAX_TASKS`] tasks; `memory?max_tasks=N&terminal_ttl=SECONDS` sets
-///   its [`Retention`] (`0` or `none` lifts either limit): ended tasks are evicted oldest
-///   first, beyond `N` tasks or `SECONDS` after they ended;
 /// - `sqlite:PATH` or `sqlite://PATH`: a SQLite file, created if missing;
 /// - `postgres://…` or `postgresql://…`: a PostgreSQL database (its default schema, or the
 ///   one named by a `schema=NAME` query parameter, created if missing). `notify=off` turns
@@ -130,13 +118,6 @@ pub enum OpenError {
 ///
 /// The three stores of the result are one object.
 pub async fn open(spec: &str) -> Result<Stores, OpenError> {
-    if spec == "memory" {
-        return Ok(trident_engine::store::in_memory());
-    }
-    if let Some(params) = spec.strip_prefix("memory?") {
-        let retention = memory_retention(params)?;
-        return Ok(stores(Arc::new(MemoryStore::with_retention(retention))));
-    }
     if let Some(path) = spec
         .strip_prefix("sqlite://")
         .or_else(|| spec.strip_prefix("sqlite:"))
@@ -176,32 +157,6 @@ pub fn describe(spec: &str) -> String {
         }
         None => spec.to_owned(),
     }
-}
-
-/// The retention named by a `memory?…` spec's parameters (the default for those not given).
-fn memory_retention(params: &str) -> Result<Retention, OpenError> {
-    let mut retention = Retention::default();
-    for kv in params.split('&').filter(|kv| !kv.is_empty()) {
-        let bad = || OpenError::MemoryParam(kv.to_owned());
-        let (key, value) = kv.split_once('=').ok_or_else(bad)?;
-        let number = match value {
-            "none" => 0,
-            v => v.parse::<u64>().map_err(|_| bad())?,
-        };
-        let limit = (number > 0).then_some(number);
-        match key {
-            "max_tasks" => {
-                retention.max_tasks = limit
-                    .map(|n| usize::try_from(n).map_err(|_| bad()))
-                    .transpose()?;
-            }
-            "terminal_ttl" => {
-                retention.terminal_ttl = limit.map(std::time::Duration::from_secs);
-            }
-            _ => return Err(bad()),
-        }
-    }
-    Ok(retention)
 }
 
 /// Takes the store's own parameters (`schema=NAME`, `notify=on|off`) out of a PostgreSQL

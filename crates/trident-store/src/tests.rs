@@ -668,78 +668,14 @@ async fn sqlite_migrations_apply_once_and_refuse_newer_databases() {
 }
 
 #[tokio::test]
-async fn memory_specs_set_the_retention() {
-    use std::time::Duration;
-    use trident_engine::store::Retention;
-    let parse = crate::memory_retention;
-    assert_eq!(parse("").expect("empty"), Retention::default());
-    assert_eq!(
-        parse("max_tasks=5&terminal_ttl=60").expect("both"),
-        Retention {
-            max_tasks: Some(5),
-            terminal_ttl: Some(Duration::from_secs(60)),
-        }
-    );
-    assert_eq!(
-        parse("terminal_ttl=30").expect("ttl"),
-        Retention {
-            max_tasks: Some(Retention::DEFAULT_MAX_TASKS),
-            terminal_ttl: Some(Duration::from_secs(30)),
-        }
-    );
-    assert_eq!(
-        parse("max_tasks=none&terminal_ttl=0").expect("unlimited"),
-        Retention::unlimited()
-    );
-    for bad in [
-        "memory?max_tasks=-1",
-        "memory?ttl=5",
-        "memory?max_tasks",
-        "memory?terminal_ttl=1h",
-    ] {
-        let err = open(bad).await.err().expect("refused");
-        assert!(matches!(err, OpenError::MemoryParam(_)), "{bad}: {err}");
-        assert!(err.to_string().contains("max_tasks=N"), "{err}");
-    }
-
-    // The spec's bound holds: two ended tasks at most.
-    let stores = open("memory?max_tasks=2")
-        .await
-        .expect("memory with a bound");
-    let scope = Scope::new("", "o");
-    for i in 0..5 {
-        let task = pb::Task {
-            id: format!("t{i}"),
-            context_id: "c".into(),
-            status: Some(pb::TaskStatus::now(pb::TaskState::Completed, None)),
-            ..Default::default()
-        };
-        stores
-            .tasks
-            .commit(&scope, &TaskRecord::new(task, 0), None, &[])
-            .await
-            .expect("commit");
-    }
-    for i in 0..5 {
-        let held = stores
-            .tasks
-            .get(&scope, &format!("t{i}"))
-            .await
-            .expect("get");
-        assert_eq!(held.is_some(), i >= 3, "t{i}");
-    }
-}
-
-#[tokio::test]
 async fn open_names_the_accepted_forms() {
-    let stores = open("memory").await.expect("memory");
-    assert!(!stores.tasks.shared());
-    for bad in ["", "mysql://x", "sqlite:", "file.db"] {
+    // The in-memory store is the engine's, opened by the facade (`trident::store::open`).
+    for bad in ["", "memory", "mysql://x", "sqlite:", "file.db"] {
         let err = open(bad).await.err().expect("refused");
         assert!(matches!(err, OpenError::Spec(_)), "{bad}: {err}");
         let text = err.to_string();
         assert!(
-            text.contains("memory") && text.contains("sqlite:PATH") && text.contains("postgres://"),
+            text.contains("sqlite:PATH") && text.contains("postgres://"),
             "{text}"
         );
     }

@@ -195,13 +195,9 @@ pub mod auth {
     pub use trident_core::auth::*;
 }
 
-/// Stores: the traits, the in-memory store, and `open(spec)` for SQLite and PostgreSQL.
-pub mod store {
-    pub use trident_engine::store::*;
-    pub use trident_store::{
-        OpenError, PgOptions, PgStore, SqliteStore, WriterStats, describe, open,
-    };
-}
+/// Stores: the traits, the in-memory store, SQLite and PostgreSQL, and [`store::open`]
+/// for any of them from a spec string.
+pub mod store;
 
 /// JWT/JWKS authentication, agent card signatures, signing keys, signed push notifications.
 pub use trident_security as security;

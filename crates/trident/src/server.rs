@@ -39,7 +39,7 @@ pub enum BuildError {
     },
     /// The store spec did not open (`memory`, `sqlite:PATH` or `postgres://…`).
     #[error(transparent)]
-    Store(#[from] trident_store::OpenError),
+    Store(#[from] crate::store::OpenError),
     /// The card declares `pushNotifications` but push delivery was turned off.
     #[error(
         "the card declares pushNotifications but push delivery is off: drop \
@@ -473,7 +473,7 @@ impl ServerBuilder {
 
     /// Where tasks live: `memory` (the default; lost on exit), `sqlite:PATH` (a file, created
     /// if missing) or `postgres://…` (cluster mode: every process on the same database serves
-    /// every task). See `trident_store::open`.
+    /// every task). See [`crate::store::open`].
     pub fn store(mut self, spec: impl Into<String>) -> Self {
         self.store = Some(StoreChoice::Spec(spec.into()));
         self
@@ -833,7 +833,7 @@ impl ServerBuilder {
                 };
                 let stores = match store {
                     Some(StoreChoice::Stores(s)) => s,
-                    Some(StoreChoice::Spec(spec)) => trident_store::open(&spec).await?,
+                    Some(StoreChoice::Spec(spec)) => crate::store::open(&spec).await?,
                     None => trident_engine::store::in_memory(),
                 };
                 // Known once the store is open: whether it is shared is the store's to say.

@@ -355,3 +355,46 @@ async fn an_event_bus_needs_a_shared_store() {
         .expect("a bus with a shared store");
     assert!(server.engine().is_some_and(|e| e.shares_store()));
 }
+
+/// `store::open` takes every spec `--store` does: `memory` itself (with its parameters), the
+/// durable stores through `trident-store`, and names every accepted form for anything else.
+#[tokio::test]
+async fn store_open_takes_memory_and_the_durable_specs() {
+    use crate::store::{OpenError, open};
+    let stores = open("memory").await.expect("memory");
+    assert!(!stores.tasks.shared());
+    open("memory?max_tasks=10&terminal_ttl=none")
+        .await
+        .expect("memory with a retention");
+    let Err(err) = open("memory?ttl=5").await else {
+        panic!("a bad memory parameter opened");
+    };
+    assert!(
+        matches!(&err, OpenError::Memory(e) if e.param() == "ttl=5"),
+        "{err}"
+    );
+    let Err(err) = open("sqlite:").await else {
+        panic!("a SQLite spec without a path opened");
+    };
+    assert!(matches!(err, OpenError::Durable(_)), "{err}");
+    for bad in ["", "mysql://x", "file.db"] {
+        let Err(err) = open(bad).await else {
+            panic!("{bad:?} opened");
+        };
+        let text = err.to_string();
+        assert!(matches!(err, OpenError::Spec(_)), "{bad}: {text}");
+        assert!(
+            text.contains("memory") && text.contains("sqlite:PATH") && text.contains("postgres://"),
+            "{text}"
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("trident-open-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let db = dir.join("tasks.db");
+    let stores = open(&format!("sqlite:{}", db.display()))
+        .await
+        .expect("sqlite");
+    assert!(!stores.tasks.shared());
+    drop(stores);
+    let _ = std::fs::remove_dir_all(&dir);
+}

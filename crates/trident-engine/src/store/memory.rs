@@ -375,6 +375,63 @@ impl Retention {
     }
 }
 
+impl Retention {
+    /// The retention a `memory?…` store spec's parameters name: `max_tasks=N` (tasks held
+    /// at most) and `terminal_ttl=SECONDS` (how long an ended task is kept), `&`-separated,
+    /// `0` or `none` lifting either limit; the default for those not given.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use trident_engine::store::Retention;
+    ///
+    /// let r = Retention::from_params("max_tasks=none&terminal_ttl=60").unwrap();
+    /// assert_eq!((r.max_tasks, r.terminal_ttl), (None, Some(Duration::from_secs(60))));
+    /// assert!(Retention::from_params("ttl=5").is_err());
+    /// ```
+    pub fn from_params(params: &str) -> Result<Self, MemoryParamError> {
+        let mut retention = Self::default();
+        for kv in params.split('&').filter(|kv| !kv.is_empty()) {
+            let bad = || MemoryParamError {
+                param: kv.to_owned(),
+            };
+            let (key, value) = kv.split_once('=').ok_or_else(bad)?;
+            let number = match value {
+                "none" => 0,
+                v => v.parse::<u64>().map_err(|_| bad())?,
+            };
+            let limit = (number > 0).then_some(number);
+            match key {
+                "max_tasks" => {
+                    retention.max_tasks = limit
+                        .map(|n| usize::try_from(n).map_err(|_| bad()))
+                        .transpose()?;
+                }
+                "terminal_ttl" => retention.terminal_ttl = limit.map(Duration::from_secs),
+                _ => return Err(bad()),
+            }
+        }
+        Ok(retention)
+    }
+}
+
+/// A `memory?…` store parameter that is unknown or has a bad value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "bad memory store parameter {param:?}: expected max_tasks=N (tasks held at most; 0 or \
+     \"none\" holds every task) and/or terminal_ttl=SECONDS (how long an ended task is kept; \
+     0 or \"none\" for no age limit), e.g. \"memory?max_tasks=100000&terminal_ttl=3600\""
+)]
+pub struct MemoryParamError {
+    param: String,
+}
+
+impl MemoryParamError {
+    /// The parameter refused, as the spec gave it (`key=value`).
+    pub fn param(&self) -> &str {
+        &self.param
+    }
+}
+
 impl Default for Retention {
     /// At most [`Retention::DEFAULT_MAX_TASKS`] tasks, no age limit.
     fn default() -> Self {

@@ -610,3 +610,70 @@ fn a_packed_log_reads_like_the_open_one_from_every_position() {
         }
     }
 }
+
+/// `memory?…` specs: each parameter, `0`/`none` lifting a limit, the default for what is not
+/// given, a clear error naming the accepted forms for anything else; and the bound a spec
+/// sets holds in the store it opens.
+#[tokio::test]
+async fn memory_specs_set_the_retention() {
+    let parse = Retention::from_params;
+    assert_eq!(parse("").expect("empty"), Retention::default());
+    assert_eq!(
+        parse("max_tasks=5&terminal_ttl=60").expect("both"),
+        Retention {
+            max_tasks: Some(5),
+            terminal_ttl: Some(Duration::from_secs(60)),
+        }
+    );
+    assert_eq!(
+        parse("terminal_ttl=30").expect("ttl"),
+        Retention {
+            max_tasks: Some(Retention::DEFAULT_MAX_TASKS),
+            terminal_ttl: Some(Duration::from_secs(30)),
+        }
+    );
+    assert_eq!(
+        parse("max_tasks=none&terminal_ttl=0").expect("unlimited"),
+        Retention::unlimited()
+    );
+    for bad in ["max_tasks=-1", "ttl=5", "max_tasks", "terminal_ttl=1h"] {
+        let err = parse(bad).expect_err("refused");
+        assert!(err.to_string().contains("max_tasks=N"), "{bad}: {err}");
+    }
+    assert!(crate::store::open_memory("sqlite:x.db").is_none());
+    assert!(matches!(
+        crate::store::open_memory("memory?ttl=5"),
+        Some(Err(_))
+    ));
+    let stores = crate::store::open_memory("memory")
+        .expect("a memory spec")
+        .expect("memory");
+    assert!(!stores.tasks.shared());
+
+    // The spec's bound holds: two ended tasks at most.
+    let stores = crate::store::open_memory("memory?max_tasks=2")
+        .expect("a memory spec")
+        .expect("memory with a bound");
+    let scope = Scope::new("", "o");
+    for i in 0..5 {
+        let task = pb::Task {
+            id: format!("t{i}"),
+            context_id: "c".into(),
+            status: Some(pb::TaskStatus::now(pb::TaskState::Completed, None)),
+            ..Default::default()
+        };
+        stores
+            .tasks
+            .commit(&scope, &TaskRecord::new(task, 0), None, &[])
+            .await
+            .expect("commit");
+    }
+    for i in 0..5 {
+        let held = stores
+            .tasks
+            .get(&scope, &format!("t{i}"))
+            .await
+            .expect("get");
+        assert_eq!(held.is_some(), i >= 3, "t{i}");
+    }
+}
