@@ -111,7 +111,7 @@ fn link_texts(s: &str) -> String {
     out
 }
 
-/// The links of a line of prose outside inline code: (start of `[`, target, end after `)`).
+/// The links of a paragraph outside inline code: (start of `[`, target, end after `)`).
 fn links(line: &str) -> Vec<(usize, String, usize)> {
     let mut found = Vec::new();
     let mut in_code = false;
@@ -136,6 +136,26 @@ fn links(line: &str) -> Vec<(usize, String, usize)> {
     found
 }
 
+/// The paragraphs of a page's prose, each on one line (a link's text may span lines), with
+/// the number of its first line.
+fn paragraphs(prose: &[String]) -> Vec<(usize, String)> {
+    let mut out: Vec<(usize, String)> = Vec::new();
+    let mut open = false;
+    for (n, line) in prose.iter().enumerate() {
+        if line.trim().is_empty() {
+            open = false;
+        } else if open {
+            let last = &mut out.last_mut().expect("an open paragraph").1;
+            last.push(' ');
+            last.push_str(line.trim());
+        } else {
+            out.push((n, line.trim().to_owned()));
+            open = true;
+        }
+    }
+    out
+}
+
 #[test]
 fn every_relative_link_reaches_a_file_and_its_heading() {
     let mut anchor_cache: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
@@ -143,8 +163,8 @@ fn every_relative_link_reaches_a_file_and_its_heading() {
     let mut broken = Vec::new();
     for page in pages() {
         let text = read(&page);
-        for (n, line) in parse(&text).prose.iter().enumerate() {
-            for (_, target, _) in links(line) {
+        for (n, paragraph) in paragraphs(&parse(&text).prose) {
+            for (_, target, _) in links(&paragraph) {
                 if target.contains("://") || target.starts_with("mailto:") {
                     continue;
                 }
