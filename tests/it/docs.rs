@@ -1,7 +1,8 @@
-//! The documentation still works: every relative link in README.md, ARCHITECTURE.md and
-//! docs/*.md reaches a file (and its `#anchor` a heading of that file, as GitHub writes heading
-//! ids), and every `trident …` command in their shell blocks names subcommands and flags the
-//! built binary accepts (and every `bash SCRIPT` a script that exists).
+//! The documentation still works: every relative link in README.md, ARCHITECTURE.md,
+//! docs/*.md and the other READMEs reaches a file (and its `#anchor` a heading of that file,
+//! as GitHub writes heading ids), and every `trident …` command in their shell blocks names
+//! subcommands and flags the built binary accepts (and every `bash SCRIPT` a script that
+//! exists).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,9 +12,22 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The markdown files the checks read: the README, ARCHITECTURE.md and every page of docs/.
+/// The markdown files the checks read: the README, ARCHITECTURE.md, every page of docs/ and
+/// the other READMEs and tables the docs link to.
 fn pages() -> Vec<PathBuf> {
-    let mut pages = vec![root().join("README.md"), root().join("ARCHITECTURE.md")];
+    let mut pages: Vec<PathBuf> = [
+        "README.md",
+        "ARCHITECTURE.md",
+        "crates/trident/README.md",
+        "examples/README.md",
+        "fuzz/README.md",
+        "interop/conformance/expected.md",
+        "interop/gateway03-expected.md",
+        "interop/python/README-agent.md",
+    ]
+    .iter()
+    .map(|p| root().join(p))
+    .collect();
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
         .expect("docs/")
         .map(|e| e.expect("a docs/ entry").path())
