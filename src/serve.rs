@@ -84,7 +84,7 @@ pub(crate) struct Listen {
     #[arg(long, env = "TRIDENT_MAX_STREAMS", default_value_t = 0)]
     max_streams: usize,
     /// Who may call: a TOML file of bearer tokens, API keys, JWT issuer and authorization
-    /// rules (see README). Once any scheme is set, only the public card is reachable without
+    /// rules (see docs/security.md). Once any scheme is set, only the public card is reachable without
     /// credentials.
     #[arg(long, env = "TRIDENT_AUTH")]
     auth: Option<std::path::PathBuf>,

@@ -52,7 +52,7 @@ from a2a.types import (
 TIMEOUT = 30.0
 LABEL = "python03"
 # "0.3", or "1.0" through `trident gateway` in front of a 1.0 agent: the upstream holds the
-# configuration as a 1.0 one and notifies in 1.0's shape (README "A2A v0.3 clients").
+# configuration as a 1.0 one and notifies in 1.0's shape (docs/interop.md, "A2A v0.3 clients").
 PUSH_SHAPE = "0.3"
 passed = 0
 failed = 0

@@ -8,6 +8,7 @@ mod client_deadlines;
 mod cluster;
 mod concurrency;
 mod conformance;
+mod docs;
 mod durability;
 mod example;
 mod examples;

@@ -314,7 +314,7 @@ async fn unfinished_heads(addr: SocketAddr, n: usize, len: usize) -> Vec<TcpStre
     .await
 }
 
-/// The resident-memory bound the README states for the flood below.
+/// The resident-memory bound docs/security.md states for the flood below.
 const FLOOD_BOUND: u64 = 448 << 20;
 
 /// The done-when test of issue 27: a real `trident serve` on the default limits, flooded with

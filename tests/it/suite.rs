@@ -109,7 +109,7 @@ trident_conformance::with_cases!(suite);
 //     its negative-historyLength error has no BadRequest field violation (a SHOULD).
 //   limits_are_enforced_with_invalid_params: Trident's `Limits`.
 //   second_message_to_working_task_is_refused: the SDK queues the message behind the running
-//     turn (active_task.py:656, `_request_lock`); refusing it is Trident's choice (README).
+//     turn (active_task.py:656, `_request_lock`); refusing it is Trident's choice (docs/interop.md).
 //   stream_starts_with_task_and_closes_at_terminal_state,
 //   subscribe_starts_with_snapshot_then_live_events_without_gap_or_duplicate,
 //   concurrent_streams_each_get_every_event_in_order,

@@ -19,8 +19,9 @@
 //! markdown summary (medians over rounds) with the ratio of Trident's CPU per request to the
 //! raw baseline's.
 //!
-//! Diagnostics (not for the README figures): `--server-nodelay` sets `TCP_NODELAY` on the
-//! servers' connections (`axum::serve` and `trident serve` leave Nagle's algorithm on);
+//! Diagnostics (not for the figures of docs/performance.md): `--server-nodelay` sets
+//! `TCP_NODELAY` on the servers' connections (`axum::serve` and `trident serve` leave Nagle's
+//! algorithm on);
 //! `--trident-store discard` runs Trident on a store that keeps nothing, to split the engine's
 //! cost from the in-memory store's; `--server-runtime current` uses a current-thread runtime.
 //! `--trident-store sqlite` runs Trident on `trident serve`'s durable default, a SQLite file

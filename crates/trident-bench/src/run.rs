@@ -259,7 +259,7 @@ pub fn medians(samples: &[Sample], mode: Mode, binding: Binding) -> (f64, f64) {
     (rate, cpu)
 }
 
-/// The summary table (medians over rounds), ready for the README.
+/// The summary table (medians over rounds), ready for docs/performance.md.
 pub fn summary_table(samples: &[Sample]) -> String {
     let mut out = String::from(
         "| binding | raw req/s | raw µs/req | trident req/s | trident µs/req | CPU ratio |\n\

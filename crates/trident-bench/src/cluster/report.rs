@@ -2,7 +2,7 @@
 
 use super::{Column, CpuPerEvent, Figure, Lag, Report, Setup, StreamCpu};
 
-/// `n` with a space between groups of three digits, as the README's tables write numbers.
+/// `n` with a space between groups of three digits, as docs/performance.md's tables write numbers.
 fn grouped(n: f64) -> String {
     if !n.is_finite() {
         return format!("{n}");

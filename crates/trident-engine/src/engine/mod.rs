@@ -1,7 +1,7 @@
 //! The default [`A2aService`](trident_core::A2aService): every operation implemented once,
 //! on an [`AgentExecutor`] and the [`Stores`].
 //!
-//! Documented choices where the spec leaves room (see ARCHITECTURE.md):
+//! Documented choices where the spec leaves room (see docs/interop.md, "Behaviour choices"):
 //! - A missing `A2A-Version` is read as 1.0 unless [`EngineConfig::strict_version`] is set.
 //! - A message to a task whose executor is still running is refused with
 //!   `UnsupportedOperation` (no queueing): send follow-ups once the task is interrupted.
