@@ -272,12 +272,10 @@ const CRATE_MAP: [(&str, &[&str]); 17] = [
         &[
             "trident-core",
             "trident-proto",
-            "trident-http",
             "trident-v03",
             "trident-grpc",
             "trident-jsonrpc",
             "trident-rest",
-            "trident-a2a-client",
         ],
     ),
     ("trident-exec", &["trident-core", "trident-proto"]),
