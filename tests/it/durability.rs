@@ -210,3 +210,48 @@ async fn a_second_process_through_a_symbolic_link_is_refused() {
 async fn a_second_process_through_a_hard_link_is_refused() {
     a_second_process_through_a_link_is_refused(Link::Hard).await;
 }
+
+/// On SQLite a streaming turn's events are committed behind its agent, many to a write (the
+/// store asks for it: `TaskStore::commits_behind`), and nothing changes for a reader: the
+/// stream carries every event once, in order, and the log holds exactly what it carried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_commits_a_streaming_turn_behind_its_agent() {
+    use std::sync::Arc;
+    let dir = TempDir::new("trident-behind");
+    let store = Arc::new(
+        trident_store::SqliteStore::open(dir.0.join("tasks.db"))
+            .await
+            .expect("open"),
+    );
+    let engine = trident_engine::Engine::builder(Arc::new(trident_testkit::agents::Demo))
+        .stores(trident_core::store::Stores::of(store.clone()))
+        .build();
+    let before = store.stats();
+    let stream = engine
+        .send_streaming_message(&cx(), req(msg("stream 2000 0")))
+        .await
+        .expect("stream");
+    let events = collect(stream).await;
+    let writes = store.stats().requests - before.requests;
+    let seen = seqs(&events);
+    assert_eq!(
+        seen,
+        (1..=seen.len() as u64).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    assert!(events.len() > 2000, "{} events", events.len());
+    assert!(
+        (writes as usize) * 2 < events.len(),
+        "{writes} writes for {} events: not committed behind the agent",
+        events.len()
+    );
+    let id = match events[0].response.payload.as_ref() {
+        Some(pb::stream_response::Payload::Task(t)) => t.id.clone(),
+        other => panic!("a stream starts with the task, got {other:?}"),
+    };
+    assert_eq!(
+        seqs(&replay(&engine, &id).await),
+        seen,
+        "the log holds them all"
+    );
+}

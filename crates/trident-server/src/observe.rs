@@ -499,6 +499,10 @@ impl TaskStore for TimedStores {
         self.inner.tasks.shared()
     }
 
+    fn commits_behind(&self) -> bool {
+        self.inner.tasks.commits_behind()
+    }
+
     fn notices(&self) -> Option<NoticeFeed> {
         self.inner.tasks.notices()
     }

@@ -248,6 +248,12 @@ impl TaskStore for SqliteStore {
     ) -> Result<Vec<(Scope, String)>, StoreError> {
         self.reads.lapsed_leases(before_ms, limit_n).await
     }
+
+    /// A commit is a transaction of the writer thread and, at its group's end, an fsync: a
+    /// streaming turn's events go many to a write.
+    fn commits_behind(&self) -> bool {
+        true
+    }
 }
 
 #[async_trait::async_trait]

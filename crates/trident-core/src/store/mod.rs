@@ -376,6 +376,14 @@ pub trait TaskStore: Send + Sync + 'static {
     fn shared(&self) -> bool {
         false
     }
+    /// Whether a streaming turn's events are better committed behind its agent, many to a
+    /// write (the engine's write-behind), than one write each: true for a store whose commit
+    /// costs a round trip or a disk flush. A shared store always is. The default, `false`,
+    /// suits a store whose commit is a memory update; a store that wraps another forwards it,
+    /// as it forwards [`shared`](Self::shared).
+    fn commits_behind(&self) -> bool {
+        self.shared()
+    }
     /// Commits by other processes, for a shared store.
     fn notices(&self) -> Option<NoticeFeed> {
         None

@@ -600,10 +600,11 @@ impl Live {
     }
 
     /// Whether the turn's next event may be committed behind it ([`Live::commit_behind`]): on
-    /// a shared store, for a registered task in progress without webhooks, holding nothing
-    /// back, whose writer is current and not faulted.
+    /// a store that asks for it (a shared one, or one whose commit is a disk flush:
+    /// `TaskStore::commits_behind`), for a registered task in progress without webhooks,
+    /// holding nothing back, whose writer is current and not faulted.
     pub(crate) fn may_commit_behind(&self, inner: &Inner, w: &Writer) -> bool {
-        inner.stores.tasks.shared()
+        inner.stores.tasks.commits_behind()
             && w.hold == Hold::Off
             && !w.unstored
             && !w.stale
