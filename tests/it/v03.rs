@@ -470,7 +470,7 @@ async fn cli_commands_against_a_v03_agent() {
         );
         let streamed = ok(&run(args(&["send", url, "stream 2", "--stream", "--binding", b])).await);
         assert!(
-            streamed.matches("artifact stream").count() == 2 && streamed.contains("COMPLETED"),
+            streamed.matches("Artifact: stream").count() == 2 && streamed.contains("COMPLETED"),
             "{b}: {streamed}"
         );
         let slow = ok(&run(args(&[
