@@ -1,0 +1,1165 @@
+//! The `trident` client commands against the a2a-cli specification v0.2
+//! (`../shared/spec/a2a-cli/`): each test is named after the requirement rows it checks
+//! (`A2ACLI_<AREA>_<NNN>`) and runs the real binary against a live `trident serve --agent
+//! demo`, over all three bindings where the row concerns a binding.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use trident_proto as pb;
+
+use crate::process::{TempDir, Trident};
+
+/// The bindings as `--transport` names them (the card's names).
+const TRANSPORTS: [&str; 3] = ["JSONRPC", "HTTP+JSON", "GRPC"];
+
+/// Runs `trident ARGS…` with `stdin` and extra environment, to completion (bounded in time).
+async fn run_with(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Output {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let input = stdin.map(<[u8]>::to_vec);
+    let run = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args(&args)
+            .env_remove("A2ACLI_OUTPUT")
+            .env_remove("A2ACLI_AGENT_CARD")
+            .env_remove("A2ACLI_BEARER")
+            .env("RUST_LOG", "error")
+            .envs(env)
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run trident");
+        if let (Some(bytes), Some(mut pipe)) = (input, child.stdin.take()) {
+            pipe.write_all(&bytes).expect("write stdin");
+        }
+        child.wait_with_output().expect("trident output")
+    });
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("trident finished in time")
+        .expect("join")
+}
+
+async fn run(args: &[&str]) -> Output {
+    run_with(args, None, &[]).await
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+    stdout(o)
+}
+
+/// The one JSON document on stdout (fails on anything else: a second document, a log line).
+#[track_caller]
+fn document<T: serde::de::DeserializeOwned>(o: &Output) -> T {
+    let text = stdout(o);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("one JSON document: {e}\n{text}"))
+}
+
+/// The error object of a failed run with `-o json`: checks the exit status, that stdout is
+/// exactly the Appendix B envelope, and returns its `error`.
+#[track_caller]
+fn error_object(o: &Output, exit: i32) -> serde_json::Value {
+    assert_eq!(
+        o.status.code(),
+        Some(exit),
+        "stdout: {}\nstderr: {}",
+        stdout(o),
+        stderr(o)
+    );
+    let v: serde_json::Value = document(o);
+    let e = v["error"].clone();
+    assert!(e["code"].is_string() && e["message"].is_string(), "{v}");
+    assert!(
+        e.as_object()
+            .is_some_and(|m| m.contains_key("hint") && m.contains_key("a2aCode")),
+        "{v}"
+    );
+    e
+}
+
+fn task_of(resp: pb::SendMessageResponse) -> pb::Task {
+    match resp.payload {
+        Some(pb::send_message_response::Payload::Task(t)) => t,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// The value of the first `Label: value` field line (not inside a block) labelled `label`.
+fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(label).and_then(|r| r.strip_prefix(": ")))
+}
+
+async fn demo() -> Trident {
+    Trident::serve(&["--agent", "demo", "--store", "memory"]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_card_get_001_resolves_a_host_a_url_a_file_and_a_path() {
+    let server = demo().await;
+    let origin = server.origin.as_str();
+    let host = origin.trim_start_matches("http://");
+    let card_url = format!("{origin}/.well-known/agent-card.json");
+    for reference in [origin, host, card_url.as_str()] {
+        let text = ok(&run(&["card", "get", reference]).await);
+        assert_eq!(field(&text, "Name"), Some("Trident demo agent"), "{text}");
+        let with_flag = ok(&run(&["card", "get", "-a", reference]).await);
+        assert_eq!(with_flag, text);
+    }
+    let card: pb::AgentCard = document(&run(&["card", "get", "-a", origin, "-o", "json"]).await);
+    assert!(!card.supported_interfaces.is_empty());
+
+    // A local card, as file:// and as a plain path; and the card selects the transport.
+    let dir = TempDir::new("a2acli-card");
+    let path = dir.0.join("card.json");
+    std::fs::write(&path, serde_json::to_vec(&card).expect("card JSON")).expect("write");
+    let file_url = format!("file://{}", path.display());
+    let plain = path.display().to_string();
+    for reference in [file_url.as_str(), plain.as_str()] {
+        let text = ok(&run(&["card", "get", "-a", reference]).await);
+        assert_eq!(field(&text, "Name"), Some("Trident demo agent"), "{text}");
+        assert!(
+            field(&text, "Selected Transport").is_some_and(|t| t.starts_with("JSONRPC ")),
+            "the card's first interface: {text}"
+        );
+        for t in TRANSPORTS {
+            let chosen = ok(&run(&["card", "get", "-a", reference, "--transport", t]).await);
+            assert!(
+                field(&chosen, "Selected Transport").is_some_and(|s| s.starts_with(t)),
+                "{t}: {chosen}"
+            );
+            // The file's card is used for a call too.
+            let sent = ok(&run(&["send", "-a", reference, "--transport", t, "from a file"]).await);
+            assert_eq!(field(&sent, "State"), Some("COMPLETED"), "{t}: {sent}");
+        }
+    }
+
+    // No card there: A2ACLI_ERR_CARD_NOT_FOUND, exit 3; not a card: CARD_INVALID, exit 1.
+    let missing = dir.0.join("missing.json").display().to_string();
+    let e = error_object(
+        &run(&["card", "get", "-a", &missing, "-o", "json"]).await,
+        3,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_NOT_FOUND");
+    let nowhere = format!("{origin}/no/card/here");
+    let e = error_object(
+        &run(&["card", "get", "-a", &nowhere, "-o", "json"]).await,
+        3,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_NOT_FOUND");
+    let junk = dir.0.join("junk.json");
+    std::fs::write(&junk, "{\"name\": 7}").expect("write");
+    let junk = junk.display().to_string();
+    let e = error_object(&run(&["card", "get", "-a", &junk, "-o", "json"]).await, 1);
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_INVALID");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_send_001_002_out_006_blocking_by_default_and_async_returns_identifiers() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        // Blocking: the task has ended when send returns.
+        let done = ok(&run(&["send", "-a", a, "--transport", t, "stream 3 50"]).await);
+        assert_eq!(field(&done, "State"), Some("COMPLETED"), "{t}: {done}");
+        // --async: back at once with the identifiers, text and JSON.
+        let started = ok(&run(&["send", "-a", a, "--transport", t, "--async", "slow"]).await);
+        let id = field(&started, "Task ID").expect("Task ID").to_owned();
+        assert!(field(&started, "Context ID").is_some_and(|c| !c.is_empty()));
+        assert!(
+            matches!(field(&started, "State"), Some("SUBMITTED" | "WORKING")),
+            "{t}: {started}"
+        );
+        assert!(
+            field(&started, "Poll").is_some_and(|p| p.contains(&format!("--wait {id}"))),
+            "{t}: {started}"
+        );
+        let resp: pb::SendMessageResponse = document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--async",
+                "-o",
+                "json",
+                "slow",
+            ])
+            .await,
+        );
+        let task = task_of(resp);
+        assert!(!task.id.is_empty() && !task.context_id.is_empty());
+        assert!(!task.state().is_terminal(), "{t}: {task:?}");
+        // The old spelling still works.
+        let old: pb::SendMessageResponse = document(
+            &run(&[
+                "send",
+                a,
+                "slow",
+                "--return-immediately",
+                "--json",
+                "--binding",
+                t,
+            ])
+            .await,
+        );
+        assert!(!task_of(old).state().is_terminal());
+        for id in [id.as_str(), task.id.as_str()] {
+            ok(&run(&["task", "cancel", id, "-a", a, "--transport", t]).await);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_send_003_out_003_streams_jsonl_and_a_message_reply_ends_cleanly() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let o = run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--stream",
+            "-o",
+            "json",
+            "stream 3",
+        ])
+        .await;
+        let lines: Vec<pb::StreamResponse> = ok(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line one StreamResponse"))
+            .collect();
+        assert!(lines.len() >= 5, "{t}: {lines:?}");
+        match lines.last().and_then(|l| l.payload.as_ref()) {
+            Some(pb::stream_response::Payload::StatusUpdate(u)) => assert_eq!(
+                u.status.as_ref().map(|s| s.state),
+                Some(pb::TaskState::Completed as i32),
+                "{t}"
+            ),
+            other => panic!("{t}: the last line is the terminal status: {other:?}"),
+        }
+        // Text: each event as fields, the tail restating the identifiers and the state.
+        let text = ok(&run(&["send", "-a", a, "--transport", t, "--stream", "stream 2"]).await);
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        assert!(
+            tail[0] == "State: COMPLETED"
+                && tail[1].starts_with("Context ID: ")
+                && tail[2].starts_with("Task ID: "),
+            "{t}: {text}"
+        );
+        // A direct reply (no task) on a stream: one Message line, exit 0.
+        let o = run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--stream",
+            "-o",
+            "json",
+            "reply hi",
+        ])
+        .await;
+        let out = ok(&o);
+        assert_eq!(out.lines().count(), 1, "{t}: {out}");
+        let only: pb::StreamResponse = serde_json::from_str(out.trim()).expect("a StreamResponse");
+        assert!(
+            matches!(only.payload, Some(pb::stream_response::Payload::Message(_))),
+            "{t}: {out}"
+        );
+        // An error ending the stream is its last line: the error object.
+        let o = run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--stream",
+            "-o",
+            "json",
+            "refuse",
+        ])
+        .await;
+        assert_eq!(o.status.code(), Some(1), "{t}: {}", stderr(&o));
+        let last = stdout(&o);
+        let last = last.lines().last().expect("a line");
+        let v: serde_json::Value = serde_json::from_str(last).expect("JSON");
+        assert_eq!(
+            v["error"]["code"], "ContentTypeNotSupportedError",
+            "{t}: {v}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_send_006_parts_are_ordered() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let dir = TempDir::new("a2acli-parts");
+    let pdf = dir.0.join("report.bin");
+    std::fs::write(&pdf, b"%PDF-1.7 not really").expect("write");
+    let pdf = pdf.display().to_string();
+    let png = dir.0.join("pic.png");
+    std::fs::write(&png, [0x89, b'P', b'N', b'G']).expect("write");
+    let png = png.display().to_string();
+    for t in TRANSPORTS {
+        let o = run_with(
+            &[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "first",
+                "--text",
+                "second",
+                "--file",
+                &pdf,
+                "--media-type",
+                "application/pdf",
+                "--data",
+                "-",
+                "--file",
+                &png,
+                "--text",
+                "last",
+            ],
+            Some(b"{\"k\": [1, 2]}"),
+            &[],
+        )
+        .await;
+        let task = task_of(document(&o));
+        let sent = task
+            .history
+            .iter()
+            .find(|m| m.role == pb::Role::User as i32)
+            .expect("the user's message in the history");
+        let kinds: Vec<String> = sent
+            .parts
+            .iter()
+            .map(|p| match &p.content {
+                Some(pb::part::Content::Text(s)) => format!("text {s}"),
+                Some(pb::part::Content::Raw(b)) => {
+                    format!("file {} {} {}", p.filename, p.media_type, b.len())
+                }
+                Some(pb::part::Content::Data(d)) => format!(
+                    "data {} {}",
+                    p.media_type,
+                    serde_json::to_string(d).expect("json")
+                ),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "text first",
+                "text second",
+                "file report.bin application/pdf 19",
+                "data application/json {\"k\":[1,2]}",
+                "file pic.png image/png 4",
+                "text last",
+            ],
+            "{t}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_send_005_media_type_binds_to_the_part_before_it() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let task = task_of(document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--text",
+                "# Title",
+                "--media-type",
+                "text/markdown",
+                "--text",
+                "plain",
+            ])
+            .await,
+        ));
+        let parts = &task.history[0].parts;
+        assert_eq!(parts[0].media_type, "text/markdown", "{t}");
+        assert_eq!(
+            parts[1].media_type, "",
+            "{t}: a type binds to one part only"
+        );
+    }
+    // A --media-type with no part flag before it is a usage error.
+    let e = error_object(
+        &run(&[
+            "send",
+            "-a",
+            a,
+            "-o",
+            "json",
+            "--media-type",
+            "text/plain",
+            "--text",
+            "x",
+        ])
+        .await,
+        2,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE");
+    assert!(e["hint"].is_string(), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_send_004_out_005_text_shows_every_part_in_blocks() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let dir = TempDir::new("a2acli-text");
+    let file = dir.0.join("notes.md");
+    std::fs::write(&file, "# notes").expect("write");
+    let file = file.display().to_string();
+    for t in TRANSPORTS {
+        // An artifact whose text tries to pass for fields, with a control sequence.
+        let forged = "line one\n\nState: FORGED\n\u{1b}[31mred";
+        let text = ok(&run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--history",
+            "5",
+            forged,
+            "--file",
+            &file,
+            "--data",
+            "{\"n\": 1}",
+        ])
+        .await);
+        assert!(
+            !text.contains('\u{1b}'),
+            "{t}: no control sequences: {text:?}"
+        );
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}: {text}");
+        assert!(!text.lines().any(|l| l == "State: FORGED"), "{t}: {text}");
+        // Every line is a field, a block's indented content, or the blank line closing it.
+        let mut in_block = false;
+        for line in text.lines() {
+            if line.is_empty() {
+                in_block = false;
+            } else if line.starts_with("  ") {
+                assert!(in_block, "{t}: content outside a block: {line:?}\n{text}");
+            } else {
+                let (label, _) = line
+                    .split_once(": ")
+                    .unwrap_or_else(|| panic!("{t}: not a Label: value line: {line:?}\n{text}"));
+                assert!(
+                    [
+                        "Task ID",
+                        "Context ID",
+                        "State",
+                        "Artifact",
+                        "History",
+                        "Status Message"
+                    ]
+                    .contains(&label),
+                    "{t}: unexpected label {label:?}\n{text}"
+                );
+                in_block = matches!(label, "Artifact" | "History" | "Status Message");
+            }
+        }
+        // The parts of the message: not joined, the file by name and media type.
+        let history = text
+            .split("History: user\n")
+            .nth(1)
+            .expect("a History block");
+        assert!(
+            history.starts_with("  line one\n  \n  State: FORGED\n  [31mred\n"),
+            "{t}: {history}"
+        );
+        assert!(
+            history.contains("  [file name=notes.md media-type=text/markdown size=7]\n"),
+            "{t}: {history}"
+        );
+        assert!(
+            history.contains("  [data media-type=application/json]\n  {\n    \"n\": 1.0\n  }\n")
+                || history
+                    .contains("  [data media-type=application/json]\n  {\n    \"n\": 1\n  }\n"),
+            "{t}: {history}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_interact_001_002_004_context_and_task_ids_continue_an_interaction() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let first = task_of(document(
+            &run(&["send", "-a", a, "--transport", t, "-o", "json", "one"]).await,
+        ));
+        // --context-id: a new task in the same context.
+        let second = task_of(document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--context-id",
+                &first.context_id,
+                "two",
+            ])
+            .await,
+        ));
+        assert_eq!(second.context_id, first.context_id, "{t}");
+        assert_ne!(second.id, first.id, "{t}");
+
+        // INPUT_REQUIRED: exit 0, the identifiers and the command to resume.
+        let o = run(&["send", "-a", a, "--transport", t, "input"]).await;
+        let asked = ok(&o);
+        assert_eq!(
+            field(&asked, "State"),
+            Some("INPUT_REQUIRED"),
+            "{t}: {asked}"
+        );
+        let id = field(&asked, "Task ID").expect("Task ID").to_owned();
+        let resume = field(&asked, "Resume").expect("Resume").to_owned();
+        assert!(resume.contains(&format!("--task-id {id}")), "{t}: {resume}");
+        assert!(stderr(&o).contains("INPUT_REQUIRED"), "{t}: {}", stderr(&o));
+        // --task-id alone: the server finds the context.
+        let done = ok(&run(&["send", "-a", a, "--transport", t, "--task-id", &id, "Ada"]).await);
+        assert_eq!(field(&done, "State"), Some("COMPLETED"), "{t}: {done}");
+        assert_eq!(field(&done, "Task ID"), Some(id.as_str()), "{t}");
+
+        // A task id the agent does not know: the protocol error, non-zero, no new task.
+        let before: pb::ListTasksResponse =
+            document(&run(&["task", "list", "-a", a, "--all", "-o", "json"]).await);
+        let e = error_object(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--task-id",
+                "no-such-task",
+                "hi",
+            ])
+            .await,
+            1,
+        );
+        assert_eq!(e["code"], "TaskNotFoundError", "{t}: {e}");
+        let after: pb::ListTasksResponse =
+            document(&run(&["task", "list", "-a", a, "--all", "-o", "json"]).await);
+        assert_eq!(
+            after.tasks.len(),
+            before.tasks.len(),
+            "{t}: no task was created"
+        );
+        // Both ids, not matching: refused too.
+        let o = run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "-o",
+            "json",
+            "--task-id",
+            &id,
+            "--context-id",
+            &first.context_id,
+            "hi",
+        ])
+        .await;
+        assert_ne!(o.status.code(), Some(0), "{t}: {}", stdout(&o));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_get_001_task_poll_001_003_wait_polls_to_an_end_or_an_interruption() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        // One-shot get with history; the artifacts are shown.
+        let done = task_of(document(
+            &run(&["send", "-a", a, "--transport", t, "-o", "json", "kept"]).await,
+        ));
+        let got = ok(&run(&[
+            "task",
+            "get",
+            &done.id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--history-length",
+            "1",
+        ])
+        .await);
+        assert_eq!(field(&got, "State"), Some("COMPLETED"), "{t}: {got}");
+        assert!(
+            got.contains("Artifact: ") && got.contains("  kept\n"),
+            "{t}: {got}"
+        );
+        assert!(got.contains("History: "), "{t}: {got}");
+        let json: pb::Task = document(
+            &run(&[
+                "task",
+                "get",
+                &done.id,
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        assert_eq!(json.artifacts.len(), 1, "{t}");
+
+        // --wait polls a running task to its end.
+        let running = task_of(document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--async",
+                "stream 4 150",
+            ])
+            .await,
+        ));
+        let waited: pb::Task = document(
+            &run(&[
+                "task",
+                "get",
+                &running.id,
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--wait",
+                "--poll-interval",
+                "100ms",
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        assert_eq!(waited.state(), pb::TaskState::Completed, "{t}");
+
+        // --wait stops at once on INPUT_REQUIRED (exit 0, a warning).
+        let asked = task_of(document(
+            &run(&["send", "-a", a, "--transport", t, "-o", "json", "input"]).await,
+        ));
+        let started = std::time::Instant::now();
+        let o = run(&[
+            "task",
+            "get",
+            &asked.id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--wait",
+            "--timeout",
+            "20s",
+        ])
+        .await;
+        let text = ok(&o);
+        assert_eq!(field(&text, "State"), Some("INPUT_REQUIRED"), "{t}: {text}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{t}: no wait");
+        assert!(stderr(&o).contains("INPUT_REQUIRED"), "{t}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_poll_002_exit_001_a_timeout_is_a2acli_err_timeout_and_exits_5() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let slow = task_of(document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--async",
+                "slow",
+            ])
+            .await,
+        ));
+        let started = std::time::Instant::now();
+        let o = run(&[
+            "task",
+            "get",
+            &slow.id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--wait",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "700ms",
+            "-o",
+            "json",
+        ])
+        .await;
+        let e = error_object(&o, 5);
+        assert_eq!(e["code"], "A2ACLI_ERR_TIMEOUT", "{t}: {e}");
+        assert!(
+            e["hint"].as_str().is_some_and(|h| h.contains(&slow.id)),
+            "{t}: the hint names the task: {e}"
+        );
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(700) && took < Duration::from_secs(10),
+            "{t}: {took:?}"
+        );
+        // A blocking send that outlasts --timeout: 5 as well, never 3.
+        let o = run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--timeout",
+            "500ms",
+            "-o",
+            "json",
+            "slow",
+        ])
+        .await;
+        let e = error_object(&o, 5);
+        assert_eq!(e["code"], "A2ACLI_ERR_TIMEOUT", "{t}: {e}");
+        ok(&run(&["task", "cancel", &slow.id, "-a", a, "--transport", t]).await);
+    }
+    // A poll interval that would busy-loop is refused.
+    let e = error_object(
+        &run(&[
+            "task",
+            "get",
+            "x",
+            "-a",
+            a,
+            "--wait",
+            "--poll-interval",
+            "0s",
+            "-o",
+            "json",
+        ])
+        .await,
+        2,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_cancel_001_cancels_and_reports_the_state() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let slow = task_of(document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--async",
+                "slow",
+            ])
+            .await,
+        ));
+        let text = ok(&run(&["task", "cancel", &slow.id, "-a", a, "--transport", t]).await);
+        assert_eq!(field(&text, "State"), Some("CANCELED"), "{t}: {text}");
+        assert_eq!(field(&text, "Task ID"), Some(slow.id.as_str()), "{t}");
+        // Again: the same state, or the protocol's not-cancelable error; never a change.
+        let again = run(&[
+            "task",
+            "cancel",
+            &slow.id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "-o",
+            "json",
+        ])
+        .await;
+        if again.status.success() {
+            let task: pb::Task = document(&again);
+            assert_eq!(task.state(), pb::TaskState::Canceled, "{t}");
+        } else {
+            assert_eq!(
+                error_object(&again, 1)["code"],
+                "TaskNotCancelableError",
+                "{t}"
+            );
+        }
+        let task: pb::Task =
+            document(&run(&["task", "get", &slow.id, "-a", a, "-o", "json"]).await);
+        assert_eq!(task.state(), pb::TaskState::Canceled, "{t}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_out_002_json_is_one_terminal_document() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    // Two tasks, so --page-size 1 --all has two pages to join.
+    ok(&run(&["send", "-a", a, "one"]).await);
+    for t in TRANSPORTS {
+        // A task with many events: one SendMessageResponse, the terminal task.
+        let task = task_of(document(
+            &run(&["send", "-a", a, "--transport", t, "-o", "json", "stream 4"]).await,
+        ));
+        assert_eq!(task.state(), pb::TaskState::Completed, "{t}");
+        // task subscribe without --stream: the terminal task only.
+        let replay: pb::Task = document(
+            &run(&[
+                "task",
+                "subscribe",
+                &task.id,
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--after",
+                "0",
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        assert_eq!(replay.state(), pb::TaskState::Completed, "{t}");
+        assert_eq!(replay.id, task.id, "{t}");
+        // task list --all over several pages: one ListTasksResponse.
+        let listed: pb::ListTasksResponse = document(
+            &run(&[
+                "task",
+                "list",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--page-size",
+                "1",
+                "--all",
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        assert!(listed.tasks.len() >= 2, "{t}: {listed:?}");
+        assert_eq!(listed.tasks.len(), listed.total_size as usize, "{t}");
+        assert!(listed.next_page_token.is_empty(), "{t}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_out_004_errors_are_the_same_object_on_every_transport() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let mut seen = Vec::new();
+    for t in TRANSPORTS {
+        let o = run(&[
+            "task",
+            "get",
+            "no-such-task",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "-o",
+            "json",
+        ])
+        .await;
+        let mut e = error_object(&o, 1);
+        assert_eq!(e["code"], "TaskNotFoundError", "{t}: {e}");
+        assert_eq!(e["a2aCode"], -32001, "{t}: {e}");
+        assert!(e["hint"].is_string(), "{t}: {e}");
+        // The message names the binding's own wording; the rest is the same everywhere.
+        e["message"] = serde_json::Value::Null;
+        seen.push(e);
+        // Text mode: the same code on stderr, nothing on stdout.
+        let o = run(&["task", "get", "no-such-task", "-a", a, "--transport", t]).await;
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stdout(&o).is_empty(), "{t}: {}", stdout(&o));
+        assert!(
+            stderr(&o).starts_with("error: TaskNotFoundError: "),
+            "{t}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+
+    // Nobody listening: A2ACLI_ERR_UNREACHABLE, exit 3.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dead = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    let e = error_object(&run(&["card", "get", "-a", &dead, "-o", "json"]).await, 3);
+    assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE");
+    // A bad flag: A2ACLI_ERR_USAGE, exit 2, as JSON when JSON was asked for.
+    let e = error_object(
+        &run(&["task", "get", "x", "-a", a, "-o", "json", "--no-such-flag"]).await,
+        2,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE");
+    let e = error_object(
+        &run(&["task", "list", "-a", a, "-o", "json", "--state", "sleepy"]).await,
+        2,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE");
+    let e = error_object(&run(&["send", "-o", "json", "hi"]).await, 2);
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE", "no agent named: {e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_exit_002_agent_outcomes_exit_0_with_a_warning() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        for (word, state) in [
+            ("fail", "FAILED"),
+            ("reject", "REJECTED"),
+            ("input", "INPUT_REQUIRED"),
+            ("auth", "AUTH_REQUIRED"),
+        ] {
+            let o = run(&["send", "-a", a, "--transport", t, word]).await;
+            let text = ok(&o);
+            assert_eq!(field(&text, "State"), Some(state), "{t} {word}: {text}");
+            let warning = stderr(&o);
+            assert!(
+                warning.starts_with("warning: ") && warning.contains(state),
+                "{t} {word}: {warning}"
+            );
+            // -o json: the task, exit 0, the warning still on stderr only.
+            let o = run(&["send", "-a", a, "--transport", t, "-o", "json", word]).await;
+            let task = task_of(document(&o));
+            assert_eq!(task.state().as_str_name(), format!("TASK_STATE_{state}"));
+            assert!(stderr(&o).contains(state), "{t} {word}");
+        }
+        // A clean completion warns about nothing.
+        let o = run(&["send", "-a", a, "--transport", t, "fine"]).await;
+        ok(&o);
+        assert!(stderr(&o).is_empty(), "{t}: {}", stderr(&o));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_tx_002_transport_is_repeatable_and_ordered() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let chosen = |o: &Output| {
+        field(&ok(o), "Selected Transport")
+            .and_then(|s| s.split(' ').next())
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        chosen(&run(&["card", "get", a]).await).as_deref(),
+        Some("JSONRPC")
+    );
+    let o = run(&[
+        "card",
+        "get",
+        a,
+        "--transport",
+        "GRPC",
+        "--transport",
+        "JSONRPC",
+    ])
+    .await;
+    assert_eq!(chosen(&o).as_deref(), Some("GRPC"));
+    let o = run(&[
+        "card",
+        "get",
+        a,
+        "--transport",
+        "HTTP+JSON",
+        "--transport",
+        "GRPC",
+    ])
+    .await;
+    assert_eq!(chosen(&o).as_deref(), Some("HTTP+JSON"));
+    let e = error_object(
+        &run(&["card", "get", a, "--transport", "SMOKE", "-o", "json"]).await,
+        2,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_001_bearer_and_its_variable_exit_4_when_missing_or_refused() {
+    let server = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--bearer",
+        "alice=s3cret",
+    ])
+    .await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let e = error_object(
+            &run(&["send", "-a", a, "--transport", t, "-o", "json", "hi"]).await,
+            4,
+        );
+        assert_eq!(e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING", "{t}: {e}");
+        let e = error_object(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--bearer",
+                "wrong",
+                "hi",
+            ])
+            .await,
+            4,
+        );
+        assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{t}: {e}");
+        let text = ok(&run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--bearer",
+            "s3cret",
+            "hi",
+        ])
+        .await);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}");
+        let text = ok(&run_with(
+            &["send", "-a", a, "--transport", t, "hi"],
+            None,
+            &[("A2ACLI_BEARER", "s3cret")],
+        )
+        .await);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}");
+        // The old flag still works.
+        ok(&run(&["send", a, "hi", "--token", "s3cret", "--binding", t]).await);
+        // A service parameter is a header the agent receives, not a credential.
+        let text = ok(&run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--bearer",
+            "s3cret",
+            "--svc-param",
+            "x-trace-note:abc",
+            "hi",
+        ])
+        .await);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_cli_001_help_and_version() {
+    for flag in ["-v", "--version"] {
+        let v = ok(&run(&[flag]).await);
+        assert_eq!(v.trim(), format!("trident {}", env!("CARGO_PKG_VERSION")));
+    }
+    let help = ok(&run(&["help"]).await);
+    for command in ["card", "send", "task"] {
+        assert!(help.contains(command), "{help}");
+    }
+    for hidden in ["\n  get ", "\n  cancel ", "\n  subscribe "] {
+        assert!(!help.contains(hidden), "old spellings stay hidden: {help}");
+    }
+    let send = ok(&run(&["send", "--help"]).await);
+    for shown in [
+        "--agent-card <REF>",
+        "--transport <BINDING>",
+        "--text <TEXT>",
+        "--file <PATH|URL>",
+        "--data <PATH|JSON|->",
+        "--media-type <TYPE>",
+        "--context-id <ID>",
+        "--task-id <ID>",
+        "--async",
+        "--stream",
+        "--metadata <JSON>",
+        "--bearer <TOKEN>",
+        "--api-key <KEY>",
+        "--svc-param <KEY:VALUE>",
+        "--timeout <DURATION>",
+        "[default: text]",
+        "[env: A2ACLI_BEARER",
+    ] {
+        assert!(send.contains(shown), "{shown} in send --help:\n{send}");
+    }
+    assert!(!send.contains("--return-immediately"), "{send}");
+    let get = ok(&run(&["task", "get", "--help"]).await);
+    for shown in [
+        "--wait",
+        "--poll-interval <DURATION>",
+        "[default: 2s]",
+        "--history <N>",
+    ] {
+        assert!(get.contains(shown), "{shown} in task get --help:\n{get}");
+    }
+    ok(&run(&["card", "get", "--help"]).await);
+}
