@@ -1163,3 +1163,151 @@ async fn a2acli_cli_001_help_and_version() {
     }
     ok(&run(&["card", "get", "--help"]).await);
 }
+
+/// The live demo agent's card with `edit` applied, written to a file: a card that says
+/// something the demo agent's own does not, in front of the same live agent.
+async fn edited_card(
+    origin: &str,
+    dir: &TempDir,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> String {
+    let o = run(&["card", "get", "-a", origin, "-o", "json"]).await;
+    let mut card: serde_json::Value = document(&o);
+    edit(&mut card);
+    let path = dir.0.join(format!("card-{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&path, card.to_string()).expect("write card");
+    path.display().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_send_003_stream_without_the_capability_falls_back_and_never_hangs() {
+    let server = demo().await;
+    let dir = TempDir::new("a2acli-nostream");
+    let card = edited_card(&server.origin, &dir, |c| {
+        c["capabilities"]["streaming"] = serde_json::Value::Bool(false);
+    })
+    .await;
+    for t in TRANSPORTS {
+        let o = run(&[
+            "send",
+            "-a",
+            &card,
+            "--transport",
+            t,
+            "--stream",
+            "-o",
+            "json",
+            "stream 2",
+        ])
+        .await;
+        let out = ok(&o);
+        assert_eq!(out.lines().count(), 1, "{t}: one JSONL line: {out}");
+        let only: pb::StreamResponse = serde_json::from_str(out.trim()).expect("a StreamResponse");
+        match only.payload {
+            Some(pb::stream_response::Payload::Task(task)) => {
+                assert_eq!(task.state(), pb::TaskState::Completed, "{t}")
+            }
+            other => panic!("{t}: {other:?}"),
+        }
+        assert!(
+            stderr(&o).contains("does not declare streaming"),
+            "{t}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_001_api_key_goes_where_the_card_scheme_says() {
+    let dir = TempDir::new("a2acli-apikey");
+    let auth = dir.0.join("auth.toml");
+    std::fs::write(
+        &auth,
+        "[api_keys]\nheader = \"X-Team-Key\"\nkeys = { \"k-123\" = \"bob\" }\n",
+    )
+    .expect("write");
+    let auth = auth.display().to_string();
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory", "--auth", &auth]).await;
+    let card = edited_card(&server.origin, &dir, |c| {
+        c["securitySchemes"] = serde_json::json!({
+            "team": {"apiKeySecurityScheme": {"location": "header", "name": "X-Team-Key"}}
+        });
+    })
+    .await;
+    for t in TRANSPORTS {
+        let text = ok(&run(&[
+            "send",
+            "-a",
+            &card,
+            "--transport",
+            t,
+            "--api-key",
+            "k-123",
+            "hi",
+        ])
+        .await);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}: {text}");
+        let text = ok(&run_with(
+            &["send", "-a", &card, "--transport", t, "hi"],
+            None,
+            &[("A2ACLI_API_KEY", "k-123")],
+        )
+        .await);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}: {text}");
+        let e = error_object(
+            &run(&[
+                "send",
+                "-a",
+                &card,
+                "--transport",
+                t,
+                "--api-key",
+                "nope",
+                "-o",
+                "json",
+                "hi",
+            ])
+            .await,
+            4,
+        );
+        assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{t}: {e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_interact_005_nothing_is_remembered_between_runs() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let home = TempDir::new("a2acli-home");
+    let home_dir = home.0.display().to_string();
+    let env = [
+        ("HOME", home_dir.as_str()),
+        ("XDG_CONFIG_HOME", home_dir.as_str()),
+    ];
+    for t in TRANSPORTS {
+        let one = task_of(document(
+            &run_with(
+                &["send", "-a", a, "--transport", t, "-o", "json", "one"],
+                None,
+                &env,
+            )
+            .await,
+        ));
+        let two = task_of(document(
+            &run_with(
+                &["send", "-a", a, "--transport", t, "-o", "json", "two"],
+                None,
+                &env,
+            )
+            .await,
+        ));
+        // Each send without ids is a new task in a new context: nothing carried over.
+        assert_ne!(one.context_id, two.context_id, "{t}");
+        assert_ne!(one.id, two.id, "{t}");
+    }
+    let written: Vec<_> = std::fs::read_dir(&home.0).expect("home").collect();
+    assert!(
+        written.is_empty(),
+        "nothing stored between runs: {written:?}"
+    );
+}
