@@ -1117,7 +1117,7 @@ async fn a2acli_auth_001_bearer_and_its_variable_exit_4_when_missing_or_refused(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a2acli_cli_001_help_and_version() {
+async fn a2acli_cli_001_auth_002_help_and_version() {
     for flag in ["-v", "--version"] {
         let v = ok(&run(&[flag]).await);
         assert_eq!(v.trim(), format!("trident {}", env!("CARGO_PKG_VERSION")));
@@ -1152,6 +1152,18 @@ async fn a2acli_cli_001_help_and_version() {
         assert!(send.contains(shown), "{shown} in send --help:\n{send}");
     }
     assert!(!send.contains("--return-immediately"), "{send}");
+    // AUTH_002: each credential flag has its variable, and says why to prefer it.
+    for variable in ["[env: A2ACLI_BEARER", "[env: A2ACLI_API_KEY"] {
+        assert!(
+            send.contains(variable),
+            "{variable} in send --help:\n{send}"
+        );
+    }
+    assert_eq!(
+        send.matches("shows in the process table").count(),
+        2,
+        "{send}"
+    );
     let get = ok(&run(&["task", "get", "--help"]).await);
     for shown in [
         "--wait",
