@@ -1323,3 +1323,57 @@ async fn a2acli_interact_005_nothing_is_remembered_between_runs() {
         "nothing stored between runs: {written:?}"
     );
 }
+
+/// The compliance report (`docs/a2a-cli-compliance.md`) stays true to these tests: it has one
+/// row per requirement of the specification's registry (66: 39 + 15 + 12), every test it
+/// names exists here, every test here is named there, and no row is `✅` without a test.
+#[test]
+fn a2acli_the_compliance_report_names_only_tests_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let report = std::fs::read_to_string(root.join("docs/a2a-cli-compliance.md")).expect("report");
+    let tests = std::fs::read_to_string(root.join("tests/it/a2acli.rs")).expect("tests");
+    let defined: std::collections::BTreeSet<&str> = tests
+        .split("fn ")
+        .skip(1)
+        .filter_map(|s| s.split('(').next())
+        .filter(|n| {
+            n.starts_with("a2acli_")
+                && *n != "a2acli_the_compliance_report_names_only_tests_that_exist"
+        })
+        .collect();
+    let named = |text: &str| -> Vec<String> {
+        text.split('`')
+            .filter(|w| {
+                w.starts_with("a2acli_") && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut ids = std::collections::BTreeSet::new();
+    let mut cited = std::collections::BTreeSet::new();
+    for row in report
+        .lines()
+        .filter(|l| l.starts_with("| `A2ACLI_") && !l.starts_with("| `A2ACLI_ERR_"))
+    {
+        let id = row.split('`').nth(1).expect("an id");
+        assert!(ids.insert(id.to_owned()), "{id} has one row");
+        let names = named(row);
+        for n in &names {
+            assert!(
+                defined.contains(n.as_str()),
+                "{id} names {n}, which is not a test here"
+            );
+            cited.insert(n.clone());
+        }
+        if row.contains("| ✅ |") {
+            assert!(
+                !names.is_empty() || row.contains("tests/it/"),
+                "{id} is ✅ without a test"
+            );
+        }
+    }
+    assert_eq!(ids.len(), 66, "one row per requirement: {ids:?}");
+    for t in &defined {
+        assert!(cited.contains(*t), "{t} checks no row of the report");
+    }
+}
