@@ -252,6 +252,10 @@ pub(crate) struct Send {
     /// Keep at most N history messages in the returned task.
     #[arg(long, alias = "history-length", value_name = "N")]
     history: Option<i32>,
+    /// How often to poll while waiting, when the agent's stream breaks off (or it has none
+    /// to follow); doubles while the task is unchanged, up to 4 times this.
+    #[arg(long = "poll-interval", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    poll_interval: Duration,
 }
 
 /// `task …`
@@ -303,7 +307,8 @@ pub(crate) struct TaskGet {
     /// INPUT_REQUIRED, AUTH_REQUIRED).
     #[arg(long, alias = "watch")]
     wait: bool,
-    /// How often to poll with --wait.
+    /// How often to poll with --wait (doubling while the task is unchanged, up to 4 times
+    /// this).
     #[arg(long = "poll-interval", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     poll_interval: Duration,
 }
@@ -1052,11 +1057,17 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
             "note: the agent's card does not declare streaming; waiting for the result instead"
         );
     }
-    let resp = s
-        .svc
-        .send_message(&s.cx, req)
-        .await
-        .map_err(|e| s.failed(e))?;
+    if args.poll_interval < Duration::from_millis(10) {
+        return Err(Failure::usage("--poll-interval must be at least 10ms"));
+    }
+    let resp = if streams && !args.stream && !args.r#async {
+        wait_streaming(&s, req, args).await?
+    } else {
+        s.svc
+            .send_message(&s.cx, req)
+            .await
+            .map_err(|e| s.failed(e))?
+    };
     let mut out = String::new();
     match &resp.payload {
         Some(pb::send_message_response::Payload::Task(t)) => {
@@ -1091,48 +1102,210 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     print_text(&out)
 }
 
+/// What a blocking send knows of its task so far.
+#[derive(Default)]
+struct Seen {
+    task_id: String,
+    context_id: String,
+    state: pb::TaskState,
+}
+
+impl Seen {
+    fn stopped(&self, s: &Session, why: Stop, limit: Option<Duration>) -> Failure {
+        let reference = shell_word(&s.reference);
+        let poll = format!("trident task get -a {reference} --wait {}", self.task_id);
+        match why {
+            Stop::Interrupted => {
+                let mut out = String::new();
+                render::field(&mut out, "Task ID", &self.task_id);
+                render::field(&mut out, "Context ID", &self.context_id);
+                render::field(&mut out, "State", render::state_name(self.state));
+                render::field(&mut out, "Poll", &poll);
+                if s.json {
+                    let task = pb::Task {
+                        id: self.task_id.clone(),
+                        context_id: self.context_id.clone(),
+                        status: Some(pb::TaskStatus {
+                            state: self.state as i32,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    };
+                    let _ = print_json(&pb::SendMessageResponse {
+                        payload: Some(pb::send_message_response::Payload::Task(task)),
+                    });
+                } else {
+                    let _ = print_text(&out);
+                }
+                Failure::Interrupted(format!(
+                    "stopped waiting for task {}; it goes on: {poll}",
+                    self.task_id
+                ))
+            }
+            Stop::Timeout => Failure::local(
+                Local::Timeout,
+                format!(
+                    "task {} is still {} after {:?}",
+                    self.task_id,
+                    render::state_name(self.state),
+                    limit.unwrap_or_default()
+                ),
+            )
+            .with_hint(format!("wait longer: {poll} --timeout 10m")),
+        }
+    }
+}
+
+/// Why a wait stopped early.
+enum Stop {
+    Interrupted,
+    Timeout,
+}
+
+/// Waits for `future`, unless Ctrl-C comes first or `deadline` passes.
+async fn unless_stopped<T>(
+    future: impl std::future::Future<Output = T>,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<T, Stop> {
+    let passed = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        value = future => Ok(value),
+        _ = tokio::signal::ctrl_c() => Err(Stop::Interrupted),
+        () = passed => Err(Stop::Timeout),
+    }
+}
+
+/// A blocking send over the agent's stream (SPEC §9.3 lets a wait prefer streaming): the
+/// task is known from the first event, so Ctrl-C or `--timeout` still report it; a stream
+/// that breaks off is followed by polling. Returns the task as the agent has it at the end
+/// (one `GetTask`), or the agent's direct reply.
+async fn wait_streaming(
+    s: &Session,
+    req: pb::SendMessageRequest,
+    args: &Send,
+) -> Result<pb::SendMessageResponse, Failure> {
+    use pb::stream_response::Payload;
+    let limit = args.target.timeout;
+    let deadline = limit.map(|t| tokio::time::Instant::now() + t);
+    let mut seen = Seen::default();
+    let opened = unless_stopped(s.svc.send_streaming_message(&s.cx, req), deadline).await;
+    let mut stream = match opened {
+        Ok(opened) => opened.map_err(|e| s.failed(e))?,
+        Err(why) => return Err(seen.stopped(s, why, limit)),
+    };
+    loop {
+        let next = match unless_stopped(stream.next(), deadline).await {
+            Ok(next) => next,
+            Err(why) => return Err(seen.stopped(s, why, limit)),
+        };
+        match next {
+            None => break,
+            Some(Err(e)) if seen.task_id.is_empty() => return Err(s.failed(e)),
+            Some(Err(e)) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: the stream of task {} broke off ({}); polling instead",
+                    seen.task_id,
+                    e.message()
+                );
+                break;
+            }
+            Some(Ok(event)) => match &event.response.payload {
+                Some(Payload::Message(m)) if seen.task_id.is_empty() => {
+                    return Ok(pb::SendMessageResponse {
+                        payload: Some(pb::send_message_response::Payload::Message(m.clone())),
+                    });
+                }
+                Some(Payload::Task(t)) => {
+                    seen.task_id.clone_from(&t.id);
+                    seen.context_id.clone_from(&t.context_id);
+                    seen.state = t.state();
+                }
+                Some(Payload::StatusUpdate(u)) => {
+                    seen.task_id.clone_from(&u.task_id);
+                    seen.context_id.clone_from(&u.context_id);
+                    seen.state = render::state_of(u.status.as_ref().map_or(0, |st| st.state));
+                }
+                _ => {}
+            },
+        }
+        if settled(seen.state) {
+            break;
+        }
+    }
+    if seen.task_id.is_empty() {
+        return Err(Failure::Agent(A2aError::new(
+            trident_core::ErrorKind::InvalidAgentResponse,
+            "the agent's stream ended without a task or a message",
+        )));
+    }
+    // The task as the agent has it; polled until it settles if the stream broke off.
+    let request = pb::GetTaskRequest {
+        id: seen.task_id.clone(),
+        history_length: args.history,
+        ..Default::default()
+    };
+    let mut interval = args.poll_interval;
+    loop {
+        let task = match unless_stopped(s.svc.get_task(&s.cx, request.clone()), deadline).await {
+            Ok(task) => task.map_err(|e| s.failed(e))?,
+            Err(why) => return Err(seen.stopped(s, why, limit)),
+        };
+        seen.state = task.state();
+        if settled(seen.state) {
+            return Ok(pb::SendMessageResponse {
+                payload: Some(pb::send_message_response::Payload::Task(task)),
+            });
+        }
+        if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
+            return Err(seen.stopped(s, why, limit));
+        }
+        interval = (interval * 2).min(args.poll_interval * 4);
+    }
+}
+
 /// `task get`
 pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
     let s = connect(&args.target).await?;
     if args.wait && args.poll_interval < Duration::from_millis(10) {
         return Err(Failure::usage("--poll-interval must be at least 10ms"));
     }
-    let started = std::time::Instant::now();
     let request = pb::GetTaskRequest {
         id: args.id.clone(),
         history_length: args.history,
         ..Default::default()
     };
+    let limit = args.target.timeout;
+    let deadline = limit.map(|t| tokio::time::Instant::now() + t);
+    let mut seen = Seen {
+        task_id: args.id.clone(),
+        ..Default::default()
+    };
+    let mut interval = args.poll_interval;
     let task = loop {
-        let task = s
-            .svc
-            .get_task(&s.cx, request.clone())
-            .await
-            .map_err(|e| s.failed(e))?;
+        let task = if args.wait {
+            match unless_stopped(s.svc.get_task(&s.cx, request.clone()), deadline).await {
+                Ok(task) => task,
+                Err(why) => return Err(seen.stopped(&s, why, limit)),
+            }
+        } else {
+            s.svc.get_task(&s.cx, request.clone()).await
+        };
+        let task = task.map_err(|e| s.failed(e))?;
         if !args.wait || settled(task.state()) {
             break task;
         }
-        if let Some(limit) = args.target.timeout {
-            let left = limit.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Err(Failure::local(
-                    Local::Timeout,
-                    format!(
-                        "task {} is still {} after {limit:?}",
-                        task.id,
-                        render::state_name(task.state())
-                    ),
-                )
-                .with_hint(format!(
-                    "wait longer: trident task get -a {} --wait {} --timeout 10m",
-                    shell_word(&s.reference),
-                    task.id
-                )));
-            }
-            tokio::time::sleep(args.poll_interval.min(left)).await;
-        } else {
-            tokio::time::sleep(args.poll_interval).await;
+        seen.context_id.clone_from(&task.context_id);
+        seen.state = task.state();
+        if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
+            return Err(seen.stopped(&s, why, limit));
         }
+        interval = (interval * 2).min(args.poll_interval * 4);
     };
     let mut out = String::new();
     render::task(&mut out, &task, args.history.is_some());

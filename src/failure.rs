@@ -61,6 +61,10 @@ pub(crate) enum Failure {
     /// The agent answered with an A2A error (exit 1).
     #[error("{}: {}", a2a_name(.0.kind()).unwrap_or("A2AError"), .0.message())]
     Agent(A2aError),
+    /// The caller stopped the wait (Ctrl-C); what is known was printed (exit 130, the
+    /// shell's status for SIGINT; no error object: the tool did not fail).
+    #[error("interrupted: {0}")]
+    Interrupted(String),
     /// A failure of the tool's own.
     #[error("{}: {message}", .code.code())]
     Local {
@@ -153,6 +157,7 @@ impl Failure {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Failure::Agent(_) => 1,
+            Failure::Interrupted(_) => 130,
             Failure::Local { code, .. } => code.exit_code(),
         }
     }
@@ -161,6 +166,7 @@ impl Failure {
     pub(crate) fn code(&self) -> &'static str {
         match self {
             Failure::Agent(e) => a2a_name(e.kind()).unwrap_or("A2AError"),
+            Failure::Interrupted(_) => "interrupted",
             Failure::Local { code, .. } => code.code(),
         }
     }
@@ -168,6 +174,7 @@ impl Failure {
     fn message(&self) -> String {
         match self {
             Failure::Agent(e) => e.message().to_owned(),
+            Failure::Interrupted(message) => message.clone(),
             Failure::Local { message, .. } => message.clone(),
         }
     }
@@ -186,6 +193,7 @@ impl Failure {
                 }
                 _ => None,
             },
+            Failure::Interrupted(_) => None,
             Failure::Local { hint: Some(h), .. } => Some(h),
             Failure::Local { code, .. } => match code {
                 Local::Usage => Some("see `trident <command> --help`"),
@@ -205,6 +213,7 @@ impl Failure {
     fn a2a_code(&self) -> Option<i32> {
         match self {
             Failure::Agent(e) => Some(e.kind().wire().jsonrpc),
+            Failure::Interrupted(_) => None,
             Failure::Local { a2a_code, .. } => *a2a_code,
         }
     }
@@ -225,6 +234,10 @@ impl Failure {
     /// so a JSONL stream ends with it); always a line on stderr for people. `hint`: the
     /// command's own advice, used when the failure carries none.
     pub(crate) fn report(&self, json: bool, hint: Option<&str>) {
+        if let Failure::Interrupted(why) = self {
+            let _ = writeln!(std::io::stderr(), "interrupted: {why}");
+            return;
+        }
         if json {
             let line = self.envelope(hint).to_string();
             let mut out = std::io::stdout().lock();

@@ -1377,3 +1377,149 @@ fn a2acli_the_compliance_report_names_only_tests_that_exist() {
         assert!(cited.contains(*t), "{t} checks no row of the report");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_poll_002_ctrl_c_stops_a_wait_and_keeps_the_task_id() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        for command in ["send", "task get --wait"] {
+            let mut args: Vec<String> = vec!["-a".into(), a.into(), "--transport".into(), t.into()];
+            let slow = if command == "send" {
+                args.insert(0, "send".into());
+                args.push("slow".into());
+                None
+            } else {
+                let slow = task_of(document(
+                    &run(&[
+                        "send",
+                        "-a",
+                        a,
+                        "--transport",
+                        t,
+                        "-o",
+                        "json",
+                        "--async",
+                        "slow",
+                    ])
+                    .await,
+                ));
+                args.splice(0..0, ["task".to_owned(), "get".to_owned(), slow.id.clone()]);
+                args.push("--wait".into());
+                Some(slow)
+            };
+            let child = Command::new(env!("CARGO_BIN_EXE_trident"))
+                .args(&args)
+                .env("RUST_LOG", "error")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run trident");
+            // Until the agent has the task working (a blocking send: a WORKING task exists).
+            let id = match &slow {
+                Some(task) => task.id.clone(),
+                None => {
+                    crate::wait::until("the task is working", || async {
+                        let listed: pb::ListTasksResponse = document(
+                            &run(&["task", "list", "-a", a, "--state", "working", "-o", "json"])
+                                .await,
+                        );
+                        listed.tasks.first().map(|t| t.id.clone())
+                    })
+                    .await
+                }
+            };
+            // Past the first poll or stream event too.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let pid = child.id().to_string();
+            let killed = Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .expect("kill");
+            assert!(killed.success());
+            let o = tokio::task::spawn_blocking(move || child.wait_with_output())
+                .await
+                .expect("join")
+                .expect("output");
+            assert_eq!(o.status.code(), Some(130), "{t} {command}: {}", stderr(&o));
+            let text = stdout(&o);
+            assert_eq!(
+                field(&text, "Task ID"),
+                Some(id.as_str()),
+                "{t} {command}: {text}"
+            );
+            assert_eq!(
+                field(&text, "State"),
+                Some("WORKING"),
+                "{t} {command}: {text}"
+            );
+            assert!(
+                field(&text, "Poll").is_some_and(|p| p.ends_with(&format!("--wait {id}"))),
+                "{t} {command}: {text}"
+            );
+            // The task goes on: stopping the wait is not a cancel.
+            let task: pb::Task = document(&run(&["task", "get", &id, "-a", a, "-o", "json"]).await);
+            assert_eq!(task.state(), pb::TaskState::Working, "{t} {command}");
+            ok(&run(&["task", "cancel", &id, "-a", a]).await);
+        }
+    }
+}
+
+/// How many GetTask calls the server has answered, over every binding (its /metrics).
+async fn get_task_calls(origin: &str) -> u64 {
+    let metrics = reqwest::get(format!("{origin}/metrics"))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("body");
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("trident_requests_total{") && l.contains("method=\"GetTask\""))
+        .filter_map(|l| l.rsplit(' ').next().and_then(|n| n.parse::<f64>().ok()))
+        .sum::<f64>() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_poll_002_polls_back_off_to_four_times_the_interval() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let slow = task_of(document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--async",
+                "slow",
+            ])
+            .await,
+        ));
+        let before = get_task_calls(a).await;
+        let o = run(&[
+            "task",
+            "get",
+            &slow.id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--wait",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "2s",
+        ])
+        .await;
+        assert_eq!(o.status.code(), Some(5), "{t}: {}", stderr(&o));
+        let polls = get_task_calls(a).await - before;
+        // 100ms apart every time would be 20 polls; 100, 200, 400, 400, … is 6 or 7.
+        assert!((4..=9).contains(&polls), "{t}: {polls} polls in 2s");
+        ok(&run(&["task", "cancel", &slow.id, "-a", a]).await);
+    }
+}
