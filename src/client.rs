@@ -1251,11 +1251,22 @@ async fn wait_streaming(
         ..Default::default()
     };
     let mut interval = args.poll_interval;
+    let mut failures = 0;
     loop {
         let task = match unless_stopped(s.svc.get_task(&s.cx, request.clone()), deadline).await {
-            Ok(task) => task.map_err(|e| s.failed(e))?,
+            Ok(Ok(task)) => task,
+            // The connection the stream broke with may fail the next call too: a few tries.
+            Ok(Err(e)) if e.is_transport() && failures < 3 => {
+                failures += 1;
+                if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
+                    return Err(seen.stopped(s, why, limit));
+                }
+                continue;
+            }
+            Ok(Err(e)) => return Err(s.failed(e)),
             Err(why) => return Err(seen.stopped(s, why, limit)),
         };
+        failures = 0;
         seen.state = task.state();
         if settled(seen.state) {
             return Ok(pb::SendMessageResponse {

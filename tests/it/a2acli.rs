@@ -1523,3 +1523,79 @@ async fn a2acli_task_poll_002_polls_back_off_to_four_times_the_interval() {
         ok(&run(&["task", "cancel", &slow.id, "-a", a]).await);
     }
 }
+
+/// A TCP proxy to `upstream` that cuts the first connection `after` it opened; the others
+/// pass untouched.
+async fn cutting_proxy(upstream: std::net::SocketAddr, after: Duration) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let mut first = true;
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let cut = std::mem::take(&mut first);
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let copy = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
+                if cut {
+                    let _ = tokio::time::timeout(after, copy).await;
+                } else {
+                    let _ = copy.await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_poll_004_a_broken_stream_is_followed_by_polling() {
+    let server = demo().await;
+    let upstream: std::net::SocketAddr = server
+        .origin
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    let dir = TempDir::new("a2acli-cut");
+    for t in TRANSPORTS {
+        // A card whose interfaces go through a proxy that cuts the first connection (the
+        // send's stream) half a second in.
+        let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
+        let card = edited_card(&server.origin, &dir, |c| {
+            let text = c
+                .to_string()
+                .replace(&upstream.to_string(), &proxy.to_string());
+            *c = serde_json::from_str(&text).expect("JSON");
+        })
+        .await;
+        let o = run(&[
+            "send",
+            "-a",
+            &card,
+            "--transport",
+            t,
+            "--poll-interval",
+            "100ms",
+            "-o",
+            "json",
+            "stream 6 250",
+        ])
+        .await;
+        let task = task_of(document(&o));
+        assert_eq!(
+            task.state(),
+            pb::TaskState::Completed,
+            "{t}: {}",
+            stderr(&o)
+        );
+        assert_eq!(task.artifacts.len(), 1, "{t}: the task as the agent has it");
+        assert!(
+            stderr(&o).contains("polling instead"),
+            "{t}: {}",
+            stderr(&o)
+        );
+    }
+}
