@@ -38,9 +38,16 @@ pub(crate) struct Target {
     /// the card does not offer are skipped; default: the card's own order.
     #[arg(long = "transport", alias = "binding", value_name = "BINDING", value_parser = parse_binding)]
     pub(crate) transport: Vec<Binding>,
-    /// A2A generation to speak: `auto` (1.0 where the card offers it for the binding, else
-    /// 0.3), `1.0` or `0.3`.
-    #[arg(long, default_value = "auto", value_name = "auto|1.0|0.3")]
+    /// The A2A version to speak (sent as `A2A-Version` on every request): `auto` is 1.0,
+    /// the highest this tool speaks, on whichever binding offers it; an agent that offers
+    /// only 0.3 needs `0.3` said explicitly.
+    #[arg(
+        long = "a2a-version",
+        alias = "protocol",
+        env = "A2ACLI_A2A_VERSION",
+        default_value = "auto",
+        value_name = "auto|1.0|0.3"
+    )]
     pub(crate) protocol: trident_client::Protocol,
     /// Bearer token, sent as `Authorization: Bearer TOKEN` on A2A calls (not on the card
     /// fetch). Prefer the variable: a flag shows in the process table and shell history.
@@ -616,6 +623,46 @@ fn preference(target: &Target, card: &pb::AgentCard) -> Vec<Binding> {
     order
 }
 
+/// A failure to pick an interface, given the card's reference.
+type NoInterface = Box<dyn FnOnce(&str) -> Failure>;
+
+/// The binding and interface to use: the first of `order` the card offers in the version
+/// asked for. `auto` never goes below 1.0 (SPEC §13.2): a card offering only 0.3 is
+/// `VersionNotSupportedError` until `--a2a-version 0.3` says so.
+fn select(
+    target: &Target,
+    card: &pb::AgentCard,
+    order: &[Binding],
+) -> Result<(Binding, pb::AgentInterface), NoInterface> {
+    use trident_client::Protocol;
+    let wanted = match target.protocol {
+        Protocol::Auto => Protocol::V1,
+        other => other,
+    };
+    if let Some(found) = trident_client::choose_for(card, order, wanted) {
+        return Ok(found);
+    }
+    let legacy_only = target.protocol == Protocol::Auto
+        && trident_client::choose_for(card, order, Protocol::V03).is_some();
+    let card = card.clone();
+    let order = order.to_vec();
+    Err(Box::new(move |reference: &str| {
+        if legacy_only {
+            return Failure::Agent(A2aError::new(
+                trident_core::ErrorKind::VersionNotSupported,
+                format!(
+                    "the agent {reference} offers only A2A 0.3, and this tool speaks 1.0 unless \
+                     told otherwise"
+                ),
+            ));
+        }
+        Failure::from_a2a(
+            trident_client::no_match_for(reference, &card, &order, wanted),
+            false,
+        )
+    }))
+}
+
 /// The header an API key goes in, per the card's API-key scheme (`X-API-Key` without one),
 /// and whether it is a cookie.
 fn api_key_place(card: &pb::AgentCard) -> Result<(String, bool), Failure> {
@@ -667,13 +714,7 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
         .build()
         .map_err(|e| Failure::usage(e.message().to_owned()))?;
     let order = preference(target, &card);
-    let (binding, interface) = trident_client::choose_for(&card, &order, target.protocol)
-        .ok_or_else(|| {
-            Failure::from_a2a(
-                trident_client::no_match_for(&reference, &card, &order, target.protocol),
-                false,
-            )
-        })?;
+    let (binding, interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
     let credentials = bearer.is_some() || target.api_key.is_some();
     let svc = client
         .client(binding, &interface)
@@ -711,7 +752,7 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
     } else {
         let mut out = card_text(&card);
         let order = preference(&target, &card);
-        if let Some((b, i)) = trident_client::choose_for(&card, &order, target.protocol) {
+        if let Ok((b, i)) = select(&target, &card, &order) {
             render::field(
                 &mut out,
                 "Selected Transport",

@@ -188,6 +188,9 @@ impl Failure {
                 ErrorKind::TaskNotCancelable => {
                     Some("the task has ended; see its state: trident task get -a <agent> <id>")
                 }
+                ErrorKind::VersionNotSupported => {
+                    Some("to talk to an A2A 0.3 agent, say so: --a2a-version 0.3")
+                }
                 ErrorKind::UnsupportedOperation => {
                     Some("see what the agent supports: trident card get -a <agent>")
                 }

@@ -1599,3 +1599,67 @@ async fn a2acli_task_poll_004_a_broken_stream_is_followed_by_polling() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_ver_001_a2a_version_on_every_request_and_never_below_1_0_unasked() {
+    // A server that refuses any request without `A2A-Version`: every command works.
+    let strict =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--strict-version"]).await;
+    let a = strict.origin.as_str();
+    for t in TRANSPORTS {
+        let task = task_of(document(
+            &run(&["send", "-a", a, "--transport", t, "-o", "json", "hi"]).await,
+        ));
+        ok(&run(&["task", "get", &task.id, "-a", a, "--transport", t]).await);
+        ok(&run(&["task", "list", "-a", a, "--transport", t]).await);
+        ok(&run(&["send", "-a", a, "--transport", t, "--stream", "stream 2"]).await);
+        ok(&run(&[
+            "task",
+            "subscribe",
+            &task.id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--after",
+            "0",
+        ])
+        .await);
+    }
+    // An agent that offers only 0.3: refused, with the way to opt in; in 0.3 when asked.
+    let legacy =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--protocols", "0.3"]).await;
+    let a = legacy.origin.as_str();
+    for t in TRANSPORTS {
+        let e = error_object(
+            &run(&["send", "-a", a, "--transport", t, "-o", "json", "hi"]).await,
+            1,
+        );
+        assert_eq!(e["code"], "VersionNotSupportedError", "{t}: {e}");
+        assert!(
+            e["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains("--a2a-version 0.3")),
+            "{t}: {e}"
+        );
+        let text = ok(&run(&[
+            "send",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--a2a-version",
+            "0.3",
+            "hi",
+        ])
+        .await);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}: {text}");
+        let text = ok(&run_with(
+            &["send", "-a", a, "--transport", t, "hi"],
+            None,
+            &[("A2ACLI_A2A_VERSION", "0.3")],
+        )
+        .await);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}: {text}");
+    }
+}
