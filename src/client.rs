@@ -87,6 +87,11 @@ pub(crate) struct Target {
     /// Same as `-o json` (the old spelling).
     #[arg(long, hide = true)]
     pub(crate) json: bool,
+    /// Diagnostics on stderr: the card read, the binding and version chosen, the credentials
+    /// and service parameters applied (their values always redacted), and each request and
+    /// response (ProtoJSON) with its time.
+    #[arg(long)]
+    pub(crate) debug: bool,
     /// Give up after this long (`30s`, `500ms`, `2m`, or seconds): the card fetch and each
     /// call; with --wait, the whole wait. Exits 5 (A2ACLI_ERR_TIMEOUT).
     #[arg(long, env = "A2ACLI_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
@@ -474,6 +479,7 @@ fn with_url(target: &Target, url: &str) -> Target {
 
 /// A connection to the agent, ready for calls.
 struct Session {
+    debug: bool,
     svc: Arc<dyn A2aService>,
     cx: CallContext,
     json: bool,
@@ -487,6 +493,79 @@ impl Session {
     fn failed(&self, e: A2aError) -> Failure {
         Failure::from_a2a(e, self.credentials)
     }
+
+    /// `GetTask`, logged with --debug.
+    async fn get_task(&self, request: pb::GetTaskRequest) -> Result<pb::Task, A2aError> {
+        let started = self.sending("GetTask", &request);
+        let result = self.svc.get_task(&self.cx, request).await;
+        self.received("GetTask", started, &result);
+        result
+    }
+
+    /// `CancelTask`, logged with --debug.
+    async fn cancel_task(&self, request: pb::CancelTaskRequest) -> Result<pb::Task, A2aError> {
+        let started = self.sending("CancelTask", &request);
+        let result = self.svc.cancel_task(&self.cx, request).await;
+        self.received("CancelTask", started, &result);
+        result
+    }
+
+    /// `ListTasks`, logged with --debug.
+    async fn list_tasks(
+        &self,
+        request: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse, A2aError> {
+        let started = self.sending("ListTasks", &request);
+        let result = self.svc.list_tasks(&self.cx, request).await;
+        self.received("ListTasks", started, &result);
+        result
+    }
+
+    /// With --debug: a stream event.
+    fn event(&self, response: &pb::StreamResponse) {
+        if self.debug {
+            debug(&format!("← event {}", json_line(response)));
+        }
+    }
+
+    /// With --debug: the request about to go out.
+    fn sending<T: serde::Serialize>(&self, method: &str, request: &T) -> std::time::Instant {
+        if self.debug {
+            debug(&format!("→ {method} {}", json_line(request)));
+        }
+        std::time::Instant::now()
+    }
+
+    /// With --debug: what came back.
+    fn received<T: serde::Serialize>(
+        &self,
+        method: &str,
+        started: std::time::Instant,
+        result: &Result<T, A2aError>,
+    ) {
+        if !self.debug {
+            return;
+        }
+        let took = started.elapsed();
+        match result {
+            Ok(value) => debug(&format!("← {method} in {took:?}: {}", json_line(value))),
+            Err(e) => debug(&format!(
+                "← {method} failed in {took:?}: {:?} {}",
+                e.kind(),
+                e.message()
+            )),
+        }
+    }
+}
+
+/// A diagnostic line on stderr (--debug). Credentials never reach it: the code that logs
+/// them logs `[redacted]` in their place.
+fn debug(text: &str) {
+    let _ = writeln!(std::io::stderr(), "debug: {text}");
+}
+
+fn json_line<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| format!("<{e}>"))
 }
 
 /// Where a card reference points.
@@ -541,7 +620,12 @@ fn card_source(reference: &str) -> CardSource {
 async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
     let reference = target.reference()?;
     let hint = format!("check the reference: trident card get -a {reference}");
-    let body = match card_source(reference) {
+    let source = card_source(reference);
+    if target.debug {
+        debug(&format!("card: {source:?} (from {reference:?})"));
+    }
+    let started = std::time::Instant::now();
+    let body = match source {
         CardSource::File(path) => std::fs::read(&path).map_err(|e| {
             Failure::local(
                 Local::CardNotFound,
@@ -592,6 +676,14 @@ async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
                 .to_vec()
         }
     };
+    if target.debug {
+        debug(&format!(
+            "card: {} bytes in {:?}: {}",
+            body.len(),
+            started.elapsed(),
+            String::from_utf8_lossy(&body).replace('\n', " ")
+        ));
+    }
     trident_client::read_card(&body).map_err(|e| {
         Failure::local(
             Local::CardInvalid,
@@ -648,13 +740,16 @@ fn select(
     let order = order.to_vec();
     Err(Box::new(move |reference: &str| {
         if legacy_only {
-            return Failure::Agent(A2aError::new(
-                trident_core::ErrorKind::VersionNotSupported,
-                format!(
-                    "the agent {reference} offers only A2A 0.3, and this tool speaks 1.0 unless \
+            return Failure::Agent(
+                A2aError::new(
+                    trident_core::ErrorKind::VersionNotSupported,
+                    format!(
+                        "the agent {reference} offers only A2A 0.3, and this tool speaks 1.0 unless \
                      told otherwise"
+                    ),
                 ),
-            ));
+                None,
+            );
         }
         Failure::from_a2a(
             trident_client::no_match_for(reference, &card, &order, wanted),
@@ -725,7 +820,32 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
     if let Some(token) = &bearer {
         cx = cx.with_credentials(format!("Bearer {token}"));
     }
+    if target.debug {
+        debug(&format!(
+            "transport: {} {} A2A {} (preference {:?}, version {})",
+            binding.card_name(),
+            interface.url,
+            interface.protocol_version,
+            order.iter().map(|b| b.card_name()).collect::<Vec<_>>(),
+            target.protocol
+        ));
+        if bearer.is_some() {
+            debug("credential: Authorization: Bearer [redacted]");
+        }
+        if target.api_key.is_some() {
+            let (name, cookie) = api_key_place(&card)?;
+            let place = if cookie { "cookie" } else { "header" };
+            debug(&format!(
+                "credential: API key in {place} {name}: [redacted]"
+            ));
+        }
+        for param in &target.svc_param {
+            let key = param.split_once(':').map_or(param.as_str(), |(k, _)| k);
+            debug(&format!("service parameter: {}: [redacted]", key.trim()));
+        }
+    }
     Ok(Session {
+        debug: target.debug,
         svc,
         cx,
         json: target.json(),
@@ -1085,6 +1205,7 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         .and_then(|c| c.streaming)
         .unwrap_or(false);
     if args.stream && streams {
+        s.sending("SendStreamingMessage", &req);
         let stream = s
             .svc
             .send_streaming_message(&s.cx, req)
@@ -1104,10 +1225,10 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     let resp = if streams && !args.stream && !args.r#async {
         wait_streaming(&s, req, args).await?
     } else {
-        s.svc
-            .send_message(&s.cx, req)
-            .await
-            .map_err(|e| s.failed(e))?
+        let started = s.sending("SendMessage", &req);
+        let result = s.svc.send_message(&s.cx, req).await;
+        s.received("SendMessage", started, &result);
+        result.map_err(|e| refused(&s, e, args))?
     };
     let mut out = String::new();
     match &resp.payload {
@@ -1117,10 +1238,13 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         }
         Some(pb::send_message_response::Payload::Message(m)) => render::message(&mut out, m),
         None => {
-            return Err(Failure::Agent(A2aError::new(
-                trident_core::ErrorKind::InvalidAgentResponse,
-                "the agent answered with neither a task nor a message",
-            )));
+            return Err(Failure::Agent(
+                A2aError::new(
+                    trident_core::ErrorKind::InvalidAgentResponse,
+                    "the agent answered with neither a task nor a message",
+                ),
+                None,
+            ));
         }
     }
     if s.json {
@@ -1141,6 +1265,20 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         return print_json(&resp);
     }
     print_text(&out)
+}
+
+/// A send's failure; when it named a task (`--task-id`), the hint says that no task was
+/// started in its place and where to see the exchange (SPEC §8.1).
+fn refused(s: &Session, e: A2aError, args: &Send) -> Failure {
+    let failure = s.failed(e);
+    match &args.task_id {
+        Some(id) if matches!(failure, Failure::Agent(..)) => failure.with_hint(format!(
+            "the agent refused --task-id {id} and no new task was started; check it with \
+             `trident task get -a {} {id}`, or rerun with --debug to see the exchange",
+            shell_word(&s.reference)
+        )),
+        _ => failure,
+    }
 }
 
 /// What a blocking send knows of its task so far.
@@ -1234,9 +1372,10 @@ async fn wait_streaming(
     let limit = args.target.timeout;
     let deadline = limit.map(|t| tokio::time::Instant::now() + t);
     let mut seen = Seen::default();
+    s.sending("SendStreamingMessage", &req);
     let opened = unless_stopped(s.svc.send_streaming_message(&s.cx, req), deadline).await;
     let mut stream = match opened {
-        Ok(opened) => opened.map_err(|e| s.failed(e))?,
+        Ok(opened) => opened.map_err(|e| refused(s, e, args))?,
         Err(why) => return Err(seen.stopped(s, why, limit)),
     };
     loop {
@@ -1246,7 +1385,7 @@ async fn wait_streaming(
         };
         match next {
             None => break,
-            Some(Err(e)) if seen.task_id.is_empty() => return Err(s.failed(e)),
+            Some(Err(e)) if seen.task_id.is_empty() => return Err(refused(s, e, args)),
             Some(Err(e)) => {
                 let _ = writeln!(
                     std::io::stderr(),
@@ -1256,34 +1395,40 @@ async fn wait_streaming(
                 );
                 break;
             }
-            Some(Ok(event)) => match &event.response.payload {
-                Some(Payload::Message(m)) if seen.task_id.is_empty() => {
-                    return Ok(pb::SendMessageResponse {
-                        payload: Some(pb::send_message_response::Payload::Message(m.clone())),
-                    });
+            Some(Ok(event)) => {
+                s.event(&event.response);
+                match &event.response.payload {
+                    Some(Payload::Message(m)) if seen.task_id.is_empty() => {
+                        return Ok(pb::SendMessageResponse {
+                            payload: Some(pb::send_message_response::Payload::Message(m.clone())),
+                        });
+                    }
+                    Some(Payload::Task(t)) => {
+                        seen.task_id.clone_from(&t.id);
+                        seen.context_id.clone_from(&t.context_id);
+                        seen.state = t.state();
+                    }
+                    Some(Payload::StatusUpdate(u)) => {
+                        seen.task_id.clone_from(&u.task_id);
+                        seen.context_id.clone_from(&u.context_id);
+                        seen.state = render::state_of(u.status.as_ref().map_or(0, |st| st.state));
+                    }
+                    _ => {}
                 }
-                Some(Payload::Task(t)) => {
-                    seen.task_id.clone_from(&t.id);
-                    seen.context_id.clone_from(&t.context_id);
-                    seen.state = t.state();
-                }
-                Some(Payload::StatusUpdate(u)) => {
-                    seen.task_id.clone_from(&u.task_id);
-                    seen.context_id.clone_from(&u.context_id);
-                    seen.state = render::state_of(u.status.as_ref().map_or(0, |st| st.state));
-                }
-                _ => {}
-            },
+            }
         }
         if settled(seen.state) {
             break;
         }
     }
     if seen.task_id.is_empty() {
-        return Err(Failure::Agent(A2aError::new(
-            trident_core::ErrorKind::InvalidAgentResponse,
-            "the agent's stream ended without a task or a message",
-        )));
+        return Err(Failure::Agent(
+            A2aError::new(
+                trident_core::ErrorKind::InvalidAgentResponse,
+                "the agent's stream ended without a task or a message",
+            ),
+            None,
+        ));
     }
     // The task as the agent has it; polled until it settles if the stream broke off.
     let request = pb::GetTaskRequest {
@@ -1294,7 +1439,7 @@ async fn wait_streaming(
     let mut interval = args.poll_interval;
     let mut failures = 0;
     loop {
-        let task = match unless_stopped(s.svc.get_task(&s.cx, request.clone()), deadline).await {
+        let task = match unless_stopped(s.get_task(request.clone()), deadline).await {
             Ok(Ok(task)) => task,
             // The connection the stream broke with may fail the next call too: a few tries.
             Ok(Err(e)) if e.is_transport() && failures < 3 => {
@@ -1341,12 +1486,12 @@ pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
     let mut interval = args.poll_interval;
     let task = loop {
         let task = if args.wait {
-            match unless_stopped(s.svc.get_task(&s.cx, request.clone()), deadline).await {
+            match unless_stopped(s.get_task(request.clone()), deadline).await {
                 Ok(task) => task,
                 Err(why) => return Err(seen.stopped(&s, why, limit)),
             }
         } else {
-            s.svc.get_task(&s.cx, request.clone()).await
+            s.get_task(request.clone()).await
         };
         let task = task.map_err(|e| s.failed(e))?;
         if !args.wait || settled(task.state()) {
@@ -1380,14 +1525,10 @@ pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
 pub(crate) async fn task_cancel(args: &TaskCancel) -> Result<(), Failure> {
     let s = connect(&args.target).await?;
     let task = s
-        .svc
-        .cancel_task(
-            &s.cx,
-            pb::CancelTaskRequest {
-                id: args.id.clone(),
-                ..Default::default()
-            },
-        )
+        .cancel_task(pb::CancelTaskRequest {
+            id: args.id.clone(),
+            ..Default::default()
+        })
         .await
         .map_err(|e| s.failed(e))?;
     if s.json {
@@ -1416,17 +1557,13 @@ pub(crate) async fn task_list(args: &TaskList) -> Result<(), Failure> {
     let mut all = pb::ListTasksResponse::default();
     loop {
         let page = s
-            .svc
-            .list_tasks(
-                &s.cx,
-                pb::ListTasksRequest {
-                    context_id: args.context_id.clone().unwrap_or_default(),
-                    status,
-                    page_size: args.page_size,
-                    page_token: token.clone(),
-                    ..Default::default()
-                },
-            )
+            .list_tasks(pb::ListTasksRequest {
+                context_id: args.context_id.clone().unwrap_or_default(),
+                status,
+                page_size: args.page_size,
+                page_token: token.clone(),
+                ..Default::default()
+            })
             .await
             .map_err(|e| s.failed(e))?;
         all.tasks.extend(page.tasks);
@@ -1463,15 +1600,14 @@ pub(crate) async fn task_list(args: &TaskList) -> Result<(), Failure> {
 pub(crate) async fn task_subscribe(args: &TaskSubscribe) -> Result<(), Failure> {
     let mut s = connect(&args.target).await?;
     s.cx.last_event_id = args.after;
+    let request = pb::SubscribeToTaskRequest {
+        id: args.id.clone(),
+        ..Default::default()
+    };
+    s.sending("SubscribeToTask", &request);
     let stream = s
         .svc
-        .subscribe_to_task(
-            &s.cx,
-            pb::SubscribeToTaskRequest {
-                id: args.id.clone(),
-                ..Default::default()
-            },
-        )
+        .subscribe_to_task(&s.cx, request)
         .await
         .map_err(|e| s.failed(e))?;
     follow(&s, stream, args.stream).await
@@ -1628,6 +1764,7 @@ async fn follow(
     let mut reply: Option<pb::Message> = None;
     while let Some(event) = stream.next().await {
         let event = event.map_err(|e| s.failed(e))?;
+        s.event(&event.response);
         match &event.response.payload {
             Some(Payload::Task(t)) => task = t.clone(),
             Some(Payload::Message(m)) => reply = Some(m.clone()),

@@ -60,7 +60,7 @@ impl Local {
 pub(crate) enum Failure {
     /// The agent answered with an A2A error (exit 1).
     #[error("{}: {}", a2a_name(.0.kind()).unwrap_or("A2AError"), .0.message())]
-    Agent(A2aError),
+    Agent(A2aError, Option<String>),
     /// The caller stopped the wait (Ctrl-C); what is known was printed (exit 130, the
     /// shell's status for SIGINT; no error object: the tool did not fail).
     #[error("interrupted: {0}")]
@@ -122,10 +122,11 @@ impl Failure {
 
     /// This failure with `hint`, unless it has one already.
     pub(crate) fn with_hint(mut self, new: impl Into<String>) -> Self {
-        if let Failure::Local { hint, .. } = &mut self
-            && hint.is_none()
-        {
-            *hint = Some(new.into());
+        match &mut self {
+            Failure::Local { hint, .. } | Failure::Agent(_, hint) if hint.is_none() => {
+                *hint = Some(new.into());
+            }
+            _ => {}
         }
         self
     }
@@ -149,14 +150,14 @@ impl Failure {
             ErrorKind::PermissionDenied => local(Local::AuthFailed, &e),
             ErrorKind::ResourceExhausted => local(Local::Internal, &e),
             _ if e.is_transport() => local(Local::Internal, &e),
-            _ => Failure::Agent(e),
+            _ => Failure::Agent(e, None),
         }
     }
 
     /// The exit status (SPEC §11.6): 1 for a protocol error, Appendix D's for the CLI's own.
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
-            Failure::Agent(_) => 1,
+            Failure::Agent(..) => 1,
             Failure::Interrupted(_) => 130,
             Failure::Local { code, .. } => code.exit_code(),
         }
@@ -165,7 +166,7 @@ impl Failure {
     /// The `code` of the error object.
     pub(crate) fn code(&self) -> &'static str {
         match self {
-            Failure::Agent(e) => a2a_name(e.kind()).unwrap_or("A2AError"),
+            Failure::Agent(e, _) => a2a_name(e.kind()).unwrap_or("A2AError"),
             Failure::Interrupted(_) => "interrupted",
             Failure::Local { code, .. } => code.code(),
         }
@@ -173,7 +174,7 @@ impl Failure {
 
     fn message(&self) -> String {
         match self {
-            Failure::Agent(e) => e.message().to_owned(),
+            Failure::Agent(e, _) => e.message().to_owned(),
             Failure::Interrupted(message) => message.clone(),
             Failure::Local { message, .. } => message.clone(),
         }
@@ -181,7 +182,8 @@ impl Failure {
 
     fn hint(&self) -> Option<&str> {
         match self {
-            Failure::Agent(e) => match e.kind() {
+            Failure::Agent(_, Some(h)) => Some(h),
+            Failure::Agent(e, None) => match e.kind() {
                 ErrorKind::TaskNotFound => {
                     Some("check the id; the agent's tasks: trident task list -a <agent>")
                 }
@@ -215,7 +217,7 @@ impl Failure {
 
     fn a2a_code(&self) -> Option<i32> {
         match self {
-            Failure::Agent(e) => Some(e.kind().wire().jsonrpc),
+            Failure::Agent(e, _) => Some(e.kind().wire().jsonrpc),
             Failure::Interrupted(_) => None,
             Failure::Local { a2a_code, .. } => *a2a_code,
         }

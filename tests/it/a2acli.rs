@@ -590,6 +590,12 @@ async fn a2acli_interact_001_002_004_context_and_task_ids_continue_an_interactio
             1,
         );
         assert_eq!(e["code"], "TaskNotFoundError", "{t}: {e}");
+        assert!(
+            e["hint"]
+                .as_str()
+                .is_some_and(|h| h.contains("--debug") && h.contains("no-such-task")),
+            "{t}: the hint points at --debug: {e}"
+        );
         let after: pb::ListTasksResponse =
             document(&run(&["task", "list", "-a", a, "--all", "-o", "json"]).await);
         assert_eq!(
@@ -1661,5 +1667,63 @@ async fn a2acli_ver_001_a2a_version_on_every_request_and_never_below_1_0_unasked
         )
         .await);
         assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_004_debug_never_shows_a_credential() {
+    let token = "tok-9f8e7d6c5b4a";
+    let grant = format!("alice={token}");
+    let server =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--bearer", &grant]).await;
+    let a = server.origin.as_str();
+    let secrets = [token, "key-1a2b3c4d", "param-5e6f7a8b"];
+    let credentials = |bearer: &'static str| {
+        [
+            "--bearer",
+            bearer,
+            "--api-key",
+            "key-1a2b3c4d",
+            "--svc-param",
+            "x-extra:param-5e6f7a8b",
+        ]
+    };
+    for t in TRANSPORTS {
+        for (bearer, exit) in [(token, 0), ("tok-refused-0000", 4)] {
+            let mut args = vec![
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--debug",
+                "-o",
+                "json",
+                "hi",
+            ];
+            args.extend(credentials(bearer));
+            let o = run(&args).await;
+            assert_eq!(o.status.code(), Some(exit), "{t}: {}", stderr(&o));
+            let diagnostics = stderr(&o);
+            assert!(diagnostics.contains("debug: → Send"), "{t}: {diagnostics}");
+            assert!(
+                diagnostics.contains("debug: transport: "),
+                "{t}: {diagnostics}"
+            );
+            assert_eq!(
+                diagnostics.matches("[redacted]").count(),
+                3,
+                "{t}: {diagnostics}"
+            );
+            for secret in secrets.iter().chain([&bearer]) {
+                assert!(
+                    !diagnostics.contains(secret),
+                    "{t}: {secret} in\n{diagnostics}"
+                );
+                assert!(!stdout(&o).contains(secret), "{t}: {secret} on stdout");
+            }
+            // The payload is untouched: one document on stdout.
+            let _: serde_json::Value = document(&o);
+        }
     }
 }
