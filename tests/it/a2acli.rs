@@ -1727,3 +1727,213 @@ async fn a2acli_auth_004_debug_never_shows_a_credential() {
         }
     }
 }
+
+/// A scripted JSON-RPC agent for what the demo agent never does: artifacts with file and data
+/// parts, a task reported `TASK_STATE_UNSPECIFIED`, and a record of each request as it
+/// arrived (headers and body), to see what the tool sent.
+#[derive(Default)]
+struct Scripted {
+    requests: std::sync::Mutex<Vec<(axum::http::HeaderMap, serde_json::Value)>>,
+    polls: std::sync::atomic::AtomicUsize,
+}
+
+impl Scripted {
+    /// Serves it on a free port; returns it and the path of a card naming it.
+    async fn start(dir: &TempDir) -> (std::sync::Arc<Self>, String) {
+        use axum::extract::State;
+        let me = std::sync::Arc::new(Self::default());
+        let app = axum::Router::new()
+            .route(
+                "/",
+                axum::routing::post(
+                    |State(me): State<std::sync::Arc<Self>>,
+                     headers: axum::http::HeaderMap,
+                     axum::Json(body): axum::Json<serde_json::Value>| async move {
+                        let result = me.answer(&body);
+                        me.requests
+                            .lock()
+                            .expect("lock")
+                            .push((headers, body.clone()));
+                        axum::Json(serde_json::json!({
+                            "jsonrpc": "2.0", "id": body["id"].clone(), "result": result,
+                        }))
+                    },
+                ),
+            )
+            .with_state(me.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let card = serde_json::json!({
+            "name": "scripted", "description": "a scripted agent", "version": "1",
+            "supportedInterfaces": [
+                {"url": format!("http://{addr}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+            ],
+            "capabilities": {"streaming": false},
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        });
+        let path = dir.0.join("scripted-card.json");
+        std::fs::write(&path, card.to_string()).expect("write card");
+        (me, path.display().to_string())
+    }
+
+    fn task(id: &str, state: &str) -> serde_json::Value {
+        serde_json::json!({
+            "id": id, "contextId": "ctx-1", "status": {"state": state},
+            "artifacts": [{
+                "artifactId": "a1", "name": "report",
+                "parts": [
+                    {"raw": "JVBERi0=", "mediaType": "application/pdf", "filename": "report.pdf"},
+                    {"url": "https://files.example/x.png", "mediaType": "image/png", "filename": "x.png"},
+                    {"data": {"k": 1}, "mediaType": "application/json"},
+                    {"text": "done"},
+                ],
+            }],
+        })
+    }
+
+    fn answer(&self, body: &serde_json::Value) -> serde_json::Value {
+        let params = &body["params"];
+        match body["method"].as_str() {
+            Some("SendMessage") => {
+                serde_json::json!({"task": Self::task("t-1", "TASK_STATE_COMPLETED")})
+            }
+            Some("GetTask") => {
+                let id = params["id"].as_str().unwrap_or_default();
+                let n = self.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                // `t-late` is unspecified for three polls, `t-never` for ever.
+                let state = if id == "t-never" || n < 3 {
+                    "TASK_STATE_UNSPECIFIED"
+                } else {
+                    "TASK_STATE_COMPLETED"
+                };
+                Self::task(id, state)
+            }
+            _ => serde_json::Value::Null,
+        }
+    }
+
+    fn sent(&self, method: &str) -> Vec<(axum::http::HeaderMap, serde_json::Value)> {
+        self.requests
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(_, b)| b["method"] == method)
+            .cloned()
+            .collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_send_004_file_and_data_artifacts_are_shown_not_dropped() {
+    let dir = TempDir::new("a2acli-scripted");
+    let (_agent, card) = Scripted::start(&dir).await;
+    let text = ok(&run(&["send", "-a", &card, "hi"]).await);
+    let artifact = text
+        .split("Artifact: report (a1)\n")
+        .nth(1)
+        .expect("the artifact block");
+    assert!(
+        artifact.starts_with(
+            "  [file name=report.pdf media-type=application/pdf size=5]\n  \
+             [file name=x.png media-type=image/png url=https://files.example/x.png]\n  \
+             [data media-type=application/json]\n  {\n    \"k\": 1\n  }\n  done\n\n"
+        ),
+        "{text}"
+    );
+    // -o json: the task as the agent sent it, every part in it.
+    let task = task_of(document(
+        &run(&["send", "-a", &card, "-o", "json", "hi"]).await,
+    ));
+    assert_eq!(task.artifacts[0].parts.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_poll_003_unspecified_is_neither_terminal_nor_interrupted() {
+    let dir = TempDir::new("a2acli-scripted");
+    let (agent, card) = Scripted::start(&dir).await;
+    let text = ok(&run(&[
+        "task",
+        "get",
+        "t-late",
+        "-a",
+        &card,
+        "--wait",
+        "--poll-interval",
+        "50ms",
+    ])
+    .await);
+    assert_eq!(field(&text, "State"), Some("COMPLETED"), "{text}");
+    assert!(
+        agent.polls.load(std::sync::atomic::Ordering::SeqCst) >= 4,
+        "it kept polling"
+    );
+    // One-shot: reported as received.
+    let text = ok(&run(&["task", "get", "t-never", "-a", &card]).await);
+    assert_eq!(field(&text, "State"), Some("UNSPECIFIED"), "{text}");
+    // Never settling: --timeout still ends it.
+    let e = error_object(
+        &run(&[
+            "task",
+            "get",
+            "t-never",
+            "-a",
+            &card,
+            "--wait",
+            "--poll-interval",
+            "50ms",
+            "--timeout",
+            "400ms",
+            "-o",
+            "json",
+        ])
+        .await,
+        5,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_TIMEOUT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_interact_003_auth_001_what_the_tool_sends() {
+    let dir = TempDir::new("a2acli-scripted");
+    let (agent, card) = Scripted::start(&dir).await;
+    ok(&run(&[
+        "send",
+        "-a",
+        &card,
+        "--svc-param",
+        "x-trace-note:abc",
+        "--metadata",
+        "{\"k\":\"v\"}",
+        "hi",
+    ])
+    .await);
+    ok(&run(&["send", "-a", &card, "--context-id", "ctx-given", "again"]).await);
+    let sent = agent.sent("SendMessage");
+    assert_eq!(sent.len(), 2);
+    // No identifier of the tool's own: none unless given, exactly the one given.
+    let first = &sent[0].1["params"]["message"];
+    assert!(
+        first["messageId"].as_str().is_some_and(|m| !m.is_empty()),
+        "{first}"
+    );
+    assert!(
+        first.get("contextId").is_none() && first.get("taskId").is_none(),
+        "{first}"
+    );
+    let second = &sent[1].1["params"]["message"];
+    assert_eq!(second["contextId"], "ctx-given");
+    assert!(second.get("taskId").is_none(), "{second}");
+    // The service parameter travels as a header; the metadata in the payload.
+    assert_eq!(
+        sent[0].0.get("x-trace-note").and_then(|v| v.to_str().ok()),
+        Some("abc")
+    );
+    assert_eq!(
+        sent[0].1["params"]["metadata"],
+        serde_json::json!({"k": "v"})
+    );
+    assert!(sent[1].0.get("x-trace-note").is_none());
+}
