@@ -87,6 +87,14 @@ pub(crate) struct Target {
     /// Same as `-o json` (the old spelling).
     #[arg(long, hide = true)]
     pub(crate) json: bool,
+    /// Show everything exchanged with the agent in text output: the task's whole history (the
+    /// messages sent and received), not only its state and artifacts.
+    #[arg(long)]
+    pub(crate) verbose: bool,
+    /// Do not verify TLS certificates (the card fetch and the HTTP bindings): for development
+    /// against a self-signed agent only. Always warned about on stderr.
+    #[arg(long)]
+    pub(crate) insecure: bool,
     /// Diagnostics on stderr: the card read, the binding and version chosen, the credentials
     /// and service parameters applied (their values always redacted), and each request and
     /// response (ProtoJSON) with its time.
@@ -480,6 +488,7 @@ fn with_url(target: &Target, url: &str) -> Target {
 /// A connection to the agent, ready for calls.
 struct Session {
     debug: bool,
+    verbose: bool,
     svc: Arc<dyn A2aService>,
     cx: CallContext,
     json: bool,
@@ -616,8 +625,32 @@ fn card_source(reference: &str) -> CardSource {
     }
 }
 
-/// Reads the card `reference` names.
+/// The HTTP client of the card fetch: certificates verified unless `--insecure`.
+fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .danger_accept_invalid_certs(target.insecure)
+        .build()
+        .map_err(|e| Failure::local(Local::Internal, e.to_string()))
+}
+
+/// Reads the card `reference` names. Every command starts here, so this is where
+/// `--insecure` is warned about, every time (SPEC §6.5, §12.1).
 async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
+    if target.insecure {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: --insecure: TLS certificates are not verified; anyone on the path can \
+             impersonate the agent (development only)"
+        );
+        if target.bearer().is_some() || target.api_key.is_some() || !target.svc_param.is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: --insecure: your credentials and service parameters go over a \
+                 connection whose certificate is not verified"
+            );
+        }
+    }
     let reference = target.reference()?;
     let hint = format!("check the reference: trident card get -a {reference}");
     let source = card_source(reference);
@@ -634,10 +667,7 @@ async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
             .with_hint(hint.clone())
         })?,
         CardSource::Url(url) => {
-            let http = reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .build()
-                .map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
+            let http = http_client(target)?;
             let mut request = http
                 .get(&url)
                 .header("accept", "application/json")
@@ -783,6 +813,15 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
     let mut builder = trident_client::ClientBuilder::new()
         .protocol(target.protocol)
         .cache_cards(false);
+    if target.insecure {
+        builder = builder.http_client(
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .danger_accept_invalid_certs(true)
+                .build()
+                .map_err(|e| Failure::local(Local::Internal, e.to_string()))?,
+        );
+    }
     let bearer = target.bearer();
     if let Some(token) = &bearer {
         builder = builder.bearer_token(token);
@@ -846,6 +885,7 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
     }
     Ok(Session {
         debug: target.debug,
+        verbose: target.verbose,
         svc,
         cx,
         json: target.json(),
@@ -1233,7 +1273,7 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     let mut out = String::new();
     match &resp.payload {
         Some(pb::send_message_response::Payload::Task(t)) => {
-            render::task(&mut out, t, args.history.is_some());
+            render::task(&mut out, t, args.history.is_some() || s.verbose);
             outcome(&s, &mut out, &t.id, t.state(), pb::TaskState::Completed);
         }
         Some(pb::send_message_response::Payload::Message(m)) => render::message(&mut out, m),
@@ -1505,7 +1545,7 @@ pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
         interval = (interval * 2).min(args.poll_interval * 4);
     };
     let mut out = String::new();
-    render::task(&mut out, &task, args.history.is_some());
+    render::task(&mut out, &task, args.history.is_some() || s.verbose);
     if args.wait {
         outcome(
             &s,
@@ -1535,7 +1575,7 @@ pub(crate) async fn task_cancel(args: &TaskCancel) -> Result<(), Failure> {
         return print_json(&task);
     }
     let mut out = String::new();
-    render::task(&mut out, &task, false);
+    render::task(&mut out, &task, s.verbose);
     outcome(
         &s,
         &mut out,
@@ -1818,7 +1858,7 @@ async fn follow(
         render::field(&mut out, "Context ID", &task.context_id);
         render::field(&mut out, "State", render::state_name(task.state()));
     } else {
-        render::task(&mut out, &task, false);
+        render::task(&mut out, &task, s.verbose);
     }
     outcome(
         s,

@@ -1937,3 +1937,236 @@ async fn a2acli_interact_003_auth_001_what_the_tool_sends() {
     );
     assert!(sent[1].0.get("x-trace-note").is_none());
 }
+
+/// `openssl s_server -www` on a self-signed certificate: a TLS endpoint that answers any GET
+/// with an HTML status page (not a card). `None` where `openssl` is not installed.
+struct SelfSigned {
+    child: std::process::Child,
+    port: u16,
+    _dir: TempDir,
+}
+
+impl SelfSigned {
+    fn start() -> Option<Self> {
+        let dir = TempDir::new("a2acli-tls");
+        let (key, cert) = (dir.0.join("key.pem"), dir.0.join("cert.pem"));
+        let made = Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=localhost",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .ok()?;
+        if !made.success() {
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = Command::new("openssl")
+            .args(["s_server", "-www", "-quiet", "-accept", &port.to_string()])
+            .arg("-cert")
+            .arg(&cert)
+            .arg("-key")
+            .arg(&key)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        Some(Self {
+            child,
+            port,
+            _dir: dir,
+        })
+    }
+}
+
+impl Drop for SelfSigned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_003_insecure_is_explicit_and_always_warned_about() {
+    let Some(tls) = SelfSigned::start() else {
+        return; // No openssl here.
+    };
+    let url = format!("https://127.0.0.1:{}", tls.port);
+    // Listening yet?
+    crate::wait::until("openssl s_server listens", || async {
+        std::net::TcpStream::connect(("127.0.0.1", tls.port))
+            .ok()
+            .map(drop)
+    })
+    .await;
+    // Verification is on by default: the self-signed certificate is refused.
+    let o = run(&["card", "get", "-a", &url, "-o", "json"]).await;
+    let e = error_object(&o, 3);
+    assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE", "{e}");
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    // Whatever is logged there is plain text: stderr is a pipe, not a terminal.
+    let plain = run_with(&["card", "get", "-a", &url], None, &[("RUST_LOG", "warn")]).await;
+    assert!(
+        !stderr(&plain).contains('\u{1b}'),
+        "no ANSI: {:?}",
+        stderr(&plain)
+    );
+    // --insecure gets through TLS (to a page that is no card), and says so on stderr.
+    let o = run(&["card", "get", "-a", &url, "--insecure", "-o", "json"]).await;
+    let e = error_object(&o, 1);
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_INVALID", "{e}");
+    let warned = stderr(&o);
+    assert!(
+        warned.contains("warning: --insecure: TLS certificates are not verified"),
+        "{warned}"
+    );
+    assert!(
+        !warned.contains("credentials"),
+        "no credential, no credential warning: {warned}"
+    );
+    // With a credential, a second warning names it.
+    let o = run(&[
+        "card",
+        "get",
+        "-a",
+        &url,
+        "--insecure",
+        "--bearer",
+        "t0k",
+        "-o",
+        "json",
+    ])
+    .await;
+    assert!(
+        stderr(&o).contains("warning: --insecure: your credentials"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_default_001_every_default_is_shown_and_overridable() {
+    // The defaults, and the flag that overrides each, in --help.
+    let help = ok(&run(&["send", "--help"]).await);
+    for shown in [
+        "--transport <BINDING>",
+        "--async",
+        "[default: text]",
+        "--verbose",
+        "--a2a-version <auto|1.0|0.3>",
+        "[default: auto]",
+        "--insecure",
+    ] {
+        assert!(help.contains(shown), "{shown} in send --help:\n{help}");
+    }
+    // Detail: concise by default, the whole exchange with --verbose.
+    let server = demo().await;
+    let a = server.origin.as_str();
+    for t in TRANSPORTS {
+        let concise = ok(&run(&["send", "-a", a, "--transport", t, "hello"]).await);
+        assert!(!concise.contains("History: "), "{t}: {concise}");
+        let verbose = ok(&run(&["send", "-a", a, "--transport", t, "--verbose", "hello"]).await);
+        assert!(
+            verbose.contains("History: user\n  hello\n"),
+            "{t}: {verbose}"
+        );
+        let id = field(&verbose, "Task ID").expect("Task ID");
+        let got = ok(&run(&["task", "get", id, "-a", a, "--transport", t, "--verbose"]).await);
+        assert!(got.contains("History: user\n  hello\n"), "{t}: {got}");
+    }
+    // Transport, completion, output, protocol version and TLS are overridden in the tests
+    // named in the report (tx_002, send_001_002, out_002, ver_001, auth_003).
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_tx_003_the_interface_tenant_goes_in_every_request() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let dir = TempDir::new("a2acli-tenant");
+    let card = edited_card(a, &dir, |c| {
+        if let Some(interfaces) = c["supportedInterfaces"].as_array_mut() {
+            for i in interfaces {
+                i["tenant"] = serde_json::Value::String("acme".to_owned());
+            }
+        }
+    })
+    .await;
+    for t in TRANSPORTS {
+        let task = task_of(document(
+            &run(&["send", "-a", &card, "--transport", t, "-o", "json", "hi"]).await,
+        ));
+        // The task lives under the tenant: found through the tenant's card only.
+        let got: pb::Task = document(
+            &run(&[
+                "task",
+                "get",
+                &task.id,
+                "-a",
+                &card,
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        assert_eq!(got.id, task.id, "{t}");
+        let e = error_object(
+            &run(&[
+                "task",
+                "get",
+                &task.id,
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ])
+            .await,
+            1,
+        );
+        assert_eq!(
+            e["code"], "TaskNotFoundError",
+            "{t}: without the tenant: {e}"
+        );
+        let listed: pb::ListTasksResponse =
+            document(&run(&["task", "list", "-a", &card, "--transport", t, "-o", "json"]).await);
+        assert!(listed.tasks.iter().any(|x| x.id == task.id), "{t}");
+        // Cancel reaches the task under the tenant (it has ended: not cancelable), and
+        // only there.
+        let e = error_object(
+            &run(&[
+                "task",
+                "cancel",
+                &task.id,
+                "-a",
+                &card,
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ])
+            .await,
+            1,
+        );
+        assert_eq!(e["code"], "TaskNotCancelableError", "{t}: {e}");
+    }
+}
