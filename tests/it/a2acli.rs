@@ -2170,3 +2170,97 @@ async fn a2acli_tx_003_the_interface_tenant_goes_in_every_request() {
         assert_eq!(e["code"], "TaskNotCancelableError", "{t}: {e}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_list_001_pages_and_filters_by_state_and_context() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let first = task_of(document(
+        &run(&["send", "-a", a, "-o", "json", "one"]).await,
+    ));
+    let same = task_of(document(
+        &run(&[
+            "send",
+            "-a",
+            a,
+            "-o",
+            "json",
+            "--context-id",
+            &first.context_id,
+            "two",
+        ])
+        .await,
+    ));
+    let asked = task_of(document(
+        &run(&["send", "-a", a, "-o", "json", "input"]).await,
+    ));
+    for t in TRANSPORTS {
+        let by_context: pb::ListTasksResponse = document(
+            &run(&[
+                "task",
+                "list",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--context-id",
+                &first.context_id,
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        let mut ids: Vec<&str> = by_context.tasks.iter().map(|x| x.id.as_str()).collect();
+        ids.sort();
+        let mut want = vec![first.id.as_str(), same.id.as_str()];
+        want.sort();
+        assert_eq!(ids, want, "{t}");
+        let by_state: pb::ListTasksResponse = document(
+            &run(&[
+                "task",
+                "list",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--state",
+                "input-required",
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        assert_eq!(by_state.tasks.len(), 1, "{t}");
+        assert_eq!(by_state.tasks[0].id, asked.id, "{t}");
+        // A page at a time, following the token the text names.
+        let page = ok(&run(&[
+            "task",
+            "list",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--page-size",
+            "2",
+        ])
+        .await);
+        assert_eq!(field(&page, "Shown"), Some("2"), "{t}: {page}");
+        assert_eq!(field(&page, "Total"), Some("3"), "{t}: {page}");
+        let token = field(&page, "Next Page Token").expect("a next page");
+        let rest = ok(&run(&[
+            "task",
+            "list",
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--page-size",
+            "2",
+            "--page-token",
+            token,
+        ])
+        .await);
+        assert_eq!(field(&rest, "Shown"), Some("1"), "{t}: {rest}");
+        assert_eq!(field(&rest, "Next Page Token"), None, "{t}: {rest}");
+    }
+}
