@@ -289,6 +289,73 @@ pub(crate) enum TaskCommand {
     List(TaskList),
     /// Follow a task's events.
     Subscribe(TaskSubscribe),
+    /// A task's push-notification configurations: create, get, list, delete.
+    #[command(subcommand, name = "push-config")]
+    PushConfig(PushConfig),
+}
+
+/// `task push-config …`
+#[derive(Subcommand, Debug)]
+pub(crate) enum PushConfig {
+    /// Create (or replace) a webhook for a task.
+    Create {
+        /// Task id.
+        task_id: String,
+        #[command(flatten)]
+        target: Target,
+        /// The webhook URL the agent posts the task's updates to.
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// The configuration's id (default: the agent picks one).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+        /// A token the agent sends back with each call (`A2A-Notification-Token`). (Go's
+        /// a2a-cli calls it --token, which here is the old spelling of --bearer.)
+        #[arg(long = "notification-token", value_name = "TOKEN")]
+        token: Option<String>,
+        /// The scheme the agent authenticates to the webhook with (e.g. Bearer).
+        #[arg(long = "auth-scheme", value_name = "SCHEME")]
+        auth_scheme: Option<String>,
+        /// The credentials the agent presents to the webhook (needs --auth-scheme).
+        #[arg(long = "auth-credentials", value_name = "CREDENTIALS")]
+        auth_credentials: Option<String>,
+    },
+    /// Show one configuration.
+    Get {
+        /// Task id.
+        task_id: String,
+        /// Configuration id.
+        config_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// List a task's configurations (every page).
+    List {
+        /// Task id.
+        task_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Delete a configuration.
+    Delete {
+        /// Task id.
+        task_id: String,
+        /// Configuration id.
+        config_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+impl PushConfig {
+    fn target(&self) -> &Target {
+        match self {
+            PushConfig::Create { target, .. }
+            | PushConfig::Get { target, .. }
+            | PushConfig::List { target, .. }
+            | PushConfig::Delete { target, .. } => target,
+        }
+    }
 }
 
 impl TaskCommand {
@@ -299,6 +366,7 @@ impl TaskCommand {
             TaskCommand::Cancel(a) => a.target.json(),
             TaskCommand::List(a) => a.target.json(),
             TaskCommand::Subscribe(a) => a.target.json(),
+            TaskCommand::PushConfig(p) => p.target().json(),
         }
     }
 
@@ -309,6 +377,7 @@ impl TaskCommand {
             TaskCommand::Cancel(a) => task_cancel(a).await,
             TaskCommand::List(a) => task_list(a).await,
             TaskCommand::Subscribe(a) => task_subscribe(a).await,
+            TaskCommand::PushConfig(p) => push_config(p).await,
         }
     }
 }
@@ -1759,19 +1828,154 @@ pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
     }
 }
 
+/// `task push-config …`
+async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
+    let s = connect(cmd.target()).await?;
+    // SPEC §13.3: the card says whether the agent takes push configurations at all.
+    let pushes = s
+        .card
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.push_notifications);
+    if pushes != Some(true) {
+        return Err(Failure::Agent(
+            A2aError::of(trident_core::ErrorKind::PushNotificationNotSupported),
+            Some(format!(
+                "the card of {} does not declare push notifications (capabilities.pushNotifications); \
+                 follow the task with `trident task subscribe` or `task get --wait` instead",
+                s.reference
+            )),
+        ));
+    }
+    match cmd {
+        PushConfig::Create {
+            task_id,
+            url,
+            id,
+            token,
+            auth_scheme,
+            auth_credentials,
+            ..
+        } => {
+            let authentication = match (auth_scheme, auth_credentials) {
+                (None, None) => None,
+                (None, Some(_)) => {
+                    return Err(Failure::usage("--auth-credentials needs --auth-scheme"));
+                }
+                (Some(scheme), credentials) => Some(pb::AuthenticationInfo {
+                    scheme: scheme.clone(),
+                    credentials: credentials.clone().unwrap_or_default(),
+                }),
+            };
+            let request = pb::TaskPushNotificationConfig {
+                task_id: task_id.clone(),
+                id: id.clone().unwrap_or_default(),
+                url: url.clone(),
+                token: token.clone().unwrap_or_default(),
+                authentication,
+                ..Default::default()
+            };
+            let started = s.sending("CreateTaskPushNotificationConfig", &request);
+            let result = s
+                .svc
+                .create_task_push_notification_config(&s.cx, request)
+                .await;
+            s.received("CreateTaskPushNotificationConfig", started, &result);
+            print_config(&s, &result.map_err(|e| s.failed(e))?)
+        }
+        PushConfig::Get {
+            task_id, config_id, ..
+        } => {
+            let request = pb::GetTaskPushNotificationConfigRequest {
+                task_id: task_id.clone(),
+                id: config_id.clone(),
+                ..Default::default()
+            };
+            let started = s.sending("GetTaskPushNotificationConfig", &request);
+            let result = s
+                .svc
+                .get_task_push_notification_config(&s.cx, request)
+                .await;
+            s.received("GetTaskPushNotificationConfig", started, &result);
+            print_config(&s, &result.map_err(|e| s.failed(e))?)
+        }
+        PushConfig::List { task_id, .. } => {
+            let mut all = pb::ListTaskPushNotificationConfigsResponse::default();
+            let mut token = String::new();
+            loop {
+                let request = pb::ListTaskPushNotificationConfigsRequest {
+                    task_id: task_id.clone(),
+                    page_token: token,
+                    ..Default::default()
+                };
+                let started = s.sending("ListTaskPushNotificationConfigs", &request);
+                let result = s
+                    .svc
+                    .list_task_push_notification_configs(&s.cx, request)
+                    .await;
+                s.received("ListTaskPushNotificationConfigs", started, &result);
+                let page = result.map_err(|e| s.failed(e))?;
+                all.configs.extend(page.configs);
+                if page.next_page_token.is_empty() {
+                    break;
+                }
+                token = page.next_page_token;
+            }
+            if s.json {
+                return print_json(&all);
+            }
+            let mut out = String::new();
+            for config in &all.configs {
+                config_fields(&mut out, config);
+                out.push('\n');
+            }
+            render::field(&mut out, "Shown", &all.configs.len().to_string());
+            print_text(&out)
+        }
+        PushConfig::Delete {
+            task_id, config_id, ..
+        } => {
+            let request = pb::DeleteTaskPushNotificationConfigRequest {
+                task_id: task_id.clone(),
+                id: config_id.clone(),
+                ..Default::default()
+            };
+            let started = s.sending("DeleteTaskPushNotificationConfig", &request);
+            let result = s
+                .svc
+                .delete_task_push_notification_config(&s.cx, request)
+                .await;
+            s.received("DeleteTaskPushNotificationConfig", started, &result);
+            result.map_err(|e| s.failed(e))?;
+            if s.json {
+                // The protocol's answer is google.protobuf.Empty.
+                return print_text("{}\n");
+            }
+            let mut out = String::new();
+            render::field(&mut out, "Deleted", config_id);
+            render::field(&mut out, "Task ID", task_id);
+            print_text(&out)
+        }
+    }
+}
+
+/// A push configuration's fields (never its token or credentials).
+fn config_fields(out: &mut String, config: &pb::TaskPushNotificationConfig) {
+    render::field(out, "Config ID", &config.id);
+    render::field(out, "Task ID", &config.task_id);
+    render::field(out, "URL", &config.url);
+    if let Some(a) = &config.authentication {
+        render::field(out, "Auth Scheme", &a.scheme);
+    }
+}
+
 fn print_config(s: &Session, config: &pb::TaskPushNotificationConfig) -> Result<(), Failure> {
     if s.json {
         return print_json(config);
     }
-    let auth = config
-        .authentication
-        .as_ref()
-        .map(|a| format!("  auth {}", a.scheme))
-        .unwrap_or_default();
-    print_text(&format!(
-        "{}  task {}  {}{auth}\n",
-        config.id, config.task_id, config.url
-    ))
+    let mut out = String::new();
+    config_fields(&mut out, config);
+    print_text(&out)
 }
 
 fn parse_state(name: &str) -> Result<pb::TaskState, Failure> {

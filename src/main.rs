@@ -72,8 +72,8 @@ enum Command {
     /// `task subscribe --stream` (the old spelling: `subscribe URL ID`).
     #[command(hide = true)]
     Subscribe(client::Legacy<client::TaskSubscribe>),
-    /// Manage a task's push-notification webhooks.
-    #[command(subcommand)]
+    /// `task push-config` (the old spelling: `push set|get|list|delete URL TASK …`).
+    #[command(subcommand, hide = true)]
     Push(client::Push),
     /// Run the behaviour suite against an agent over every binding its card declares.
     Conformance(conformance::Args),

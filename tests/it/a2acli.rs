@@ -2264,3 +2264,196 @@ async fn a2acli_task_list_001_pages_and_filters_by_state_and_context() {
         assert_eq!(field(&rest, "Next Page Token"), None, "{t}: {rest}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_push_001_task_push_config_create_get_list_delete() {
+    let server = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--push-allow",
+        "127.0.0.1",
+    ])
+    .await;
+    let a = server.origin.as_str();
+    let hook = "http://127.0.0.1:9/hook";
+    for t in TRANSPORTS {
+        let slow = task_of(document(
+            &run(&[
+                "send",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+                "--async",
+                "slow",
+            ])
+            .await,
+        ));
+        let id = slow.id.as_str();
+        let created = ok(&run(&[
+            "task",
+            "push-config",
+            "create",
+            id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--url",
+            hook,
+            "--id",
+            "h1",
+            "--notification-token",
+            "tk",
+            "--auth-scheme",
+            "Bearer",
+            "--auth-credentials",
+            "s3cret",
+        ])
+        .await);
+        assert_eq!(field(&created, "Config ID"), Some("h1"), "{t}: {created}");
+        assert_eq!(field(&created, "URL"), Some(hook), "{t}: {created}");
+        assert_eq!(
+            field(&created, "Auth Scheme"),
+            Some("Bearer"),
+            "{t}: {created}"
+        );
+        assert!(
+            !created.contains("s3cret"),
+            "{t}: credentials are not printed: {created}"
+        );
+        let got: pb::TaskPushNotificationConfig = document(
+            &run(&[
+                "task",
+                "push-config",
+                "get",
+                id,
+                "h1",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        assert_eq!((got.id.as_str(), got.url.as_str()), ("h1", hook), "{t}");
+        ok(&run(&[
+            "task",
+            "push-config",
+            "create",
+            id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--url",
+            hook,
+            "--id",
+            "h2",
+        ])
+        .await);
+        let listed: pb::ListTaskPushNotificationConfigsResponse = document(
+            &run(&[
+                "task",
+                "push-config",
+                "list",
+                id,
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ])
+            .await,
+        );
+        let mut ids: Vec<&str> = listed.configs.iter().map(|c| c.id.as_str()).collect();
+        ids.sort();
+        assert_eq!(ids, ["h1", "h2"], "{t}");
+        let deleted = ok(&run(&[
+            "task",
+            "push-config",
+            "delete",
+            id,
+            "h1",
+            "-a",
+            a,
+            "--transport",
+            t,
+        ])
+        .await);
+        assert_eq!(field(&deleted, "Deleted"), Some("h1"), "{t}: {deleted}");
+        let e = error_object(
+            &run(&[
+                "task",
+                "push-config",
+                "get",
+                id,
+                "h1",
+                "-a",
+                a,
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ])
+            .await,
+            1,
+        );
+        assert_eq!(
+            e["code"], "TaskNotFoundError",
+            "{t}: a deleted configuration: {e}"
+        );
+        ok(&run(&["task", "cancel", id, "-a", a]).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_ver_003_push_config_checks_the_card_first() {
+    let server = demo().await;
+    let dir = TempDir::new("a2acli-nopush");
+    let card = edited_card(&server.origin, &dir, |c| {
+        c["capabilities"]["pushNotifications"] = serde_json::Value::Bool(false);
+    })
+    .await;
+    let before = get_task_calls(&server.origin).await;
+    let e = error_object(
+        &run(&[
+            "task",
+            "push-config",
+            "list",
+            "t",
+            "-a",
+            &card,
+            "-o",
+            "json",
+        ])
+        .await,
+        1,
+    );
+    assert_eq!(e["code"], "PushNotificationNotSupportedError", "{e}");
+    assert!(
+        e["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("pushNotifications")),
+        "{e}"
+    );
+    // Refused before any call (the demo agent itself would have answered).
+    let metrics = reqwest::get(format!("{}/metrics", server.origin))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        !metrics.contains("method=\"ListTaskPushNotificationConfigs\""),
+        "no call was made"
+    );
+    assert_eq!(get_task_calls(&server.origin).await, before);
+}
