@@ -75,6 +75,11 @@ enum Command {
     /// `task push-config` (the old spelling: `push set|get|list|delete URL TASK …`).
     #[command(subcommand, hide = true)]
     Push(client::Push),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Run the behaviour suite against an agent over every binding its card declares.
     Conformance(conformance::Args),
     /// Write the OpenAPI 3.1 document of the HTTP+JSON binding (default docs/openapi.json).
@@ -254,6 +259,14 @@ async fn run(command: Command) -> ExitCode {
         Command::Gateway(args) => return serve::gateway(args).await,
         Command::Conformance(args) => return conformance::run(args).await,
         Command::Openapi(args) => return openapi::run(&args),
+        Command::Completion { shell } => {
+            // Into memory first: clap_complete panics on a write error (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "trident", &mut script);
+            let mut out = std::io::stdout().lock();
+            let _ = std::io::Write::write_all(&mut out, &script);
+            return ExitCode::SUCCESS;
+        }
         Command::Card(client::CardCommand::Get(args)) => {
             (args.target.json(), client::card_get(&args).await)
         }

@@ -2457,3 +2457,22 @@ async fn a2acli_ver_003_push_config_checks_the_card_first() {
     );
     assert_eq!(get_task_calls(&server.origin).await, before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_cli_002_completion_scripts_for_each_shell() {
+    for (shell, marker) in [
+        ("bash", "_trident()"),
+        ("zsh", "#compdef trident"),
+        ("fish", "complete -c trident"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[trident]"),
+    ] {
+        let script = ok(&run(&["completion", shell]).await);
+        assert!(script.contains(marker), "{shell}: {marker}");
+        for word in ["push-config", "agent-card", "context-id"] {
+            assert!(script.contains(word), "{shell} completes {word}");
+        }
+    }
+    let e = error_object(&run(&["completion", "tcsh", "-o", "json"]).await, 2);
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE");
+}
