@@ -216,6 +216,11 @@ pub(crate) struct CardGet {
     /// Trust only the keys of this JWKS URL (instead of the signatures' `jku`).
     #[arg(long)]
     jwks: Option<String>,
+    /// Check the card against the A2A 1.0 AgentCard: every field a2a.proto marks REQUIRED
+    /// (on the card, its interfaces and skills) present; exit 1 (A2ACLI_ERR_CARD_INVALID)
+    /// naming each one missing.
+    #[arg(long)]
+    validate: bool,
 }
 
 /// One message-part flag of `send`, in command-line order.
@@ -706,6 +711,11 @@ fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
 /// Reads the card `reference` names. Every command starts here, so this is where
 /// `--insecure` is warned about, every time (SPEC §6.5, §12.1).
 async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
+    resolve_card_json(target).await.map(|(card, _)| card)
+}
+
+/// [`resolve_card`], with the card's JSON as read.
+async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), Failure> {
     if target.insecure {
         let _ = writeln!(
             std::io::stderr(),
@@ -783,13 +793,63 @@ async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
             String::from_utf8_lossy(&body).replace('\n', " ")
         ));
     }
-    trident_client::read_card(&body).map_err(|e| {
+    let card = trident_client::read_card(&body).map_err(|e| {
         Failure::local(
             Local::CardInvalid,
             format!("agent card {reference}: {}", e.message()),
         )
         .with_hint("the card must be an A2A AgentCard in JSON")
-    })
+    })?;
+    Ok((card, body))
+}
+
+/// What is wrong with a card's JSON against the A2A 1.0 `AgentCard` (`a2a.proto`): every field
+/// the proto marks REQUIRED, on the card, its interfaces and its skills, present and not
+/// empty. (The types were checked when the card was read.)
+fn card_problems(json: &serde_json::Value) -> Vec<String> {
+    fn missing(v: &serde_json::Value, field: &str) -> bool {
+        match v.get(field) {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::String(s)) => s.is_empty(),
+            Some(serde_json::Value::Array(a)) => a.is_empty(),
+            Some(_) => false,
+        }
+    }
+    let mut problems = Vec::new();
+    for field in [
+        "name",
+        "description",
+        "supportedInterfaces",
+        "version",
+        "capabilities",
+        "defaultInputModes",
+        "defaultOutputModes",
+        "skills",
+    ] {
+        if missing(json, field) {
+            problems.push(format!("{field} is required"));
+        }
+    }
+    let each = |list: &str, fields: &[&str], problems: &mut Vec<String>| {
+        for (n, item) in json[list].as_array().into_iter().flatten().enumerate() {
+            for field in fields {
+                if missing(item, field) {
+                    problems.push(format!("{list}[{n}].{field} is required"));
+                }
+            }
+        }
+    };
+    each(
+        "supportedInterfaces",
+        &["url", "protocolBinding", "protocolVersion"],
+        &mut problems,
+    );
+    each(
+        "skills",
+        &["id", "name", "description", "tags"],
+        &mut problems,
+    );
+    problems
 }
 
 /// The binding preference: `--transport` first, then the card's own order, then the rest.
@@ -970,7 +1030,22 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
     if let Some(r) = &args.reference {
         target.agent_card = Some(r.clone());
     }
-    let card = resolve_card(&target).await?;
+    let (card, body) = resolve_card_json(&target).await?;
+    if args.validate {
+        let json: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| Failure::local(Local::CardInvalid, e.to_string()))?;
+        let problems = card_problems(&json);
+        if !problems.is_empty() {
+            return Err(Failure::local(
+                Local::CardInvalid,
+                format!(
+                    "the card is not a valid A2A 1.0 AgentCard: {}",
+                    problems.join("; ")
+                ),
+            )
+            .with_hint("see the AgentCard message of the A2A specification (a2a.proto)"));
+        }
+    }
     let verified = if args.verify {
         Some(verify(&card, args.jwks.as_deref()).await)
     } else {
@@ -990,6 +1065,9 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
         }
         if let Some(Ok(line)) = &verified {
             render::field(&mut out, "Signature", line);
+        }
+        if args.validate {
+            render::field(&mut out, "Valid", "yes (A2A 1.0 AgentCard)");
         }
         print_text(&out)?;
     }

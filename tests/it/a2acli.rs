@@ -2476,3 +2476,39 @@ async fn a2acli_cli_002_completion_scripts_for_each_shell() {
     let e = error_object(&run(&["completion", "tcsh", "-o", "json"]).await, 2);
     assert_eq!(e["code"], "A2ACLI_ERR_USAGE");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_card_get_002_validate_names_each_missing_required_field() {
+    let server = demo().await;
+    let a = server.origin.as_str();
+    let text = ok(&run(&["card", "get", a, "--validate"]).await);
+    assert_eq!(
+        field(&text, "Valid"),
+        Some("yes (A2A 1.0 AgentCard)"),
+        "{text}"
+    );
+    let dir = TempDir::new("a2acli-validate");
+    let broken = edited_card(a, &dir, |c| {
+        if let Some(m) = c.as_object_mut() {
+            m.remove("version");
+            m.remove("skills");
+        }
+        c["supportedInterfaces"][0]["protocolVersion"] = serde_json::Value::String(String::new());
+    })
+    .await;
+    // Without --validate the card is still used; with it, every missing field is named.
+    ok(&run(&["card", "get", &broken]).await);
+    let e = error_object(
+        &run(&["card", "get", &broken, "--validate", "-o", "json"]).await,
+        1,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_INVALID");
+    let message = e["message"].as_str().unwrap_or_default();
+    for problem in [
+        "version is required",
+        "skills is required",
+        "supportedInterfaces[0].protocolVersion is required",
+    ] {
+        assert!(message.contains(problem), "{problem} in {message}");
+    }
+}
