@@ -2084,8 +2084,40 @@ async fn follow(
     use pb::stream_response::Payload;
     let mut task = pb::Task::default();
     let mut reply: Option<pb::Message> = None;
+    let mut last_seq: Option<u64> = None;
+    let mut resubscribed = 0;
     while let Some(event) = stream.next().await {
-        let event = event.map_err(|e| s.failed(e))?;
+        let event = match event {
+            Ok(event) => event,
+            // The connection broke under a known task: subscribe again from the last event
+            // seen (SPEC §9.4), a few times.
+            Err(e) if e.is_transport() && !task.id.is_empty() && resubscribed < 3 => {
+                resubscribed += 1;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: the stream of task {} broke off ({}); subscribing again",
+                    task.id,
+                    e.message()
+                );
+                let mut cx = s.cx.clone();
+                cx.last_event_id = last_seq.or(s.cx.last_event_id);
+                let request = pb::SubscribeToTaskRequest {
+                    id: task.id.clone(),
+                    ..Default::default()
+                };
+                s.sending("SubscribeToTask", &request);
+                stream = s
+                    .svc
+                    .subscribe_to_task(&cx, request)
+                    .await
+                    .map_err(|e| s.failed(e))?;
+                continue;
+            }
+            Err(e) => return Err(s.failed(e)),
+        };
+        if event.seq.is_some() {
+            last_seq = event.seq;
+        }
         s.event(&event.response);
         match &event.response.payload {
             Some(Payload::Task(t)) => task = t.clone(),

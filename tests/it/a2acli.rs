@@ -2512,3 +2512,64 @@ async fn a2acli_card_get_002_validate_names_each_missing_required_field() {
         assert!(message.contains(problem), "{problem} in {message}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_subscribe_002_a_broken_stream_is_resumed_where_it_broke() {
+    let server = demo().await;
+    let upstream: std::net::SocketAddr = server
+        .origin
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    let dir = TempDir::new("a2acli-resume");
+    for t in TRANSPORTS {
+        let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
+        let card = edited_card(&server.origin, &dir, |c| {
+            let text = c
+                .to_string()
+                .replace(&upstream.to_string(), &proxy.to_string());
+            *c = serde_json::from_str(&text).expect("JSON");
+        })
+        .await;
+        // --stream: every event once, although the first connection is cut half-way.
+        let o = run(&[
+            "send",
+            "-a",
+            &card,
+            "--transport",
+            t,
+            "--stream",
+            "-o",
+            "json",
+            "stream 6 200",
+        ])
+        .await;
+        let lines: Vec<pb::StreamResponse> = ok(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a StreamResponse"))
+            .collect();
+        assert!(
+            stderr(&o).contains("subscribing again"),
+            "{t}: {}",
+            stderr(&o)
+        );
+        let chunks = lines
+            .iter()
+            .filter(|l| {
+                matches!(
+                    l.payload,
+                    Some(pb::stream_response::Payload::ArtifactUpdate(_))
+                )
+            })
+            .count();
+        assert_eq!(chunks, 6, "{t}: each chunk once: {lines:?}");
+        match lines.last().and_then(|l| l.payload.as_ref()) {
+            Some(pb::stream_response::Payload::StatusUpdate(u)) => assert_eq!(
+                u.status.as_ref().map(|s| s.state),
+                Some(pb::TaskState::Completed as i32),
+                "{t}"
+            ),
+            other => panic!("{t}: ends with the terminal status: {other:?}"),
+        }
+    }
+}
