@@ -1,63 +1,179 @@
-//! The client commands: `card`, `send`, `get`, `list`, `cancel`, `subscribe`, `push …`.
-//! Each reads the agent's card, connects over the chosen binding and makes one A2A call.
-//! Output is for people by default (streams print as they arrive) and ProtoJSON, one object
-//! per line, with `--json`.
+//! The client commands of the a2a-cli surface (SPEC v0.2 §7): `card get`, `send`,
+//! `task get|cancel|list|subscribe`, and `push …`. Each resolves the agent's card (`-a`), picks
+//! a binding from it (`--transport`, else the card's order), makes its A2A call(s) and prints
+//! the result: `text` fields and blocks by default ([`crate::render`]), the protocol's own
+//! objects with `-o json` (one document; JSONL with `--stream`). Failures are
+//! [`Failure`](crate::failure::Failure)s.
+//!
+//! Today's spellings stay as hidden aliases: `get`/`cancel`/`list`/`subscribe` for
+//! `task …`, `card URL`, `send URL TEXT`, `--binding`, `--json`, `--token`, `--context`,
+//! `--task`, `--return-immediately`.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 use futures::StreamExt;
 use trident_client::Binding;
-use trident_core::{A2aError, A2aService, CallContext, StreamEvent};
+use trident_core::{A2aError, A2aService, CallContext};
 use trident_proto as pb;
 
-/// How to reach the agent (shared by every client command).
-#[derive(Args, Debug, Clone)]
+use crate::failure::{Failure, Local};
+use crate::render;
+
+/// The options every client command takes: which agent, how to reach it, how to print.
+#[derive(Args, Debug, Clone, Default)]
 pub(crate) struct Target {
-    /// The agent: its origin (the card is read from /.well-known/agent-card.json) or the URL
-    /// of its card.
-    pub(crate) url: String,
-    /// Binding to use (default: the first the card lists).
-    #[arg(long, value_enum)]
-    pub(crate) binding: Option<BindingArg>,
-    /// A2A generation to speak: `auto` (1.0 where the card offers it for the binding, else
-    /// 0.3), `1.0` or `0.3`. Against a v0.3 agent every command works but `list` (v0.3 has no
-    /// ListTasks) and `subscribe --after`.
-    #[arg(long, default_value = "auto", value_name = "auto|1.0|0.3")]
+    /// The agent's card: a bare host or origin (/.well-known/agent-card.json is appended), a
+    /// card URL (used as-is), or a local file (`file://…` or a path).
+    #[arg(
+        short = 'a',
+        long = "agent-card",
+        env = "A2ACLI_AGENT_CARD",
+        value_name = "REF"
+    )]
+    pub(crate) agent_card: Option<String>,
+    /// Transport preference, highest first; repeatable (JSONRPC, HTTP+JSON, GRPC). Bindings
+    /// the card does not offer are skipped; default: the card's own order.
+    #[arg(long = "transport", alias = "binding", value_name = "BINDING", value_parser = parse_binding)]
+    pub(crate) transport: Vec<Binding>,
+    /// The A2A version to speak (sent as `A2A-Version` on every request): `auto` is 1.0,
+    /// the highest this tool speaks, on whichever binding offers it; an agent that offers
+    /// only 0.3 needs `0.3` said explicitly.
+    #[arg(
+        long = "a2a-version",
+        alias = "protocol",
+        env = "A2ACLI_A2A_VERSION",
+        default_value = "auto",
+        value_name = "auto|1.0|0.3"
+    )]
     pub(crate) protocol: trident_client::Protocol,
-    /// Bearer token sent as `Authorization: Bearer TOKEN`.
-    #[arg(long, env = "TRIDENT_TOKEN", hide_env_values = true)]
-    pub(crate) token: Option<String>,
+    /// Bearer token, sent as `Authorization: Bearer TOKEN` on A2A calls (not on the card
+    /// fetch). Prefer the variable: a flag shows in the process table and shell history.
+    #[arg(
+        long,
+        alias = "token",
+        env = "A2ACLI_BEARER",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub(crate) bearer: Option<String>,
+    /// API key, sent where the card's API-key scheme says (a header or cookie; `X-API-Key`
+    /// when the card declares none). Prefer the variable: a flag shows in the process table.
+    #[arg(
+        long = "api-key",
+        env = "A2ACLI_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub(crate) api_key: Option<String>,
+    /// A service parameter `KEY:VALUE` (an HTTP header, gRPC metadata); repeatable.
+    #[arg(long = "svc-param", value_name = "KEY:VALUE")]
+    pub(crate) svc_param: Vec<String>,
     /// Extension URIs to activate (`A2A-Extensions`), comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub(crate) extensions: Vec<String>,
-    /// Print ProtoJSON (one object per line) instead of text.
-    #[arg(long)]
+    /// Output format: `text` (fields and blocks) or `json` (the protocol's own objects; JSONL
+    /// with --stream).
+    #[arg(
+        short = 'o',
+        long,
+        value_enum,
+        default_value = "text",
+        env = "A2ACLI_OUTPUT"
+    )]
+    pub(crate) output: Format,
+    /// Same as `-o json` (the old spelling).
+    #[arg(long, hide = true)]
     pub(crate) json: bool,
-    /// Give up on the card fetch and each call after this many seconds (a stream: on opening
-    /// it); the agent is told the deadline.
-    #[arg(long, value_name = "SECONDS")]
-    pub(crate) timeout: Option<f64>,
+    /// Show everything exchanged with the agent in text output: the task's whole history (the
+    /// messages sent and received), not only its state and artifacts.
+    #[arg(long)]
+    pub(crate) verbose: bool,
+    /// Do not verify TLS certificates (the card fetch and the HTTP bindings): for development
+    /// against a self-signed agent only. Always warned about on stderr.
+    #[arg(long)]
+    pub(crate) insecure: bool,
+    /// Diagnostics on stderr: the card read, the binding and version chosen, the credentials
+    /// and service parameters applied (their values always redacted), and each request and
+    /// response (ProtoJSON) with its time.
+    #[arg(long)]
+    pub(crate) debug: bool,
+    /// Give up after this long (`30s`, `500ms`, `2m`, or seconds): the card fetch and each
+    /// call; with --wait, the whole wait. Exits 5 (A2ACLI_ERR_TIMEOUT).
+    #[arg(long, env = "A2ACLI_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// `-o`: the output format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// `Label: value` fields and blocks.
+    #[default]
+    Text,
+    /// The protocol's own objects (ProtoJSON).
+    Json,
 }
 
 impl Target {
-    /// The client of these options: the token and the timeout apply to the card fetch too.
-    fn client(&self) -> Result<trident_client::Client, Failure> {
-        let mut builder = trident_client::ClientBuilder::new().protocol(self.protocol);
-        if let Some(token) = &self.token {
-            builder = builder.bearer_token(token);
-        }
-        if let Some(secs) = self.timeout {
-            let timeout = std::time::Duration::try_from_secs_f64(secs)
-                .map_err(|e| Failure::Usage(format!("--timeout {secs}: {e}")))?;
-            builder = builder.timeout(timeout);
-        }
-        Ok(builder.build()?)
+    /// Whether the output is JSON.
+    pub(crate) fn json(&self) -> bool {
+        self.json || self.output == Format::Json
+    }
+
+    /// The bearer token: the flag or `A2ACLI_BEARER`, else the old `TRIDENT_TOKEN`.
+    fn bearer(&self) -> Option<String> {
+        self.bearer
+            .clone()
+            .or_else(|| std::env::var("TRIDENT_TOKEN").ok())
+            .filter(|t| !t.is_empty())
+    }
+
+    fn reference(&self) -> Result<&str, Failure> {
+        self.agent_card.as_deref().ok_or_else(|| {
+            Failure::usage("no agent: pass -a/--agent-card REF (or set A2ACLI_AGENT_CARD)")
+                .with_hint("trident card get -a http://127.0.0.1:8080")
+        })
     }
 }
 
-/// A binding named on the command line.
+/// A binding as `--transport` names it: the card's names (`JSONRPC`, `HTTP+JSON`, `GRPC`, any
+/// case) or the old ones (`jsonrpc`, `rest`, `grpc`).
+pub(crate) fn parse_binding(name: &str) -> Result<Binding, String> {
+    let upper = name.trim().to_ascii_uppercase();
+    match upper.as_str() {
+        "JSONRPC" | "JSON-RPC" => Ok(Binding::JsonRpc),
+        "HTTP+JSON" | "REST" | "HTTP" => Ok(Binding::Rest),
+        "GRPC" => Ok(Binding::Grpc),
+        _ => Err(format!(
+            "unknown transport {name:?}: use JSONRPC, HTTP+JSON or GRPC"
+        )),
+    }
+}
+
+/// A duration: `250ms`, `30s`, `2m`, `1h`, or a number of seconds (`2.5`).
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (e.g. 500ms, 30s, 2m, 2.5)"))?;
+    Duration::try_from_secs_f64(value * scale).map_err(|e| format!("{text:?}: {e}"))
+}
+
+/// A binding named on the command line of `conformance` and `gateway`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub(crate) enum BindingArg {
     /// gRPC
@@ -78,11 +194,21 @@ impl From<BindingArg> for Binding {
     }
 }
 
-/// `card`
+/// `card …`
+#[derive(Subcommand, Debug)]
+pub(crate) enum CardCommand {
+    /// Fetch and show an Agent Card (from a host, a card URL, or a file).
+    Get(CardGet),
+}
+
+/// `card get`
 #[derive(Args, Debug)]
-pub(crate) struct CardArgs {
+pub(crate) struct CardGet {
+    /// The card reference (the same as -a).
+    #[arg(value_name = "REF")]
+    reference: Option<String>,
     #[command(flatten)]
-    target: Target,
+    pub(crate) target: Target,
     /// Verify the card's signatures (keys from each signature's `jku`, or from --jwks); exit
     /// 1 if the card is unsigned or no signature verifies.
     #[arg(long)]
@@ -90,52 +216,214 @@ pub(crate) struct CardArgs {
     /// Trust only the keys of this JWKS URL (instead of the signatures' `jku`).
     #[arg(long)]
     jwks: Option<String>,
+    /// Check the card against the A2A 1.0 AgentCard: every field a2a.proto marks REQUIRED
+    /// (on the card, its interfaces and skills) present; exit 1 (A2ACLI_ERR_CARD_INVALID)
+    /// naming each one missing.
+    #[arg(long)]
+    validate: bool,
+}
+
+/// One message-part flag of `send`, in command-line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PartFlag {
+    /// `--text`
+    Text(String),
+    /// `--file`
+    File(String),
+    /// `--data`
+    Data(String),
+    /// `--media-type`, for the part flag before it.
+    MediaType(String),
 }
 
 /// `send`
 #[derive(Args, Debug)]
 pub(crate) struct Send {
+    /// The message text (a first text part, before the part flags).
+    #[arg(value_name = "MESSAGE", num_args = 0..=2)]
+    positional: Vec<String>,
     #[command(flatten)]
-    target: Target,
-    /// The message text.
-    text: String,
-    /// Stream the task's events as they happen.
+    pub(crate) target: Target,
+    /// A text part; repeatable, parts keep their command-line order.
+    #[arg(long, value_name = "TEXT")]
+    text: Vec<String>,
+    /// A file part: a local path (sent inline) or an http(s) URL (sent as a reference).
+    #[arg(long, value_name = "PATH|URL")]
+    file: Vec<String>,
+    /// A data part: a JSON file, inline JSON, or `-` for standard input.
+    #[arg(long, value_name = "PATH|JSON|-")]
+    data: Vec<String>,
+    /// The media type of the part flag just before it (otherwise inferred).
+    #[arg(long = "media-type", value_name = "TYPE")]
+    media_type: Vec<String>,
+    /// The part flags in command-line order (filled from the parsed matches).
+    #[arg(skip)]
+    pub(crate) parts: Vec<PartFlag>,
+    /// Follow the agent's live events instead of blocking (JSONL with -o json).
     #[arg(long)]
     stream: bool,
-    /// Continue this task (a follow-up message).
-    #[arg(long)]
-    task: Option<String>,
-    /// Use this context id.
-    #[arg(long)]
-    context: Option<String>,
-    /// Return as soon as the task exists instead of waiting for it to finish or ask for input.
-    #[arg(long)]
-    return_immediately: bool,
+    /// Continue this task (for example one waiting for input).
+    #[arg(long = "task-id", alias = "task", value_name = "ID")]
+    task_id: Option<String>,
+    /// Start the task in this context.
+    #[arg(long = "context-id", alias = "context", value_name = "ID")]
+    context_id: Option<String>,
+    /// Return the task's identifiers as soon as it exists instead of waiting for it.
+    #[arg(long = "async", aliases = ["return-immediately", "no-wait"])]
+    r#async: bool,
+    /// Request metadata, a JSON object; repeatable (merged, later keys win).
+    #[arg(long, value_name = "JSON")]
+    metadata: Vec<String>,
     /// Keep at most N history messages in the returned task.
-    #[arg(long)]
+    #[arg(long, alias = "history-length", value_name = "N")]
     history: Option<i32>,
+    /// How often to poll while waiting, when the agent's stream breaks off (or it has none
+    /// to follow); doubles while the task is unchanged, up to 4 times this.
+    #[arg(long = "poll-interval", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    poll_interval: Duration,
 }
 
-/// `get`
+/// `task …`
+#[derive(Subcommand, Debug)]
+pub(crate) enum TaskCommand {
+    /// Show a task (with --wait: poll until it ends or needs input).
+    Get(TaskGet),
+    /// Cancel a task.
+    Cancel(TaskCancel),
+    /// List tasks.
+    List(TaskList),
+    /// Follow a task's events.
+    Subscribe(TaskSubscribe),
+    /// A task's push-notification configurations: create, get, list, delete.
+    #[command(subcommand, name = "push-config")]
+    PushConfig(PushConfig),
+}
+
+/// `task push-config …`
+#[derive(Subcommand, Debug)]
+pub(crate) enum PushConfig {
+    /// Create (or replace) a webhook for a task.
+    Create {
+        /// Task id.
+        task_id: String,
+        #[command(flatten)]
+        target: Target,
+        /// The webhook URL the agent posts the task's updates to.
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// The configuration's id (default: the agent picks one).
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+        /// A token the agent sends back with each call (`A2A-Notification-Token`). (Go's
+        /// a2a-cli calls it --token, which here is the old spelling of --bearer.)
+        #[arg(long = "notification-token", value_name = "TOKEN")]
+        token: Option<String>,
+        /// The scheme the agent authenticates to the webhook with (e.g. Bearer).
+        #[arg(long = "auth-scheme", value_name = "SCHEME")]
+        auth_scheme: Option<String>,
+        /// The credentials the agent presents to the webhook (needs --auth-scheme).
+        #[arg(long = "auth-credentials", value_name = "CREDENTIALS")]
+        auth_credentials: Option<String>,
+    },
+    /// Show one configuration.
+    Get {
+        /// Task id.
+        task_id: String,
+        /// Configuration id.
+        config_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// List a task's configurations (every page).
+    List {
+        /// Task id.
+        task_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Delete a configuration.
+    Delete {
+        /// Task id.
+        task_id: String,
+        /// Configuration id.
+        config_id: String,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+impl PushConfig {
+    fn target(&self) -> &Target {
+        match self {
+            PushConfig::Create { target, .. }
+            | PushConfig::Get { target, .. }
+            | PushConfig::List { target, .. }
+            | PushConfig::Delete { target, .. } => target,
+        }
+    }
+}
+
+impl TaskCommand {
+    /// Whether it prints JSON.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            TaskCommand::Get(a) => a.target.json(),
+            TaskCommand::Cancel(a) => a.target.json(),
+            TaskCommand::List(a) => a.target.json(),
+            TaskCommand::Subscribe(a) => a.target.json(),
+            TaskCommand::PushConfig(p) => p.target().json(),
+        }
+    }
+
+    /// Runs it.
+    pub(crate) async fn run(&self) -> Result<(), Failure> {
+        match self {
+            TaskCommand::Get(a) => task_get(a).await,
+            TaskCommand::Cancel(a) => task_cancel(a).await,
+            TaskCommand::List(a) => task_list(a).await,
+            TaskCommand::Subscribe(a) => task_subscribe(a).await,
+            TaskCommand::PushConfig(p) => push_config(p).await,
+        }
+    }
+}
+
+/// `task get`
 #[derive(Args, Debug)]
-pub(crate) struct Get {
-    #[command(flatten)]
-    target: Target,
+pub(crate) struct TaskGet {
     /// Task id.
     id: String,
+    #[command(flatten)]
+    pub(crate) target: Target,
     /// Include (at most) N history messages.
-    #[arg(long)]
+    #[arg(long, alias = "history-length", value_name = "N")]
     history: Option<i32>,
+    /// Poll until the task ends or needs input (COMPLETED, FAILED, CANCELED, REJECTED,
+    /// INPUT_REQUIRED, AUTH_REQUIRED).
+    #[arg(long, alias = "watch")]
+    wait: bool,
+    /// How often to poll with --wait (doubling while the task is unchanged, up to 4 times
+    /// this).
+    #[arg(long = "poll-interval", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    poll_interval: Duration,
 }
 
-/// `list`
+/// `task cancel`
 #[derive(Args, Debug)]
-pub(crate) struct List {
+pub(crate) struct TaskCancel {
+    /// Task id.
+    id: String,
     #[command(flatten)]
-    target: Target,
+    pub(crate) target: Target,
+}
+
+/// `task list`
+#[derive(Args, Debug)]
+pub(crate) struct TaskList {
+    #[command(flatten)]
+    pub(crate) target: Target,
     /// Only tasks of this context.
-    #[arg(long)]
-    context: Option<String>,
+    #[arg(long = "context-id", alias = "context", value_name = "ID")]
+    context_id: Option<String>,
     /// Only tasks in this state (`working`, `input-required`, `TASK_STATE_COMPLETED`, …).
     #[arg(long)]
     state: Option<String>,
@@ -145,30 +433,55 @@ pub(crate) struct List {
     /// Continue from this page token.
     #[arg(long)]
     page_token: Option<String>,
-    /// Follow every page to the end.
+    /// Follow every page to the end (with -o json: one ListTasksResponse of them all).
     #[arg(long)]
     all: bool,
 }
 
-/// `cancel`
+/// `task subscribe`
 #[derive(Args, Debug)]
-pub(crate) struct Cancel {
-    #[command(flatten)]
-    target: Target,
+pub(crate) struct TaskSubscribe {
     /// Task id.
     id: String,
-}
-
-/// `subscribe`
-#[derive(Args, Debug)]
-pub(crate) struct Subscribe {
     #[command(flatten)]
-    target: Target,
-    /// Task id.
-    id: String,
+    pub(crate) target: Target,
     /// Resume after this event sequence number (replays from the log, then follows live).
     #[arg(long)]
     after: Option<u64>,
+    /// Print each event as it arrives (JSONL with -o json); without it, -o json prints the
+    /// last task state only.
+    #[arg(long)]
+    stream: bool,
+}
+
+impl TaskSubscribe {
+    /// This subscription printing every event (what the old `subscribe` did).
+    pub(crate) fn streaming(mut self) -> Self {
+        self.stream = true;
+        self
+    }
+}
+
+/// An old spelling (`get URL ID`, `list URL`, …): the agent first, then the new command's
+/// arguments.
+#[derive(Args, Debug)]
+pub(crate) struct Legacy<T: Args> {
+    /// The agent (as -a).
+    url: String,
+    #[command(flatten)]
+    pub(crate) inner: T,
+}
+
+impl<T: Args> Legacy<T> {
+    /// The new command, with the agent the old spelling named (unless -a names one).
+    pub(crate) fn into_inner(self, target: impl FnOnce(&mut T) -> &mut Target) -> T {
+        let mut inner = self.inner;
+        let t = target(&mut inner);
+        if t.agent_card.is_none() {
+            t.agent_card = Some(self.url);
+        }
+        inner
+    }
 }
 
 /// `push …`
@@ -176,6 +489,8 @@ pub(crate) struct Subscribe {
 pub(crate) enum Push {
     /// Create or replace a webhook for a task.
     Set {
+        /// The agent (as -a).
+        url: String,
         #[command(flatten)]
         target: Target,
         /// Task id.
@@ -194,6 +509,8 @@ pub(crate) enum Push {
     },
     /// Show one configuration.
     Get {
+        /// The agent (as -a).
+        url: String,
         #[command(flatten)]
         target: Target,
         /// Task id.
@@ -203,6 +520,8 @@ pub(crate) enum Push {
     },
     /// List a task's configurations.
     List {
+        /// The agent (as -a).
+        url: String,
         #[command(flatten)]
         target: Target,
         /// Task id.
@@ -210,6 +529,8 @@ pub(crate) enum Push {
     },
     /// Delete a configuration.
     Delete {
+        /// The agent (as -a).
+        url: String,
         #[command(flatten)]
         target: Target,
         /// Task id.
@@ -219,103 +540,600 @@ pub(crate) enum Push {
     },
 }
 
-/// Why a client command failed; decides the exit code.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Failure {
-    /// The agent answered with an A2A error.
-    #[error("{:?}: {}", .0.kind(), .0)]
-    Agent(A2aError),
-    /// The exchange failed (connection, transport, unreadable reply).
-    #[error("transport: {0}")]
-    Transport(A2aError),
-    /// Bad input on our side.
-    #[error("{0}")]
-    Usage(String),
-}
-
-impl From<A2aError> for Failure {
-    fn from(e: A2aError) -> Self {
-        if e.is_transport() {
-            Self::Transport(e)
-        } else {
-            Self::Agent(e)
-        }
-    }
-}
-
-impl Failure {
-    /// 1: the agent answered with an error; 3: the exchange failed; 2: usage.
-    pub(crate) fn exit_code(&self) -> u8 {
+impl Push {
+    /// The options of the command.
+    pub(crate) fn target(&self) -> &Target {
         match self {
-            Failure::Agent(_) => 1,
-            Failure::Usage(_) => 2,
-            Failure::Transport(_) => 3,
+            Push::Set { target, .. }
+            | Push::Get { target, .. }
+            | Push::List { target, .. }
+            | Push::Delete { target, .. } => target,
         }
     }
 }
 
+/// `target` with the agent `url` (unless -a names one).
+fn with_url(target: &Target, url: &str) -> Target {
+    let mut t = target.clone();
+    t.agent_card.get_or_insert_with(|| url.to_owned());
+    t
+}
+
+/// A connection to the agent, ready for calls.
 struct Session {
+    debug: bool,
+    verbose: bool,
     svc: Arc<dyn A2aService>,
     cx: CallContext,
     json: bool,
+    card: pb::AgentCard,
+    reference: String,
+    credentials: bool,
+}
+
+impl Session {
+    /// A failure of a call, classified.
+    fn failed(&self, e: A2aError) -> Failure {
+        Failure::from_a2a(e, self.credentials)
+    }
+
+    /// `GetTask`, logged with --debug.
+    async fn get_task(&self, request: pb::GetTaskRequest) -> Result<pb::Task, A2aError> {
+        let started = self.sending("GetTask", &request);
+        let result = self.svc.get_task(&self.cx, request).await;
+        self.received("GetTask", started, &result);
+        result
+    }
+
+    /// `CancelTask`, logged with --debug.
+    async fn cancel_task(&self, request: pb::CancelTaskRequest) -> Result<pb::Task, A2aError> {
+        let started = self.sending("CancelTask", &request);
+        let result = self.svc.cancel_task(&self.cx, request).await;
+        self.received("CancelTask", started, &result);
+        result
+    }
+
+    /// `ListTasks`, logged with --debug.
+    async fn list_tasks(
+        &self,
+        request: pb::ListTasksRequest,
+    ) -> Result<pb::ListTasksResponse, A2aError> {
+        let started = self.sending("ListTasks", &request);
+        let result = self.svc.list_tasks(&self.cx, request).await;
+        self.received("ListTasks", started, &result);
+        result
+    }
+
+    /// With --debug: a stream event.
+    fn event(&self, response: &pb::StreamResponse) {
+        if self.debug {
+            debug(&format!("← event {}", json_line(response)));
+        }
+    }
+
+    /// With --debug: the request about to go out.
+    fn sending<T: serde::Serialize>(&self, method: &str, request: &T) -> std::time::Instant {
+        if self.debug {
+            debug(&format!("→ {method} {}", json_line(request)));
+        }
+        std::time::Instant::now()
+    }
+
+    /// With --debug: what came back.
+    fn received<T: serde::Serialize>(
+        &self,
+        method: &str,
+        started: std::time::Instant,
+        result: &Result<T, A2aError>,
+    ) {
+        if !self.debug {
+            return;
+        }
+        let took = started.elapsed();
+        match result {
+            Ok(value) => debug(&format!("← {method} in {took:?}: {}", json_line(value))),
+            Err(e) => debug(&format!(
+                "← {method} failed in {took:?}: {:?} {}",
+                e.kind(),
+                e.message()
+            )),
+        }
+    }
+}
+
+/// A diagnostic line on stderr (--debug). Credentials never reach it: the code that logs
+/// them logs `[redacted]` in their place.
+fn debug(text: &str) {
+    let _ = writeln!(std::io::stderr(), "debug: {text}");
+}
+
+fn json_line<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+/// Where a card reference points.
+#[derive(Debug, PartialEq, Eq)]
+enum CardSource {
+    File(std::path::PathBuf),
+    Url(String),
+}
+
+/// Resolves a card reference (SPEC §7.2 `-a`): `file://…` and existing paths are files; an
+/// `http(s)` URL with a path is the card's URL, without one the agent's origin; a bare host
+/// is an origin (`http` for loopback names, `https` otherwise).
+fn card_source(reference: &str) -> CardSource {
+    let well_known = |origin: &str| {
+        format!(
+            "{}/.well-known/agent-card.json",
+            origin.trim_end_matches('/')
+        )
+    };
+    if let Some(path) = reference.strip_prefix("file://") {
+        return CardSource::File(path.into());
+    }
+    if let Some((scheme, rest)) = reference.split_once("://")
+        && (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
+    {
+        let path = rest.split_once('/').map_or("", |(_, p)| p);
+        return if path.is_empty() {
+            CardSource::Url(well_known(reference))
+        } else {
+            CardSource::Url(reference.to_owned())
+        };
+    }
+    let path = std::path::Path::new(reference);
+    if path.exists() || reference.starts_with(['.', '/', '~']) || reference.ends_with(".json") {
+        return CardSource::File(path.into());
+    }
+    let host = reference.split(['/', ':']).next().unwrap_or_default();
+    let scheme = if matches!(host, "localhost" | "127.0.0.1" | "[" | "") || host.starts_with("127.")
+    {
+        "http"
+    } else {
+        "https"
+    };
+    let origin = format!("{scheme}://{reference}");
+    match card_source(&origin) {
+        CardSource::Url(u) => CardSource::Url(u),
+        CardSource::File(_) => CardSource::Url(well_known(&origin)),
+    }
+}
+
+/// The HTTP client of the card fetch: certificates verified unless `--insecure`.
+fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .danger_accept_invalid_certs(target.insecure)
+        .build()
+        .map_err(|e| Failure::local(Local::Internal, e.to_string()))
+}
+
+/// Reads the card `reference` names. Every command starts here, so this is where
+/// `--insecure` is warned about, every time (SPEC §6.5, §12.1).
+async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
+    resolve_card_json(target).await.map(|(card, _)| card)
+}
+
+/// [`resolve_card`], with the card's JSON as read.
+async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), Failure> {
+    if target.insecure {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: --insecure: TLS certificates are not verified; anyone on the path can \
+             impersonate the agent (development only)"
+        );
+        if target.bearer().is_some() || target.api_key.is_some() || !target.svc_param.is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: --insecure: your credentials and service parameters go over a \
+                 connection whose certificate is not verified"
+            );
+        }
+    }
+    let reference = target.reference()?;
+    let hint = format!("check the reference: trident card get -a {reference}");
+    let source = card_source(reference);
+    if target.debug {
+        debug(&format!("card: {source:?} (from {reference:?})"));
+    }
+    let started = std::time::Instant::now();
+    let body = match source {
+        CardSource::File(path) => std::fs::read(&path).map_err(|e| {
+            Failure::local(
+                Local::CardNotFound,
+                format!("card file {}: {e}", path.display()),
+            )
+            .with_hint(hint.clone())
+        })?,
+        CardSource::Url(url) => {
+            let http = http_client(target)?;
+            let mut request = http
+                .get(&url)
+                .header("accept", "application/json")
+                .header("a2a-version", trident_core::PROTOCOL_VERSION);
+            if let Some(t) = target.timeout {
+                request = request.timeout(t);
+            }
+            let response = request.send().await.map_err(|e| {
+                let code = if e.is_timeout() {
+                    Local::Timeout
+                } else {
+                    Local::Unreachable
+                };
+                Failure::local(
+                    code,
+                    format!("agent card {url}: {}", trident_core::error_chain(&e)),
+                )
+                .with_hint(hint.clone())
+            })?;
+            let status = response.status();
+            if !status.is_success() {
+                let code = match status.as_u16() {
+                    401 => Local::CredentialsMissing,
+                    403 => Local::AuthFailed,
+                    _ => Local::CardNotFound,
+                };
+                return Err(
+                    Failure::local(code, format!("agent card {url}: HTTP {status}"))
+                        .with_hint(hint),
+                );
+            }
+            response
+                .bytes()
+                .await
+                .map_err(|e| Failure::local(Local::Unreachable, format!("agent card {url}: {e}")))?
+                .to_vec()
+        }
+    };
+    if target.debug {
+        debug(&format!(
+            "card: {} bytes in {:?}: {}",
+            body.len(),
+            started.elapsed(),
+            String::from_utf8_lossy(&body).replace('\n', " ")
+        ));
+    }
+    let card = trident_client::read_card(&body).map_err(|e| {
+        Failure::local(
+            Local::CardInvalid,
+            format!("agent card {reference}: {}", e.message()),
+        )
+        .with_hint("the card must be an A2A AgentCard in JSON")
+    })?;
+    Ok((card, body))
+}
+
+/// What is wrong with a card's JSON against the A2A 1.0 `AgentCard` (`a2a.proto`): every field
+/// the proto marks REQUIRED, on the card, its interfaces and its skills, present and not
+/// empty. (The types were checked when the card was read.)
+fn card_problems(json: &serde_json::Value) -> Vec<String> {
+    fn missing(v: &serde_json::Value, field: &str) -> bool {
+        match v.get(field) {
+            None | Some(serde_json::Value::Null) => true,
+            Some(serde_json::Value::String(s)) => s.is_empty(),
+            Some(serde_json::Value::Array(a)) => a.is_empty(),
+            Some(_) => false,
+        }
+    }
+    let mut problems = Vec::new();
+    for field in [
+        "name",
+        "description",
+        "supportedInterfaces",
+        "version",
+        "capabilities",
+        "defaultInputModes",
+        "defaultOutputModes",
+        "skills",
+    ] {
+        if missing(json, field) {
+            problems.push(format!("{field} is required"));
+        }
+    }
+    let each = |list: &str, fields: &[&str], problems: &mut Vec<String>| {
+        for (n, item) in json[list].as_array().into_iter().flatten().enumerate() {
+            for field in fields {
+                if missing(item, field) {
+                    problems.push(format!("{list}[{n}].{field} is required"));
+                }
+            }
+        }
+    };
+    each(
+        "supportedInterfaces",
+        &["url", "protocolBinding", "protocolVersion"],
+        &mut problems,
+    );
+    each(
+        "skills",
+        &["id", "name", "description", "tags"],
+        &mut problems,
+    );
+    problems
+}
+
+/// The binding preference: `--transport` first, then the card's own order, then the rest.
+fn preference(target: &Target, card: &pb::AgentCard) -> Vec<Binding> {
+    let card_order = card.supported_interfaces.iter().filter_map(|i| {
+        Binding::ALL
+            .into_iter()
+            .find(|b| i.protocol_binding.eq_ignore_ascii_case(b.card_name()))
+    });
+    let mut order: Vec<Binding> = Vec::new();
+    for b in target
+        .transport
+        .iter()
+        .copied()
+        .chain(card_order)
+        .chain(Binding::ALL)
+    {
+        if !order.contains(&b) {
+            order.push(b);
+        }
+    }
+    order
+}
+
+/// A failure to pick an interface, given the card's reference.
+type NoInterface = Box<dyn FnOnce(&str) -> Failure>;
+
+/// The binding and interface to use: the first of `order` the card offers in the version
+/// asked for. `auto` never goes below 1.0 (SPEC §13.2): a card offering only 0.3 is
+/// `VersionNotSupportedError` until `--a2a-version 0.3` says so.
+fn select(
+    target: &Target,
+    card: &pb::AgentCard,
+    order: &[Binding],
+) -> Result<(Binding, pb::AgentInterface), NoInterface> {
+    use trident_client::Protocol;
+    let wanted = match target.protocol {
+        Protocol::Auto => Protocol::V1,
+        other => other,
+    };
+    if let Some(found) = trident_client::choose_for(card, order, wanted) {
+        return Ok(found);
+    }
+    let legacy_only = target.protocol == Protocol::Auto
+        && trident_client::choose_for(card, order, Protocol::V03).is_some();
+    let card = card.clone();
+    let order = order.to_vec();
+    Err(Box::new(move |reference: &str| {
+        if legacy_only {
+            return Failure::Agent(
+                A2aError::new(
+                    trident_core::ErrorKind::VersionNotSupported,
+                    format!(
+                        "the agent {reference} offers only A2A 0.3, and this tool speaks 1.0 unless \
+                     told otherwise"
+                    ),
+                ),
+                None,
+            );
+        }
+        Failure::from_a2a(
+            trident_client::no_match_for(reference, &card, &order, wanted),
+            false,
+        )
+    }))
+}
+
+/// The header an API key goes in, per the card's API-key scheme (`X-API-Key` without one),
+/// and whether it is a cookie.
+fn api_key_place(card: &pb::AgentCard) -> Result<(String, bool), Failure> {
+    for scheme in card.security_schemes.values() {
+        if let Some(pb::security_scheme::Scheme::ApiKeySecurityScheme(k)) = &scheme.scheme {
+            return match k.location.to_ascii_lowercase().as_str() {
+                "cookie" => Ok((k.name.clone(), true)),
+                "query" => Err(Failure::usage(format!(
+                    "the card wants the API key in the query parameter {:?}, which this tool \
+                     does not send yet",
+                    k.name
+                ))),
+                _ => Ok((k.name.clone(), false)),
+            };
+        }
+    }
+    Ok(("X-API-Key".to_owned(), false))
 }
 
 async fn connect(target: &Target) -> Result<Session, Failure> {
-    let client = target.client()?;
-    let card = client.fetch_card(&target.url).await?;
-    let preference: Vec<Binding> = match target.binding {
-        Some(b) => vec![b.into()],
-        None => {
-            // The card's own order: its first interface this client speaks.
-            let first = card.supported_interfaces.iter().find_map(|i| {
-                Binding::ALL
-                    .into_iter()
-                    .find(|b| i.protocol_binding.eq_ignore_ascii_case(b.card_name()))
-            });
-            first.into_iter().chain(Binding::ALL).collect()
-        }
-    };
-    let (binding, interface) = trident_client::choose_for(&card, &preference, target.protocol)
-        .ok_or_else(|| {
-            trident_client::no_match_for(&target.url, &card, &preference, target.protocol)
-        })?;
-    let service = client.client(binding, &interface).await?;
+    let card = resolve_card(target).await?;
+    let reference = target.reference()?.to_owned();
+    let mut builder = trident_client::ClientBuilder::new()
+        .protocol(target.protocol)
+        .cache_cards(false);
+    if target.insecure {
+        builder = builder.http_client(
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .danger_accept_invalid_certs(true)
+                .build()
+                .map_err(|e| Failure::local(Local::Internal, e.to_string()))?,
+        );
+    }
+    let bearer = target.bearer();
+    if let Some(token) = &bearer {
+        builder = builder.bearer_token(token);
+    }
+    if let Some(key) = &target.api_key {
+        let (name, cookie) = api_key_place(&card)?;
+        builder = if cookie {
+            builder.api_key("cookie", format!("{name}={key}"))
+        } else {
+            builder.api_key(name, key)
+        };
+    }
+    for param in &target.svc_param {
+        let (key, value) = param
+            .split_once(':')
+            .filter(|(k, _)| !k.trim().is_empty())
+            .ok_or_else(|| Failure::usage(format!("--svc-param {param:?}: expected KEY:VALUE")))?;
+        builder = builder.header(key.trim(), value.trim());
+    }
+    if let Some(t) = target.timeout {
+        builder = builder.timeout(t);
+    }
+    let client = builder
+        .build()
+        .map_err(|e| Failure::usage(e.message().to_owned()))?;
+    let order = preference(target, &card);
+    let (binding, interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    let credentials = bearer.is_some() || target.api_key.is_some();
+    let svc = client
+        .client(binding, &interface)
+        .await
+        .map_err(|e| Failure::from_a2a(e, credentials))?;
     let mut cx = CallContext::new();
     cx.extensions = target.extensions.clone();
-    if let Some(token) = &target.token {
+    if let Some(token) = &bearer {
         cx = cx.with_credentials(format!("Bearer {token}"));
     }
+    if target.debug {
+        debug(&format!(
+            "transport: {} {} A2A {} (preference {:?}, version {})",
+            binding.card_name(),
+            interface.url,
+            interface.protocol_version,
+            order.iter().map(|b| b.card_name()).collect::<Vec<_>>(),
+            target.protocol
+        ));
+        if bearer.is_some() {
+            debug("credential: Authorization: Bearer [redacted]");
+        }
+        if target.api_key.is_some() {
+            let (name, cookie) = api_key_place(&card)?;
+            let place = if cookie { "cookie" } else { "header" };
+            debug(&format!(
+                "credential: API key in {place} {name}: [redacted]"
+            ));
+        }
+        for param in &target.svc_param {
+            let key = param.split_once(':').map_or(param.as_str(), |(k, _)| k);
+            debug(&format!("service parameter: {}: [redacted]", key.trim()));
+        }
+    }
     Ok(Session {
-        svc: service,
+        debug: target.debug,
+        verbose: target.verbose,
+        svc,
         cx,
-        json: target.json,
+        json: target.json(),
+        card,
+        reference,
+        credentials,
     })
 }
 
-/// `card`
-pub(crate) async fn card(args: &CardArgs) -> Result<(), Failure> {
-    let target = &args.target;
-    let card = target.client()?.fetch_card(&target.url).await?;
+/// `card get`
+pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
+    let mut target = args.target.clone();
+    if let Some(r) = &args.reference {
+        target.agent_card = Some(r.clone());
+    }
+    let (card, body) = resolve_card_json(&target).await?;
+    if args.validate {
+        let json: serde_json::Value = serde_json::from_slice(&body)
+            .map_err(|e| Failure::local(Local::CardInvalid, e.to_string()))?;
+        let problems = card_problems(&json);
+        if !problems.is_empty() {
+            return Err(Failure::local(
+                Local::CardInvalid,
+                format!(
+                    "the card is not a valid A2A 1.0 AgentCard: {}",
+                    problems.join("; ")
+                ),
+            )
+            .with_hint("see the AgentCard message of the A2A specification (a2a.proto)"));
+        }
+    }
     let verified = if args.verify {
         Some(verify(&card, args.jwks.as_deref()).await)
     } else {
         None
     };
-    if target.json {
+    if target.json() {
         print_json(&card)?;
     } else {
-        print_card(&card)?;
+        let mut out = card_text(&card);
+        let order = preference(&target, &card);
+        if let Ok((b, i)) = select(&target, &card, &order) {
+            render::field(
+                &mut out,
+                "Selected Transport",
+                &format!("{} {}", b.card_name(), i.url),
+            );
+        }
+        if let Some(Ok(line)) = &verified {
+            render::field(&mut out, "Signature", line);
+        }
+        if args.validate {
+            render::field(&mut out, "Valid", "yes (A2A 1.0 AgentCard)");
+        }
+        print_text(&out)?;
     }
     match verified {
-        None => Ok(()),
-        Some(Ok(line)) => print_text(&format!("signature: {line}\n")),
-        Some(Err(why)) => Err(Failure::Agent(A2aError::new(
-            trident_core::ErrorKind::InvalidAgentResponse,
+        None | Some(Ok(_)) => Ok(()),
+        Some(Err(why)) => Err(Failure::local(
+            Local::CardInvalid,
             format!("card signature: {why}"),
-        ))),
+        )),
     }
 }
 
+fn card_text(card: &pb::AgentCard) -> String {
+    let mut out = String::new();
+    render::field(&mut out, "Name", &card.name);
+    render::field(&mut out, "Description", &card.description);
+    if !card.version.is_empty() {
+        render::field(&mut out, "Version", &card.version);
+    }
+    for i in &card.supported_interfaces {
+        let tenant = if i.tenant.is_empty() {
+            String::new()
+        } else {
+            format!(" tenant={}", i.tenant)
+        };
+        render::field(
+            &mut out,
+            "Interface",
+            &format!(
+                "{} {} A2A {}{tenant}",
+                i.protocol_binding, i.url, i.protocol_version
+            ),
+        );
+    }
+    let caps = card.capabilities.clone().unwrap_or_default();
+    let yes = |b: Option<bool>| if b == Some(true) { "true" } else { "false" };
+    render::field(&mut out, "Streaming", yes(caps.streaming));
+    render::field(&mut out, "Push Notifications", yes(caps.push_notifications));
+    render::field(&mut out, "Extended Card", yes(caps.extended_agent_card));
+    for e in &caps.extensions {
+        let required = if e.required { " (required)" } else { "" };
+        render::field(&mut out, "Extension", &format!("{}{required}", e.uri));
+    }
+    let mut schemes: Vec<_> = card.security_schemes.iter().collect();
+    schemes.sort_by(|a, b| a.0.cmp(b.0));
+    for (name, s) in schemes {
+        use pb::security_scheme::Scheme;
+        let kind = match &s.scheme {
+            Some(Scheme::ApiKeySecurityScheme(k)) => format!("apiKey {} {}", k.location, k.name),
+            Some(Scheme::HttpAuthSecurityScheme(h)) => format!("http {}", h.scheme),
+            Some(Scheme::Oauth2SecurityScheme(_)) => "oauth2".to_owned(),
+            Some(Scheme::OpenIdConnectSecurityScheme(_)) => "openIdConnect".to_owned(),
+            Some(Scheme::MtlsSecurityScheme(_)) => "mutualTLS".to_owned(),
+            None => "unknown".to_owned(),
+        };
+        render::field(&mut out, "Security Scheme", &format!("{name} {kind}"));
+    }
+    for s in &card.skills {
+        render::field(
+            &mut out,
+            "Skill",
+            &format!("{} — {}", s.name, s.description),
+        );
+    }
+    out
+}
 /// Verifies `card`: with keys from `jwks`, or from the `jku` its signatures name.
 pub(crate) async fn verify(card: &pb::AgentCard, jwks: Option<&str>) -> Result<String, String> {
     use base64::Engine as _;
@@ -359,224 +1177,634 @@ pub(crate) async fn verify(card: &pb::AgentCard, jwks: Option<&str>) -> Result<S
     Err(failures.join("; "))
 }
 
-fn print_card(card: &pb::AgentCard) -> Result<(), Failure> {
-    let mut out = String::new();
-    out.push_str(&format!("{} — {}\n", card.name, card.description));
-    if !card.version.is_empty() {
-        out.push_str(&format!("version {}\n", card.version));
+/// A guess at a file's media type from its extension (the caller's `--media-type` wins).
+fn guess_media_type(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("txt") => "text/plain",
+        Some("md") => "text/markdown",
+        Some("html" | "htm") => "text/html",
+        Some("csv") => "text/csv",
+        Some("json") => "application/json",
+        Some("pdf") => "application/pdf",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("svg") => "image/svg+xml",
+        Some("xml") => "application/xml",
+        Some("zip") => "application/zip",
+        _ => "application/octet-stream",
     }
-    out.push_str("interfaces:\n");
-    for i in &card.supported_interfaces {
-        let tenant = if i.tenant.is_empty() {
-            String::new()
-        } else {
-            format!("  (tenant {})", i.tenant)
-        };
-        out.push_str(&format!(
-            "  {:<10} {}  A2A {}{tenant}\n",
-            i.protocol_binding, i.url, i.protocol_version
-        ));
+}
+
+/// The message parts of `send`, in order: the positional text first, then each part flag
+/// with the `--media-type` that follows it.
+fn message_parts(text: Option<&str>, flags: &[PartFlag]) -> Result<Vec<pb::Part>, Failure> {
+    // (part, whether its media type was given)
+    let mut parts: Vec<(pb::Part, bool)> = Vec::new();
+    if let Some(t) = text {
+        parts.push((pb::Part::text(t), false));
     }
-    if let Some(c) = &card.capabilities {
-        let mut caps = Vec::new();
-        if c.streaming == Some(true) {
-            caps.push("streaming");
-        }
-        if c.push_notifications == Some(true) {
-            caps.push("push notifications");
-        }
-        if c.extended_agent_card == Some(true) {
-            caps.push("extended card");
-        }
-        out.push_str(&format!(
-            "capabilities: {}\n",
-            if caps.is_empty() {
-                "none".to_owned()
-            } else {
-                caps.join(", ")
+    let mut last_was_part = false;
+    let mut stdin_used = false;
+    for flag in flags {
+        let part = match flag {
+            PartFlag::MediaType(m) => {
+                let Some((part, given)) = parts.last_mut().filter(|_| last_was_part) else {
+                    return Err(Failure::usage(format!(
+                        "--media-type {m}: it sets the type of the part flag just before it \
+                         (--text, --file or --data), and there is none"
+                    ))
+                    .with_hint(
+                        "trident send -a REF --file report.bin --media-type application/pdf",
+                    ));
+                };
+                if m.trim().is_empty() || !m.contains('/') {
+                    return Err(Failure::usage(format!(
+                        "--media-type {m:?} is not a media type (type/subtype)"
+                    )));
+                }
+                part.media_type = m.trim().to_owned();
+                *given = true;
+                last_was_part = false;
+                continue;
             }
-        ));
-        for e in &c.extensions {
-            let required = if e.required { " (required)" } else { "" };
-            out.push_str(&format!("extension: {}{required}\n", e.uri));
+            PartFlag::Text(t) => pb::Part::text(t.clone()),
+            PartFlag::File(f) => file_part(f)?,
+            PartFlag::Data(d) => {
+                let (json, from) = if d == "-" {
+                    if std::mem::replace(&mut stdin_used, true) {
+                        return Err(Failure::usage("only one --data - can read standard input"));
+                    }
+                    let mut s = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut s)
+                        .map_err(|e| Failure::usage(format!("--data -: standard input: {e}")))?;
+                    (s, "standard input".to_owned())
+                } else if d.trim_start().starts_with(['{', '[']) {
+                    (d.clone(), "inline JSON".to_owned())
+                } else {
+                    let s = std::fs::read_to_string(d)
+                        .map_err(|e| Failure::usage(format!("--data {d}: {e}")))?;
+                    (s, d.clone())
+                };
+                let value: serde_json::Value = serde_json::from_str(&json)
+                    .map_err(|e| Failure::usage(format!("--data {from}: not JSON: {e}")))?;
+                pb::Part::data(value).with_media_type("application/json")
+            }
+        };
+        parts.push((part, false));
+        last_was_part = true;
+    }
+    if parts.is_empty() {
+        return Err(Failure::usage(
+            "nothing to send: give the message text, or --text, --file or --data",
+        )
+        .with_hint("trident send -a REF \"hello\""));
+    }
+    Ok(parts.into_iter().map(|(p, _)| p).collect())
+}
+
+fn file_part(f: &str) -> Result<pb::Part, Failure> {
+    let is_url = f.starts_with("http://") || f.starts_with("https://");
+    let name = f
+        .rsplit('/')
+        .next()
+        .map(|n| n.split(['?', '#']).next().unwrap_or(n))
+        .unwrap_or(f)
+        .to_owned();
+    let media = guess_media_type(&name);
+    if is_url {
+        return Ok(pb::Part::file_url(f, media, name));
+    }
+    let bytes = std::fs::read(f).map_err(|e| Failure::usage(format!("--file {f}: {e}")))?;
+    Ok(pb::Part::file(bytes, media, name))
+}
+
+/// Merges the `--metadata` objects.
+fn metadata(values: &[String]) -> Result<Option<pb::wkt::Struct>, Failure> {
+    if values.is_empty() {
+        return Ok(None);
+    }
+    let mut all = serde_json::Map::new();
+    for v in values {
+        match serde_json::from_str::<serde_json::Value>(v) {
+            Ok(serde_json::Value::Object(map)) => all.extend(map),
+            Ok(_) => return Err(Failure::usage(format!("--metadata {v}: not a JSON object"))),
+            Err(e) => return Err(Failure::usage(format!("--metadata {v}: {e}"))),
         }
     }
-    if !card.skills.is_empty() {
-        out.push_str("skills:\n");
-        for s in &card.skills {
-            out.push_str(&format!("  {} — {}\n", s.name, s.description));
+    Ok(Some(pb::wkt::Struct::from_json(all)))
+}
+
+/// Whether a state ends a wait: terminal, or waiting for the caller.
+fn settled(state: pb::TaskState) -> bool {
+    state.is_terminal()
+        || matches!(
+            state,
+            pb::TaskState::InputRequired | pb::TaskState::AuthRequired
+        )
+}
+
+/// The outcome warning on stderr (the exit status stays 0, SPEC §6.6) and, in text, the
+/// command to go on with.
+fn outcome(s: &Session, out: &mut String, id: &str, state: pb::TaskState, wanted: pb::TaskState) {
+    let name = render::state_name(state);
+    let reference = shell_word(&s.reference);
+    let mut err = std::io::stderr().lock();
+    match state {
+        pb::TaskState::InputRequired | pb::TaskState::AuthRequired => {
+            let resume = format!("trident send -a {reference} --task-id {id} '<reply>'");
+            let _ = writeln!(
+                err,
+                "warning: task {id} is waiting: {name}; reply with: {resume}"
+            );
+            render::field(out, "Resume", &resume);
         }
+        pb::TaskState::Failed | pb::TaskState::Rejected | pb::TaskState::Canceled
+            if state != wanted =>
+        {
+            let _ = writeln!(err, "warning: task {id} ended {name}");
+        }
+        pb::TaskState::Submitted | pb::TaskState::Working | pb::TaskState::Unspecified => {
+            render::field(
+                out,
+                "Poll",
+                &format!("trident task get -a {reference} --wait {id}"),
+            );
+        }
+        _ => {}
     }
-    print_text(&out)
+}
+
+/// `text` quoted for a POSIX shell when it needs it.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@%+=,".contains(c))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// `send`
 pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
-    let s = connect(&args.target).await?;
-    let mut message = pb::Message::user(
-        uuid::Uuid::new_v4().to_string(),
-        vec![pb::Part::text(args.text.clone())],
-    );
-    message.task_id = args.task.clone().unwrap_or_default();
-    message.context_id = args.context.clone().unwrap_or_default();
+    let mut target = args.target.clone();
+    let text = match args.positional.as_slice() {
+        [] => None,
+        [text] => Some(text.as_str()),
+        [reference, text] if target.agent_card.is_none() => {
+            target.agent_card = Some(reference.clone());
+            Some(text.as_str())
+        }
+        _ => {
+            return Err(Failure::usage(
+                "send takes one message argument; add more parts with --text",
+            ));
+        }
+    };
+    if args.stream && args.r#async {
+        return Err(Failure::usage("--stream and --async do not go together"));
+    }
+    let parts = message_parts(text, &args.parts)?;
+    let metadata = metadata(&args.metadata)?;
+    let s = connect(&target).await?;
+    let mut message = pb::Message::user(uuid::Uuid::new_v4().to_string(), parts);
+    message.task_id = args.task_id.clone().unwrap_or_default();
+    message.context_id = args.context_id.clone().unwrap_or_default();
     let req = pb::SendMessageRequest {
         message: Some(message),
         configuration: Some(pb::SendMessageConfiguration {
-            return_immediately: args.return_immediately,
+            return_immediately: args.r#async,
             history_length: args.history,
             ..Default::default()
         }),
+        metadata,
         ..Default::default()
     };
-    if args.stream {
-        let stream = s.svc.send_streaming_message(&s.cx, req).await?;
-        return follow(&s, stream).await;
+    let streams = s
+        .card
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.streaming)
+        .unwrap_or(false);
+    if args.stream && streams {
+        s.sending("SendStreamingMessage", &req);
+        let stream = s
+            .svc
+            .send_streaming_message(&s.cx, req)
+            .await
+            .map_err(|e| s.failed(e))?;
+        return follow(&s, stream, true).await;
     }
-    let resp = s.svc.send_message(&s.cx, req).await?;
+    if args.stream {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the agent's card does not declare streaming; waiting for the result instead"
+        );
+    }
+    if args.poll_interval < Duration::from_millis(10) {
+        return Err(Failure::usage("--poll-interval must be at least 10ms"));
+    }
+    let resp = if streams && !args.stream && !args.r#async {
+        wait_streaming(&s, req, args).await?
+    } else {
+        let started = s.sending("SendMessage", &req);
+        let result = s.svc.send_message(&s.cx, req).await;
+        s.received("SendMessage", started, &result);
+        result.map_err(|e| refused(&s, e, args))?
+    };
+    let mut out = String::new();
+    match &resp.payload {
+        Some(pb::send_message_response::Payload::Task(t)) => {
+            render::task(&mut out, t, args.history.is_some() || s.verbose);
+            outcome(&s, &mut out, &t.id, t.state(), pb::TaskState::Completed);
+        }
+        Some(pb::send_message_response::Payload::Message(m)) => render::message(&mut out, m),
+        None => {
+            return Err(Failure::Agent(
+                A2aError::new(
+                    trident_core::ErrorKind::InvalidAgentResponse,
+                    "the agent answered with neither a task nor a message",
+                ),
+                None,
+            ));
+        }
+    }
     if s.json {
+        if args.stream {
+            // JSONL of one line: the StreamResponse the stream would have ended with.
+            let event = pb::StreamResponse {
+                payload: resp.payload.map(|p| match p {
+                    pb::send_message_response::Payload::Task(t) => {
+                        pb::stream_response::Payload::Task(t)
+                    }
+                    pb::send_message_response::Payload::Message(m) => {
+                        pb::stream_response::Payload::Message(m)
+                    }
+                }),
+            };
+            return print_json(&event);
+        }
         return print_json(&resp);
     }
-    match resp.payload {
-        Some(pb::send_message_response::Payload::Task(t)) => {
-            print_text(&task_text(&t, args.history.is_some()))
-        }
-        Some(pb::send_message_response::Payload::Message(m)) => {
-            print_text(&format!("{}\n", message_line(&m)))
-        }
-        None => Err(Failure::Agent(A2aError::new(
-            trident_core::ErrorKind::InvalidAgentResponse,
-            "the agent answered with neither a task nor a message",
-        ))),
+    print_text(&out)
+}
+
+/// A send's failure; when it named a task (`--task-id`), the hint says that no task was
+/// started in its place and where to see the exchange (SPEC §8.1).
+fn refused(s: &Session, e: A2aError, args: &Send) -> Failure {
+    let failure = s.failed(e);
+    match &args.task_id {
+        Some(id) if matches!(failure, Failure::Agent(..)) => failure.with_hint(format!(
+            "the agent refused --task-id {id} and no new task was started; check it with \
+             `trident task get -a {} {id}`, or rerun with --debug to see the exchange",
+            shell_word(&s.reference)
+        )),
+        _ => failure,
     }
 }
 
-/// `get`
-pub(crate) async fn get(args: &Get) -> Result<(), Failure> {
+/// What a blocking send knows of its task so far.
+#[derive(Default)]
+struct Seen {
+    task_id: String,
+    context_id: String,
+    state: pb::TaskState,
+}
+
+impl Seen {
+    fn stopped(&self, s: &Session, why: Stop, limit: Option<Duration>) -> Failure {
+        let reference = shell_word(&s.reference);
+        let poll = format!("trident task get -a {reference} --wait {}", self.task_id);
+        match why {
+            Stop::Interrupted => {
+                let mut out = String::new();
+                render::field(&mut out, "Task ID", &self.task_id);
+                render::field(&mut out, "Context ID", &self.context_id);
+                render::field(&mut out, "State", render::state_name(self.state));
+                render::field(&mut out, "Poll", &poll);
+                if s.json {
+                    let task = pb::Task {
+                        id: self.task_id.clone(),
+                        context_id: self.context_id.clone(),
+                        status: Some(pb::TaskStatus {
+                            state: self.state as i32,
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    };
+                    let _ = print_json(&pb::SendMessageResponse {
+                        payload: Some(pb::send_message_response::Payload::Task(task)),
+                    });
+                } else {
+                    let _ = print_text(&out);
+                }
+                Failure::Interrupted(format!(
+                    "stopped waiting for task {}; it goes on: {poll}",
+                    self.task_id
+                ))
+            }
+            Stop::Timeout => Failure::local(
+                Local::Timeout,
+                format!(
+                    "task {} is still {} after {:?}",
+                    self.task_id,
+                    render::state_name(self.state),
+                    limit.unwrap_or_default()
+                ),
+            )
+            .with_hint(format!("wait longer: {poll} --timeout 10m")),
+        }
+    }
+}
+
+/// Why a wait stopped early.
+enum Stop {
+    Interrupted,
+    Timeout,
+}
+
+/// Waits for `future`, unless Ctrl-C comes first or `deadline` passes.
+async fn unless_stopped<T>(
+    future: impl std::future::Future<Output = T>,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<T, Stop> {
+    let passed = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        value = future => Ok(value),
+        _ = tokio::signal::ctrl_c() => Err(Stop::Interrupted),
+        () = passed => Err(Stop::Timeout),
+    }
+}
+
+/// A blocking send over the agent's stream (SPEC §9.3 lets a wait prefer streaming): the
+/// task is known from the first event, so Ctrl-C or `--timeout` still report it; a stream
+/// that breaks off is followed by polling. Returns the task as the agent has it at the end
+/// (one `GetTask`), or the agent's direct reply.
+async fn wait_streaming(
+    s: &Session,
+    req: pb::SendMessageRequest,
+    args: &Send,
+) -> Result<pb::SendMessageResponse, Failure> {
+    use pb::stream_response::Payload;
+    let limit = args.target.timeout;
+    let deadline = limit.map(|t| tokio::time::Instant::now() + t);
+    let mut seen = Seen::default();
+    s.sending("SendStreamingMessage", &req);
+    let opened = unless_stopped(s.svc.send_streaming_message(&s.cx, req), deadline).await;
+    let mut stream = match opened {
+        Ok(opened) => opened.map_err(|e| refused(s, e, args))?,
+        Err(why) => return Err(seen.stopped(s, why, limit)),
+    };
+    loop {
+        let next = match unless_stopped(stream.next(), deadline).await {
+            Ok(next) => next,
+            Err(why) => return Err(seen.stopped(s, why, limit)),
+        };
+        match next {
+            None => break,
+            Some(Err(e)) if seen.task_id.is_empty() => return Err(refused(s, e, args)),
+            Some(Err(e)) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: the stream of task {} broke off ({}); polling instead",
+                    seen.task_id,
+                    e.message()
+                );
+                break;
+            }
+            Some(Ok(event)) => {
+                s.event(&event.response);
+                match &event.response.payload {
+                    Some(Payload::Message(m)) if seen.task_id.is_empty() => {
+                        return Ok(pb::SendMessageResponse {
+                            payload: Some(pb::send_message_response::Payload::Message(m.clone())),
+                        });
+                    }
+                    Some(Payload::Task(t)) => {
+                        seen.task_id.clone_from(&t.id);
+                        seen.context_id.clone_from(&t.context_id);
+                        seen.state = t.state();
+                    }
+                    Some(Payload::StatusUpdate(u)) => {
+                        seen.task_id.clone_from(&u.task_id);
+                        seen.context_id.clone_from(&u.context_id);
+                        seen.state = render::state_of(u.status.as_ref().map_or(0, |st| st.state));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if settled(seen.state) {
+            break;
+        }
+    }
+    if seen.task_id.is_empty() {
+        return Err(Failure::Agent(
+            A2aError::new(
+                trident_core::ErrorKind::InvalidAgentResponse,
+                "the agent's stream ended without a task or a message",
+            ),
+            None,
+        ));
+    }
+    // The task as the agent has it; polled until it settles if the stream broke off.
+    let request = pb::GetTaskRequest {
+        id: seen.task_id.clone(),
+        history_length: args.history,
+        ..Default::default()
+    };
+    let mut interval = args.poll_interval;
+    let mut failures = 0;
+    loop {
+        let task = match unless_stopped(s.get_task(request.clone()), deadline).await {
+            Ok(Ok(task)) => task,
+            // The connection the stream broke with may fail the next call too: a few tries.
+            Ok(Err(e)) if e.is_transport() && failures < 3 => {
+                failures += 1;
+                if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
+                    return Err(seen.stopped(s, why, limit));
+                }
+                continue;
+            }
+            Ok(Err(e)) => return Err(s.failed(e)),
+            Err(why) => return Err(seen.stopped(s, why, limit)),
+        };
+        failures = 0;
+        seen.state = task.state();
+        if settled(seen.state) {
+            return Ok(pb::SendMessageResponse {
+                payload: Some(pb::send_message_response::Payload::Task(task)),
+            });
+        }
+        if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
+            return Err(seen.stopped(s, why, limit));
+        }
+        interval = (interval * 2).min(args.poll_interval * 4);
+    }
+}
+
+/// `task get`
+pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
     let s = connect(&args.target).await?;
-    let task = s
-        .svc
-        .get_task(
-            &s.cx,
-            pb::GetTaskRequest {
-                id: args.id.clone(),
-                history_length: args.history,
-                ..Default::default()
-            },
-        )
-        .await?;
+    if args.wait && args.poll_interval < Duration::from_millis(10) {
+        return Err(Failure::usage("--poll-interval must be at least 10ms"));
+    }
+    let request = pb::GetTaskRequest {
+        id: args.id.clone(),
+        history_length: args.history,
+        ..Default::default()
+    };
+    let limit = args.target.timeout;
+    let deadline = limit.map(|t| tokio::time::Instant::now() + t);
+    let mut seen = Seen {
+        task_id: args.id.clone(),
+        ..Default::default()
+    };
+    let mut interval = args.poll_interval;
+    let task = loop {
+        let task = if args.wait {
+            match unless_stopped(s.get_task(request.clone()), deadline).await {
+                Ok(task) => task,
+                Err(why) => return Err(seen.stopped(&s, why, limit)),
+            }
+        } else {
+            s.get_task(request.clone()).await
+        };
+        let task = task.map_err(|e| s.failed(e))?;
+        if !args.wait || settled(task.state()) {
+            break task;
+        }
+        seen.context_id.clone_from(&task.context_id);
+        seen.state = task.state();
+        if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
+            return Err(seen.stopped(&s, why, limit));
+        }
+        interval = (interval * 2).min(args.poll_interval * 4);
+    };
+    let mut out = String::new();
+    render::task(&mut out, &task, args.history.is_some() || s.verbose);
+    if args.wait {
+        outcome(
+            &s,
+            &mut out,
+            &task.id,
+            task.state(),
+            pb::TaskState::Completed,
+        );
+    }
     if s.json {
         return print_json(&task);
     }
-    print_text(&task_text(&task, args.history.is_some()))
+    print_text(&out)
 }
 
-/// `list`
-pub(crate) async fn list(args: &List) -> Result<(), Failure> {
+/// `task cancel`
+pub(crate) async fn task_cancel(args: &TaskCancel) -> Result<(), Failure> {
     let s = connect(&args.target).await?;
+    let task = s
+        .cancel_task(pb::CancelTaskRequest {
+            id: args.id.clone(),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| s.failed(e))?;
+    if s.json {
+        return print_json(&task);
+    }
+    let mut out = String::new();
+    render::task(&mut out, &task, s.verbose);
+    outcome(
+        &s,
+        &mut out,
+        &task.id,
+        task.state(),
+        pb::TaskState::Canceled,
+    );
+    print_text(&out)
+}
+
+/// `task list`
+pub(crate) async fn task_list(args: &TaskList) -> Result<(), Failure> {
     let status = match &args.state {
         Some(name) => parse_state(name)? as i32,
         None => 0,
     };
+    let s = connect(&args.target).await?;
     let mut token = args.page_token.clone().unwrap_or_default();
-    let mut shown = 0usize;
-    let mut header = !s.json;
+    let mut all = pb::ListTasksResponse::default();
     loop {
         let page = s
-            .svc
-            .list_tasks(
-                &s.cx,
-                pb::ListTasksRequest {
-                    context_id: args.context.clone().unwrap_or_default(),
-                    status,
-                    page_size: args.page_size,
-                    page_token: token.clone(),
-                    ..Default::default()
-                },
-            )
-            .await?;
-        // Printed once the agent has answered, so a refusal (a v0.3 agent has no ListTasks)
-        // is the only output.
-        if std::mem::take(&mut header) {
-            print_text(&format!(
-                "{:<36}  {:<22}  {:<24}  {}\n",
-                "TASK", "STATE", "UPDATED", "CONTEXT"
-            ))?;
-        }
-        shown += page.tasks.len();
-        if s.json {
-            print_json(&page)?;
-        } else {
-            let mut out = String::new();
-            for t in &page.tasks {
-                out.push_str(&format!(
-                    "{:<36}  {:<22}  {:<24}  {}\n",
-                    t.id,
-                    state_name(t.state()),
-                    t.status
-                        .as_ref()
-                        .and_then(|s| s.timestamp.as_ref())
-                        .map(timestamp)
-                        .unwrap_or_default(),
-                    t.context_id
-                ));
-            }
-            print_text(&out)?;
-        }
-        if !args.all || page.next_page_token.is_empty() {
-            if !s.json {
-                let more = if page.next_page_token.is_empty() {
-                    String::new()
-                } else {
-                    format!("; next page: --page-token {}", page.next_page_token)
-                };
-                print_text(&format!("{shown} of {} tasks{more}\n", page.total_size))?;
-            }
-            return Ok(());
-        }
-        token = page.next_page_token;
-    }
-}
-
-/// `cancel`
-pub(crate) async fn cancel(args: &Cancel) -> Result<(), Failure> {
-    let s = connect(&args.target).await?;
-    let task = s
-        .svc
-        .cancel_task(
-            &s.cx,
-            pb::CancelTaskRequest {
-                id: args.id.clone(),
+            .list_tasks(pb::ListTasksRequest {
+                context_id: args.context_id.clone().unwrap_or_default(),
+                status,
+                page_size: args.page_size,
+                page_token: token.clone(),
                 ..Default::default()
-            },
-        )
-        .await?;
-    if s.json {
-        return print_json(&task);
+            })
+            .await
+            .map_err(|e| s.failed(e))?;
+        all.tasks.extend(page.tasks);
+        all.total_size = page.total_size;
+        all.page_size = page.page_size;
+        all.next_page_token = page.next_page_token;
+        if !args.all || all.next_page_token.is_empty() {
+            break;
+        }
+        token = all.next_page_token.clone();
     }
-    print_text(&task_text(&task, false))
+    if s.json {
+        return print_json(&all);
+    }
+    let mut out = String::new();
+    for t in &all.tasks {
+        render::field(&mut out, "Task ID", &t.id);
+        render::field(&mut out, "Context ID", &t.context_id);
+        render::field(&mut out, "State", render::state_name(t.state()));
+        if let Some(ts) = t.status.as_ref().and_then(|s| s.timestamp.as_ref()) {
+            render::field(&mut out, "Updated", &timestamp(ts));
+        }
+        out.push('\n');
+    }
+    render::field(&mut out, "Shown", &all.tasks.len().to_string());
+    render::field(&mut out, "Total", &all.total_size.to_string());
+    if !all.next_page_token.is_empty() {
+        render::field(&mut out, "Next Page Token", &all.next_page_token);
+    }
+    print_text(&out)
 }
 
-/// `subscribe`
-pub(crate) async fn subscribe(args: &Subscribe) -> Result<(), Failure> {
+/// `task subscribe`
+pub(crate) async fn task_subscribe(args: &TaskSubscribe) -> Result<(), Failure> {
     let mut s = connect(&args.target).await?;
     s.cx.last_event_id = args.after;
+    let request = pb::SubscribeToTaskRequest {
+        id: args.id.clone(),
+        ..Default::default()
+    };
+    s.sending("SubscribeToTask", &request);
     let stream = s
         .svc
-        .subscribe_to_task(
-            &s.cx,
-            pb::SubscribeToTaskRequest {
-                id: args.id.clone(),
-                ..Default::default()
-            },
-        )
-        .await?;
-    follow(&s, stream).await
+        .subscribe_to_task(&s.cx, request)
+        .await
+        .map_err(|e| s.failed(e))?;
+    follow(&s, stream, args.stream).await
 }
 
 /// `push …`
 pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
     match cmd {
         Push::Set {
+            url,
             target,
             task,
             webhook,
@@ -584,7 +1812,7 @@ pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
             notification_token,
             auth,
         } => {
-            let s = connect(target).await?;
+            let s = connect(&with_url(target, url)).await?;
             let authentication = auth.as_ref().map(|a| {
                 let (scheme, credentials) = a.split_once(':').unwrap_or((a, ""));
                 pb::AuthenticationInfo {
@@ -608,8 +1836,13 @@ pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
                 .await?;
             print_config(&s, &config)
         }
-        Push::Get { target, task, id } => {
-            let s = connect(target).await?;
+        Push::Get {
+            url,
+            target,
+            task,
+            id,
+        } => {
+            let s = connect(&with_url(target, url)).await?;
             let config = s
                 .svc
                 .get_task_push_notification_config(
@@ -623,8 +1856,8 @@ pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
                 .await?;
             print_config(&s, &config)
         }
-        Push::List { target, task } => {
-            let s = connect(target).await?;
+        Push::List { url, target, task } => {
+            let s = connect(&with_url(target, url)).await?;
             let mut token = String::new();
             loop {
                 let page = s
@@ -647,8 +1880,13 @@ pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
                 token = page.next_page_token;
             }
         }
-        Push::Delete { target, task, id } => {
-            let s = connect(target).await?;
+        Push::Delete {
+            url,
+            target,
+            task,
+            id,
+        } => {
+            let s = connect(&with_url(target, url)).await?;
             s.svc
                 .delete_task_push_notification_config(
                     &s.cx,
@@ -668,44 +1906,154 @@ pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
     }
 }
 
+/// `task push-config …`
+async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
+    let s = connect(cmd.target()).await?;
+    // SPEC §13.3: the card says whether the agent takes push configurations at all.
+    let pushes = s
+        .card
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.push_notifications);
+    if pushes != Some(true) {
+        return Err(Failure::Agent(
+            A2aError::of(trident_core::ErrorKind::PushNotificationNotSupported),
+            Some(format!(
+                "the card of {} does not declare push notifications (capabilities.pushNotifications); \
+                 follow the task with `trident task subscribe` or `task get --wait` instead",
+                s.reference
+            )),
+        ));
+    }
+    match cmd {
+        PushConfig::Create {
+            task_id,
+            url,
+            id,
+            token,
+            auth_scheme,
+            auth_credentials,
+            ..
+        } => {
+            let authentication = match (auth_scheme, auth_credentials) {
+                (None, None) => None,
+                (None, Some(_)) => {
+                    return Err(Failure::usage("--auth-credentials needs --auth-scheme"));
+                }
+                (Some(scheme), credentials) => Some(pb::AuthenticationInfo {
+                    scheme: scheme.clone(),
+                    credentials: credentials.clone().unwrap_or_default(),
+                }),
+            };
+            let request = pb::TaskPushNotificationConfig {
+                task_id: task_id.clone(),
+                id: id.clone().unwrap_or_default(),
+                url: url.clone(),
+                token: token.clone().unwrap_or_default(),
+                authentication,
+                ..Default::default()
+            };
+            let started = s.sending("CreateTaskPushNotificationConfig", &request);
+            let result = s
+                .svc
+                .create_task_push_notification_config(&s.cx, request)
+                .await;
+            s.received("CreateTaskPushNotificationConfig", started, &result);
+            print_config(&s, &result.map_err(|e| s.failed(e))?)
+        }
+        PushConfig::Get {
+            task_id, config_id, ..
+        } => {
+            let request = pb::GetTaskPushNotificationConfigRequest {
+                task_id: task_id.clone(),
+                id: config_id.clone(),
+                ..Default::default()
+            };
+            let started = s.sending("GetTaskPushNotificationConfig", &request);
+            let result = s
+                .svc
+                .get_task_push_notification_config(&s.cx, request)
+                .await;
+            s.received("GetTaskPushNotificationConfig", started, &result);
+            print_config(&s, &result.map_err(|e| s.failed(e))?)
+        }
+        PushConfig::List { task_id, .. } => {
+            let mut all = pb::ListTaskPushNotificationConfigsResponse::default();
+            let mut token = String::new();
+            loop {
+                let request = pb::ListTaskPushNotificationConfigsRequest {
+                    task_id: task_id.clone(),
+                    page_token: token,
+                    ..Default::default()
+                };
+                let started = s.sending("ListTaskPushNotificationConfigs", &request);
+                let result = s
+                    .svc
+                    .list_task_push_notification_configs(&s.cx, request)
+                    .await;
+                s.received("ListTaskPushNotificationConfigs", started, &result);
+                let page = result.map_err(|e| s.failed(e))?;
+                all.configs.extend(page.configs);
+                if page.next_page_token.is_empty() {
+                    break;
+                }
+                token = page.next_page_token;
+            }
+            if s.json {
+                return print_json(&all);
+            }
+            let mut out = String::new();
+            for config in &all.configs {
+                config_fields(&mut out, config);
+                out.push('\n');
+            }
+            render::field(&mut out, "Shown", &all.configs.len().to_string());
+            print_text(&out)
+        }
+        PushConfig::Delete {
+            task_id, config_id, ..
+        } => {
+            let request = pb::DeleteTaskPushNotificationConfigRequest {
+                task_id: task_id.clone(),
+                id: config_id.clone(),
+                ..Default::default()
+            };
+            let started = s.sending("DeleteTaskPushNotificationConfig", &request);
+            let result = s
+                .svc
+                .delete_task_push_notification_config(&s.cx, request)
+                .await;
+            s.received("DeleteTaskPushNotificationConfig", started, &result);
+            result.map_err(|e| s.failed(e))?;
+            if s.json {
+                // The protocol's answer is google.protobuf.Empty.
+                return print_text("{}\n");
+            }
+            let mut out = String::new();
+            render::field(&mut out, "Deleted", config_id);
+            render::field(&mut out, "Task ID", task_id);
+            print_text(&out)
+        }
+    }
+}
+
+/// A push configuration's fields (never its token or credentials).
+fn config_fields(out: &mut String, config: &pb::TaskPushNotificationConfig) {
+    render::field(out, "Config ID", &config.id);
+    render::field(out, "Task ID", &config.task_id);
+    render::field(out, "URL", &config.url);
+    if let Some(a) = &config.authentication {
+        render::field(out, "Auth Scheme", &a.scheme);
+    }
+}
+
 fn print_config(s: &Session, config: &pb::TaskPushNotificationConfig) -> Result<(), Failure> {
     if s.json {
         return print_json(config);
     }
-    let auth = config
-        .authentication
-        .as_ref()
-        .map(|a| format!("  auth {}", a.scheme))
-        .unwrap_or_default();
-    print_text(&format!(
-        "{}  task {}  {}{auth}\n",
-        config.id, config.task_id, config.url
-    ))
-}
-
-/// Prints a stream's events as they arrive.
-async fn follow(s: &Session, mut stream: trident_core::EventStream) -> Result<(), Failure> {
-    while let Some(event) = stream.next().await {
-        let event = event?;
-        if s.json {
-            print_json(&*event.response)?;
-        } else {
-            print_text(&event_line(&event))?;
-        }
-    }
-    Ok(())
-}
-
-fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
-    let line = serde_json::to_string(value).map_err(|e| Failure::Usage(e.to_string()))?;
-    print_text(&format!("{line}\n"))
-}
-
-fn print_text(text: &str) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth reporting.
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-    Ok(())
+    let mut out = String::new();
+    config_fields(&mut out, config);
+    print_text(&out)
 }
 
 fn parse_state(name: &str) -> Result<pb::TaskState, Failure> {
@@ -718,18 +2066,144 @@ fn parse_state(name: &str) -> Result<pb::TaskState, Failure> {
     pb::TaskState::from_str_name(&full)
         .filter(|s| *s != pb::TaskState::Unspecified)
         .ok_or_else(|| {
-            Failure::Usage(format!(
+            Failure::usage(format!(
                 "unknown state {name:?}: use submitted, working, input-required, auth-required, \
                  completed, failed, canceled or rejected"
             ))
         })
 }
 
-fn state_name(state: pb::TaskState) -> &'static str {
-    state
-        .as_str_name()
-        .strip_prefix("TASK_STATE_")
-        .unwrap_or("UNSPECIFIED")
+/// Prints a stream: with `live`, each event as it arrives (a line of JSON each with -o json)
+/// and, in text, a last summary of the identifiers and state; without it, only the task it
+/// ends with (or the message, for a direct reply).
+async fn follow(
+    s: &Session,
+    mut stream: trident_core::EventStream,
+    live: bool,
+) -> Result<(), Failure> {
+    use pb::stream_response::Payload;
+    let mut task = pb::Task::default();
+    let mut reply: Option<pb::Message> = None;
+    let mut last_seq: Option<u64> = None;
+    let mut resubscribed = 0;
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(event) => event,
+            // The connection broke under a known task: subscribe again from the last event
+            // seen (SPEC §9.4), a few times.
+            Err(e) if e.is_transport() && !task.id.is_empty() && resubscribed < 3 => {
+                resubscribed += 1;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: the stream of task {} broke off ({}); subscribing again",
+                    task.id,
+                    e.message()
+                );
+                let mut cx = s.cx.clone();
+                cx.last_event_id = last_seq.or(s.cx.last_event_id);
+                let request = pb::SubscribeToTaskRequest {
+                    id: task.id.clone(),
+                    ..Default::default()
+                };
+                s.sending("SubscribeToTask", &request);
+                stream = s
+                    .svc
+                    .subscribe_to_task(&cx, request)
+                    .await
+                    .map_err(|e| s.failed(e))?;
+                continue;
+            }
+            Err(e) => return Err(s.failed(e)),
+        };
+        if event.seq.is_some() {
+            last_seq = event.seq;
+        }
+        s.event(&event.response);
+        match &event.response.payload {
+            Some(Payload::Task(t)) => task = t.clone(),
+            Some(Payload::Message(m)) => reply = Some(m.clone()),
+            Some(Payload::StatusUpdate(u)) => {
+                task.id.clone_from(&u.task_id);
+                task.context_id.clone_from(&u.context_id);
+                task.status.clone_from(&u.status);
+            }
+            Some(Payload::ArtifactUpdate(a)) => {
+                task.id.clone_from(&a.task_id);
+                task.context_id.clone_from(&a.context_id);
+                if let Some(new) = &a.artifact {
+                    match task
+                        .artifacts
+                        .iter_mut()
+                        .find(|x| x.artifact_id == new.artifact_id)
+                    {
+                        Some(old) if a.append => old.parts.extend(new.parts.iter().cloned()),
+                        Some(old) => *old = new.clone(),
+                        None => task.artifacts.push(new.clone()),
+                    }
+                }
+            }
+            None => {}
+        }
+        if live {
+            if s.json {
+                print_json(&*event.response)?;
+            } else {
+                let mut out = String::new();
+                render::event(&mut out, &event.response);
+                print_text(&out)?;
+            }
+        }
+    }
+    let mut out = String::new();
+    if task.id.is_empty() {
+        if let Some(m) = reply.filter(|_| !live) {
+            if s.json {
+                return print_json(&pb::StreamResponse {
+                    payload: Some(Payload::Message(m)),
+                });
+            }
+            render::message(&mut out, &m);
+        }
+        return print_text(&out);
+    }
+    if live {
+        // The tail restates what a caller needs to go on (SPEC §11.2).
+        render::field(&mut out, "Task ID", &task.id);
+        render::field(&mut out, "Context ID", &task.context_id);
+        render::field(&mut out, "State", render::state_name(task.state()));
+    } else {
+        render::task(&mut out, &task, s.verbose);
+    }
+    outcome(
+        s,
+        &mut out,
+        &task.id.clone(),
+        task.state(),
+        pb::TaskState::Completed,
+    );
+    if s.json {
+        return if live { Ok(()) } else { print_json(&task) };
+    }
+    print_text(&out)
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
+    let line =
+        serde_json::to_string(value).map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
+    print_text(&format!("{line}\n"))
+}
+
+fn print_text(text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth reporting.
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    Ok(())
+}
+
+impl From<A2aError> for Failure {
+    fn from(e: A2aError) -> Self {
+        Failure::from_a2a(e, false)
+    }
 }
 
 fn timestamp(ts: &trident_proto::wkt::Timestamp) -> String {
@@ -737,102 +2211,6 @@ fn timestamp(ts: &trident_proto::wkt::Timestamp) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
-}
-
-fn parts_text(parts: &[pb::Part]) -> String {
-    parts
-        .iter()
-        .map(|p| match &p.content {
-            Some(pb::part::Content::Text(t)) => t.clone(),
-            Some(pb::part::Content::Data(d)) => {
-                serde_json::to_string(d).unwrap_or_else(|_| "<data>".to_owned())
-            }
-            Some(pb::part::Content::Url(u)) => format!("<{u}>"),
-            Some(pb::part::Content::Raw(b)) => {
-                format!("<{} bytes {}>", b.len(), p.media_type)
-            }
-            None => String::new(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn message_line(m: &pb::Message) -> String {
-    let who = match pb::Role::try_from(m.role).unwrap_or_default() {
-        pb::Role::User => "user",
-        pb::Role::Agent => "agent",
-        pb::Role::Unspecified => "?",
-    };
-    format!("{who}: {}", parts_text(&m.parts))
-}
-
-fn task_text(task: &pb::Task, history: bool) -> String {
-    let mut out = format!(
-        "task {}  {}  (context {})\n",
-        task.id,
-        state_name(task.state()),
-        task.context_id
-    );
-    if let Some(m) = task.status.as_ref().and_then(|s| s.message.as_ref()) {
-        out.push_str(&format!("  {}\n", message_line(m)));
-    }
-    for a in &task.artifacts {
-        let name = if a.name.is_empty() {
-            &a.artifact_id
-        } else {
-            &a.name
-        };
-        out.push_str(&format!("  artifact {name}: {}\n", parts_text(&a.parts)));
-    }
-    if history {
-        for m in &task.history {
-            out.push_str(&format!("  history  {}\n", message_line(m)));
-        }
-    }
-    out
-}
-
-fn event_line(event: &StreamEvent) -> String {
-    use pb::stream_response::Payload;
-    let seq = event
-        .seq
-        .map_or_else(|| "   ".to_owned(), |s| format!("{s:>3}"));
-    match &event.response.payload {
-        Some(Payload::Task(t)) => {
-            let text = task_text(t, false);
-            format!("[{seq}] {text}")
-        }
-        Some(Payload::Message(m)) => format!("[{seq}] {}\n", message_line(m)),
-        Some(Payload::StatusUpdate(u)) => {
-            let status = u.status.clone().unwrap_or_default();
-            let state = state_name(pb::TaskState::try_from(status.state).unwrap_or_default());
-            match &status.message {
-                Some(m) => format!("[{seq}] {state}  {}\n", message_line(m)),
-                None => format!("[{seq}] {state}\n"),
-            }
-        }
-        Some(Payload::ArtifactUpdate(a)) => {
-            let artifact = a.artifact.clone().unwrap_or_default();
-            let mut flags = Vec::new();
-            if a.append {
-                flags.push("append");
-            }
-            if a.last_chunk {
-                flags.push("last");
-            }
-            let flags = if flags.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", flags.join(", "))
-            };
-            format!(
-                "[{seq}] artifact {}{flags}: {}\n",
-                artifact.artifact_id,
-                parts_text(&artifact.parts)
-            )
-        }
-        None => format!("[{seq}] (empty event)\n"),
-    }
 }
 
 #[cfg(test)]
@@ -853,9 +2231,66 @@ mod tests {
     }
 
     #[test]
-    fn transport_failures_and_agent_errors_exit_differently() {
-        let agent: Failure = A2aError::task_not_found("t").into();
-        let transport: Failure = A2aError::transport("connection refused").into();
-        assert_eq!((agent.exit_code(), transport.exit_code()), (1, 3));
+    fn card_references_resolve_as_the_spec_says() {
+        use CardSource::*;
+        let url = |s: &str| Url(s.to_owned());
+        assert_eq!(
+            card_source("http://127.0.0.1:8080"),
+            url("http://127.0.0.1:8080/.well-known/agent-card.json")
+        );
+        assert_eq!(
+            card_source("https://a.example/cards/x"),
+            url("https://a.example/cards/x")
+        );
+        assert_eq!(
+            card_source("localhost:9"),
+            url("http://localhost:9/.well-known/agent-card.json")
+        );
+        assert_eq!(
+            card_source("agent.example"),
+            url("https://agent.example/.well-known/agent-card.json")
+        );
+        assert_eq!(
+            card_source("file:///tmp/c.json"),
+            File("/tmp/c.json".into())
+        );
+        assert_eq!(card_source("./c.json"), File("./c.json".into()));
+    }
+
+    #[test]
+    fn media_types_bind_to_the_part_before_them() {
+        let parts = message_parts(
+            Some("first"),
+            &[
+                PartFlag::Text("second".into()),
+                PartFlag::MediaType("text/markdown".into()),
+                PartFlag::Data("{\"k\":1}".into()),
+            ],
+        )
+        .expect("parts");
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[0].media_type, "");
+        assert_eq!(parts[1].media_type, "text/markdown");
+        assert_eq!(parts[2].media_type, "application/json");
+        let orphan = message_parts(None, &[PartFlag::MediaType("a/b".into())]);
+        assert!(matches!(orphan, Err(f) if f.exit_code() == 2));
+        let twice = message_parts(
+            None,
+            &[
+                PartFlag::Text("x".into()),
+                PartFlag::MediaType("a/b".into()),
+                PartFlag::MediaType("c/d".into()),
+            ],
+        );
+        assert!(matches!(twice, Err(f) if f.exit_code() == 2));
+    }
+
+    #[test]
+    fn durations_take_units_or_seconds() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("soon").is_err());
     }
 }

@@ -102,6 +102,13 @@ pub(crate) fn apply(
         if name == "TRIDENT_CONFIG" {
             continue;
         }
+        // The client's bearer token kept its old setting name (`token`); the flag's variable
+        // is now the a2a-cli one.
+        let name = if name == "TRIDENT_TOKEN" {
+            "A2ACLI_BEARER"
+        } else {
+            name.as_str()
+        };
         if !known(cli, name) {
             return Err(format!(
                 "config: no command has a setting {:?}",
@@ -110,7 +117,7 @@ pub(crate) fn apply(
         }
         let Some(arg) = command
             .get_arguments()
-            .find(|a| a.get_env().is_some_and(|e| e == name.as_str()))
+            .find(|a| a.get_env().is_some_and(|e| e == name))
         else {
             continue;
         };

@@ -11,7 +11,9 @@ mod auth;
 mod client;
 mod config;
 mod conformance;
+mod failure;
 mod openapi;
+mod render;
 mod serve;
 mod telemetry;
 
@@ -22,14 +24,21 @@ mod tests;
 #[command(
     name = "trident",
     version,
+    disable_version_flag = true,
     about = "An A2A v1.0 agent endpoint: gRPC, JSON-RPC 2.0 and HTTP+JSON from one engine",
     long_about = "An A2A v1.0 agent endpoint: gRPC, JSON-RPC 2.0 and HTTP+JSON from one engine.\n\n\
         Settings come from flags, then TRIDENT_* environment variables, then the --config file \
         (TOML; keys are the variable names without TRIDENT_, lower-case).\n\n\
-        Client commands exit 0 on success, 1 when the agent answers with an A2A error, 2 on a \
-        usage error and 3 when the exchange itself fails (connection, transport)."
+        The client commands (card get, send, task …) follow the a2a-cli specification v0.2: \
+        `-a/--agent-card` names the agent, `-o json` prints the protocol's own objects. They \
+        exit 0 when they did their job (whatever the task's outcome), 1 on a failure (an A2A \
+        error keeps its name), 2 on a usage error, 3 when the agent or its card cannot be \
+        reached, 4 when authentication fails and 5 when --timeout expires."
 )]
 struct Cli {
+    /// Print the version.
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    version: Option<bool>,
     /// A TOML file of settings (keys: the TRIDENT_* variable names without the prefix).
     #[arg(long, global = true, env = "TRIDENT_CONFIG")]
     config: Option<std::path::PathBuf>,
@@ -43,21 +52,34 @@ enum Command {
     Serve(serve::Serve),
     /// Serve another A2A agent on all three bindings, talking to it over its best binding.
     Gateway(serve::Gateway),
-    /// Show an agent's card.
-    Card(client::CardArgs),
-    /// Send a message (a new task, or a follow-up with --task).
-    Send(client::Send),
-    /// Show a task.
-    Get(client::Get),
-    /// List tasks.
-    List(client::List),
-    /// Cancel a task.
-    Cancel(client::Cancel),
-    /// Follow a task's events (from the start of its log with --after 0).
-    Subscribe(client::Subscribe),
-    /// Manage a task's push-notification webhooks.
+    /// Agent Cards: `card get`.
     #[command(subcommand)]
+    Card(client::CardCommand),
+    /// Send a message: a new task, or a reply to one with --task-id.
+    Send(client::Send),
+    /// Tasks: `task get|cancel|list|subscribe`.
+    #[command(subcommand)]
+    Task(client::TaskCommand),
+    /// `task get` (the old spelling: `get URL ID`).
+    #[command(hide = true)]
+    Get(client::Legacy<client::TaskGet>),
+    /// `task list` (the old spelling: `list URL`).
+    #[command(hide = true)]
+    List(client::Legacy<client::TaskList>),
+    /// `task cancel` (the old spelling: `cancel URL ID`).
+    #[command(hide = true)]
+    Cancel(client::Legacy<client::TaskCancel>),
+    /// `task subscribe --stream` (the old spelling: `subscribe URL ID`).
+    #[command(hide = true)]
+    Subscribe(client::Legacy<client::TaskSubscribe>),
+    /// `task push-config` (the old spelling: `push set|get|list|delete URL TASK …`).
+    #[command(subcommand, hide = true)]
     Push(client::Push),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Run the behaviour suite against an agent over every binding its card declares.
     Conformance(conformance::Args),
     /// Write the OpenAPI 3.1 document of the HTTP+JSON binding (default docs/openapi.json).
@@ -88,7 +110,10 @@ fn main() -> ExitCode {
             }
         }
     }
-    let cli = Cli::parse_from(&args);
+    let cli = match parse(&args) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     // Logs go to stderr, so a client command's stdout is only its output. Servers log at info
     // (without the span per call, `trident::call`, which costs a tenth of a call's CPU to
     // format: `RUST_LOG=info` adds it), client commands only warnings, unless RUST_LOG says
@@ -133,27 +158,149 @@ fn main() -> ExitCode {
     })
 }
 
+/// Parses the command line. Clap's errors become the a2a-cli usage error (exit 2; with
+/// `-o json`, the error object on stdout too); `--help` and `--version` print and exit 0.
+fn parse(args: &[String]) -> Result<Cli, ExitCode> {
+    use clap::FromArgMatches;
+    let args = legacy_card(args);
+    let usage = |e: clap::Error| {
+        use clap::error::ErrorKind as K;
+        if matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        if wants_json(&args) {
+            let message = e
+                .render()
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_owned();
+            let failure = failure::Failure::usage(message);
+            let line = failure.envelope(Some("see `trident <command> --help`"));
+            println!("{line}");
+        }
+        let _ = e.print();
+        ExitCode::from(2)
+    };
+    let matches = Cli::command().try_get_matches_from(&args).map_err(usage)?;
+    let mut cli = Cli::from_arg_matches(&matches).map_err(usage)?;
+    if let (Command::Send(send), Some(m)) = (&mut cli.command, matches.subcommand_matches("send")) {
+        send.parts = part_flags(m);
+    }
+    Ok(cli)
+}
+
+/// The message-part flags of `send` in command-line order (clap keeps each flag's values
+/// apart; their indices say how they interleave).
+fn part_flags(m: &clap::ArgMatches) -> Vec<client::PartFlag> {
+    use client::PartFlag;
+    type Make = fn(String) -> PartFlag;
+    let kinds: [(&str, Make); 4] = [
+        ("text", PartFlag::Text),
+        ("file", PartFlag::File),
+        ("data", PartFlag::Data),
+        ("media_type", PartFlag::MediaType),
+    ];
+    let mut all: Vec<(usize, PartFlag)> = Vec::new();
+    for (id, make) in kinds {
+        if let (Some(indices), Some(values)) = (m.indices_of(id), m.get_many::<String>(id)) {
+            all.extend(indices.zip(values.cloned().map(make)));
+        }
+    }
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, p)| p).collect()
+}
+
+/// `card URL …` (the old spelling) as `card get URL …`.
+fn legacy_card(args: &[String]) -> Vec<String> {
+    let mut out = args.to_vec();
+    let mut i = 1;
+    while i < out.len() {
+        match out[i].as_str() {
+            "--config" => i += 2,
+            a if a.starts_with('-') => i += 1,
+            "card" => {
+                if let Some(next) = out.get(i + 1)
+                    && !matches!(next.as_str(), "get" | "help" | "-h" | "--help")
+                {
+                    out.insert(i + 1, "get".to_owned());
+                }
+                break;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Whether the command line asks for JSON output (for reporting a usage error as JSON).
+fn wants_json(args: &[String]) -> bool {
+    let env = std::env::var("A2ACLI_OUTPUT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    let mut json = env;
+    let mut iter = args.iter().peekable();
+    while let Some(a) = iter.next() {
+        match a.as_str() {
+            "--json" | "-ojson" | "--output=json" | "-o=json" => json = true,
+            "-o" | "--output" => {
+                json = iter.peek().is_some_and(|v| v.as_str() == "json");
+            }
+            _ => {}
+        }
+    }
+    json
+}
+
 async fn run(command: Command) -> ExitCode {
-    let result = match command {
+    let (json, result) = match command {
         Command::Serve(args) => return serve::serve(args).await,
         Command::Gateway(args) => return serve::gateway(args).await,
         Command::Conformance(args) => return conformance::run(args).await,
-        Command::Card(args) => client::card(&args).await,
-        Command::Send(args) => client::send(&args).await,
-        Command::Get(args) => client::get(&args).await,
-        Command::List(args) => client::list(&args).await,
-        Command::Cancel(args) => client::cancel(&args).await,
-        Command::Subscribe(args) => client::subscribe(&args).await,
-        Command::Push(cmd) => client::push(&cmd).await,
         Command::Openapi(args) => return openapi::run(&args),
+        Command::Completion { shell } => {
+            // Into memory first: clap_complete panics on a write error (a closed pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "trident", &mut script);
+            let mut out = std::io::stdout().lock();
+            let _ = std::io::Write::write_all(&mut out, &script);
+            return ExitCode::SUCCESS;
+        }
+        Command::Card(client::CardCommand::Get(args)) => {
+            (args.target.json(), client::card_get(&args).await)
+        }
+        Command::Send(args) => (args.target.json(), client::send(&args).await),
+        Command::Task(cmd) => (cmd.json(), cmd.run().await),
+        Command::Get(old) => {
+            task(client::TaskCommand::Get(old.into_inner(|a| &mut a.target))).await
+        }
+        Command::List(old) => {
+            task(client::TaskCommand::List(old.into_inner(|a| &mut a.target))).await
+        }
+        Command::Cancel(old) => {
+            task(client::TaskCommand::Cancel(
+                old.into_inner(|a| &mut a.target),
+            ))
+            .await
+        }
+        Command::Subscribe(old) => {
+            let args = old.into_inner(|a| &mut a.target).streaming();
+            task(client::TaskCommand::Subscribe(args)).await
+        }
+        Command::Push(cmd) => (cmd.target().json(), client::push(&cmd).await),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {failure}");
+            failure.report(json, None);
             ExitCode::from(failure.exit_code())
         }
     }
+}
+
+async fn task(cmd: client::TaskCommand) -> (bool, Result<(), failure::Failure>) {
+    (cmd.json(), cmd.run().await)
 }
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit (what a server may use without

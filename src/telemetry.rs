@@ -23,6 +23,8 @@ impl Telemetry {
 pub(crate) fn init(default_level: &str, otlp: Option<(String, bool)>) -> Result<Telemetry, String> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| default_level.into());
+    // Colour only for a person at a terminal: a pipe or a log file gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     #[cfg(feature = "otlp")]
     if let Some((endpoint, _)) = otlp {
         use tracing_subscriber::Layer as _;
@@ -33,6 +35,7 @@ pub(crate) fn init(default_level: &str, otlp: Option<(String, bool)>) -> Result<
             .with(
                 tracing_subscriber::fmt::layer()
                     .with_writer(std::io::stderr)
+                    .with_ansi(ansi)
                     .with_filter(filter),
             )
             // The spans of calls (info), whatever RUST_LOG asks of the logs.
@@ -44,6 +47,7 @@ pub(crate) fn init(default_level: &str, otlp: Option<(String, bool)>) -> Result<
     }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_env_filter(filter)
         .init();
     #[cfg(not(feature = "otlp"))]

@@ -70,7 +70,7 @@ fn nested_commands_get_their_settings() {
             "trident",
             "push",
             "list",
-            "--token=secret",
+            "--bearer=secret",
             "http://x",
             "t1"
         ])

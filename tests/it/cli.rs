@@ -97,7 +97,7 @@ async fn client_commands_over_every_binding() {
         let streamed = ok(&trident(&["send", url, "stream 3", "--stream", "--binding", b]).await);
         assert!(
             streamed.contains("WORKING")
-                && streamed.matches("artifact stream").count() == 3
+                && streamed.matches("Artifact: stream").count() == 3
                 && streamed.contains("COMPLETED"),
             "{streamed}"
         );
@@ -120,10 +120,7 @@ async fn client_commands_over_every_binding() {
 
         // get with history.
         let got = ok(&trident(&["get", url, &asked.id, "--history", "5", "--binding", b]).await);
-        assert!(
-            got.contains("history") && got.contains("user: Ada"),
-            "{got}"
-        );
+        assert!(got.contains("History: user\n  Ada\n"), "{got}");
 
         // list: filters and --all.
         let listed =
@@ -133,7 +130,7 @@ async fn client_commands_over_every_binding() {
             "{listed}"
         );
         let paged = ok(&trident(&["list", url, "--page-size", "1", "--binding", b]).await);
-        assert!(paged.contains("next page: --page-token"), "{paged}");
+        assert!(paged.contains("Next Page Token: "), "{paged}");
 
         // cancel a slow task.
         let slow = task_of(json(
@@ -155,7 +152,7 @@ async fn client_commands_over_every_binding() {
         let replay =
             ok(&trident(&["subscribe", url, &done.id, "--after", "0", "--binding", b]).await);
         assert!(
-            replay.starts_with("[  1] task") && replay.contains("COMPLETED"),
+            replay.starts_with("Task ID: ") && replay.contains("State: COMPLETED"),
             "{replay}"
         );
 
@@ -245,7 +242,7 @@ async fn a_config_file_sets_what_flags_do_not() {
     let server = Trident::serve(&["--config", &config]).await;
     let out = ok(&trident(&["send", &server.origin, "reply hi"]).await);
     assert!(
-        out.contains("agent: reply hi"),
+        out.contains("Message: agent\n  reply hi\n"),
         "the demo agent answered: {out}"
     );
     assert!(db.exists(), "the store named in the file was used");
@@ -270,7 +267,7 @@ async fn serve_exec_runs_the_python_example_end_to_end() {
         streamed.contains("WORKING") && streamed.contains("COMPLETED"),
         "{streamed}"
     );
-    assert!(streamed.matches("artifact").count() >= 3, "{streamed}");
+    assert!(streamed.matches("Artifact: ").count() >= 3, "{streamed}");
 
     let asked = task_of(json(&trident(&["send", url, "ask", "--json"]).await));
     assert_eq!(asked.state(), pb::TaskState::InputRequired);

@@ -1,6 +1,7 @@
 //! The one integration test binary.
 #![allow(unreachable_pub, missing_docs)]
 
+mod a2acli;
 mod agent_crate;
 mod card;
 mod cli;

@@ -436,7 +436,15 @@ async fn cli_commands_against_a_v03_agent() {
     ])
     .await;
     let url = server.origin.as_str();
-    let run = |args: Vec<String>| async move {
+    let run = |mut args: Vec<String>| async move {
+        // A 0.3-only agent is spoken to in 0.3 only when asked (a2a-cli SPEC §13.2).
+        if args.first().is_some_and(|c| c != "card")
+            && !args
+                .iter()
+                .any(|a| a == "--protocol" || a == "--a2a-version")
+        {
+            args.extend(["--a2a-version".to_owned(), "0.3".to_owned()]);
+        }
         let out = tokio::task::spawn_blocking(move || {
             std::process::Command::new(env!("CARGO_BIN_EXE_trident"))
                 .args(&args)
@@ -470,7 +478,7 @@ async fn cli_commands_against_a_v03_agent() {
         );
         let streamed = ok(&run(args(&["send", url, "stream 2", "--stream", "--binding", b])).await);
         assert!(
-            streamed.matches("artifact stream").count() == 2 && streamed.contains("COMPLETED"),
+            streamed.matches("Artifact: stream").count() == 2 && streamed.contains("COMPLETED"),
             "{b}: {streamed}"
         );
         let slow = ok(&run(args(&[
@@ -550,6 +558,6 @@ async fn cli_commands_against_a_v03_agent() {
     // Asking for 1.0 of a v0.3-only agent is refused with what the card offers.
     let refused = run(args(&["send", url, "hi", "--protocol", "1.0"])).await;
     assert_ne!(refused.status.code(), Some(0));
-    // Explicitly 0.3 works as auto does.
+    // Explicitly 0.3 works (the old flag's name).
     ok(&run(args(&["send", url, "hi", "--protocol", "0.3"])).await);
 }

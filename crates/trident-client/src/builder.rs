@@ -434,7 +434,8 @@ enum Fetched {
 
 /// A card's JSON: a card that is v0.3 only (top-level `url`, no `supportedInterfaces`) is read
 /// as v0.3 and translated (its interfaces marked `protocolVersion` 0.3); any other as 1.0.
-pub(crate) fn read_card(body: &[u8]) -> Result<pb::AgentCard, A2aError> {
+/// For cards read from elsewhere than a fetch (a file, a URL fetched by the caller).
+pub fn read_card(body: &[u8]) -> Result<pb::AgentCard, A2aError> {
     let bad = |e: serde_json::Error| {
         A2aError::new(ErrorKind::InvalidAgentResponse, e.to_string()).with_source(e)
     };

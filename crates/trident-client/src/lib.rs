@@ -44,7 +44,7 @@ mod gateway;
 mod helpers;
 mod timed;
 
-pub use builder::{Client, ClientBuilder};
+pub use builder::{Client, ClientBuilder, read_card};
 pub use gateway::Upstream;
 pub use helpers::{TaskId, Texts};
 use trident_proto as pb;
