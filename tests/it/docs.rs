@@ -425,7 +425,14 @@ fn every_documented_command_is_one_the_binary_accepts() {
         "commands that do not work:\n{}",
         wrong.join("\n")
     );
-    for expected in ["serve", "gateway", "send", "conformance", "card get", "task get"] {
+    for expected in [
+        "serve",
+        "gateway",
+        "send",
+        "conformance",
+        "card get",
+        "task get",
+    ] {
         assert!(
             checked.contains(expected),
             "no `trident {expected}` found in the docs' shell blocks (found: {checked:?})"
