@@ -1,6 +1,7 @@
 //! Stores: the traits and the in-memory store (from the engine), the durable SQLite and
-//! PostgreSQL stores (from `trident-store`), and [`open`], which takes any of them by a spec
-//! string, as `trident serve --store` and [`Server::builder().store(…)`] do.
+//! PostgreSQL stores (from `trident-store`), and [`open`](crate::store::open), which takes
+//! any of them by a spec string, as `trident serve --store` and
+//! [`Server::builder().store(…)`] do.
 //!
 //! [`Server::builder().store(…)`]: crate::ServerBuilder::store
 
