@@ -176,6 +176,10 @@ enum Command {
         /// Chunks per concurrent stream [default: 1000].
         #[arg(long)]
         stream_chunks: Option<usize>,
+        /// Rounds of the concurrent streams, one after the other; the row shows the median
+        /// round's rate, CPU and commits are over all rounds [default: 5; 1 with --quick].
+        #[arg(long)]
+        stream_rounds: Option<usize>,
         /// Connections of the blocking SendMessage row [default: 32].
         #[arg(long)]
         connections: Option<usize>,
@@ -371,6 +375,7 @@ fn main() -> ExitCode {
             events,
             streams,
             stream_chunks,
+            stream_rounds,
             connections,
             duration,
             warmup,
@@ -398,6 +403,7 @@ fn main() -> ExitCode {
             config.events = events.unwrap_or(config.events).max(1);
             config.streams = streams.unwrap_or(config.streams).max(1);
             config.stream_chunks = stream_chunks.unwrap_or(config.stream_chunks).max(1);
+            config.stream_rounds = stream_rounds.unwrap_or(config.stream_rounds).max(1);
             config.connections = connections.unwrap_or(config.connections).max(1);
             if let Some(d) = duration {
                 config.duration = secs(d)?;

@@ -27,6 +27,8 @@
 //! - **N concurrent streams × M chunks, events produced/s**: `--streams` streams at once, stream
 //!   `i` sent to replica `i mod replicas` (each read by its own client, on the replica that
 //!   produces it); all events received ÷ time from the first request to the last stream's end.
+//!   `--stream-rounds` rounds one after the other (5): the row is the median round's rate, the
+//!   CPU and commit rows are over every round.
 //! - **blocking SendMessage req/s**: the closed-loop load of [`crate::load`] on HTTP+JSON,
 //!   `--connections` connections spread over the replicas, the echo answer checked; requests
 //!   answered correctly ÷ the measured window (after a warm-up). Any failed request fails it.
@@ -138,6 +140,9 @@ pub struct ClusterConfig {
     pub streams: usize,
     /// Chunks per stream of the aggregate row.
     pub stream_chunks: usize,
+    /// Rounds of the aggregate row, one after the other: its figure is the median round's
+    /// rate (one round of the sizes lasts about half a second).
+    pub stream_rounds: usize,
     /// Connections of the blocking row.
     pub connections: usize,
     /// Measured time of the blocking row.
@@ -164,6 +169,7 @@ impl ClusterConfig {
             events: 50_000,
             streams: 50,
             stream_chunks: 1_000,
+            stream_rounds: 5,
             connections: 32,
             duration: Duration::from_secs(10),
             warmup: Duration::from_secs(1),
@@ -179,6 +185,7 @@ impl ClusterConfig {
             events: 2_000,
             streams: 10,
             stream_chunks: 200,
+            stream_rounds: 1,
             connections: 8,
             duration: Duration::from_secs(1),
             warmup: Duration::from_millis(300),
@@ -592,7 +599,7 @@ async fn streams_row(
     };
     let addrs: Vec<SocketAddr> = replicas.iter().map(|r| r.addr).collect();
     let cpu_before = CpuReading::take(setup, replicas);
-    let result = many_streams(&addrs, config.streams, config.stream_chunks).await;
+    let result = streams_rounds(&addrs, config).await;
     let cpu_after = CpuReading::take(setup, replicas);
     let stream_cpu = Figure::from_result(match (&result, cpu_before, cpu_after) {
         (Ok(r), Ok(before), Ok(after)) => {
@@ -616,15 +623,6 @@ async fn streams_row(
         (Err(_), _, _) => Err("the streams failed".to_owned()),
         (_, Err(e), _) | (_, _, Err(e)) => Err(e),
     });
-    if let Ok(r) = &result {
-        eprintln!(
-            "   {} streams: {} events in {:.2} s, {:.0} events/s",
-            config.streams,
-            r.events,
-            r.elapsed.as_secs_f64(),
-            r.rate()
-        );
-    }
     if let (Some(stats), Some(before)) = (pg.as_mut(), before) {
         tokio::time::sleep(config.pg_settle).await;
         let after = stats.read().await;
@@ -646,8 +644,42 @@ async fn streams_row(
             (_, Err(e), _) | (_, _, Err(e)) => Err(e),
         });
     }
-    let rate = Figure::from_result(result.map(|r| r.rate()).map_err(|e| with_logs(e, replicas)));
+    let rate = Figure::from_result(
+        result
+            .map(|r| r.median_rate)
+            .map_err(|e| with_logs(e, replicas)),
+    );
     (rate, commits, stream_cpu)
+}
+
+/// `config.stream_rounds` rounds of the concurrent streams, one after the other.
+struct Rounds {
+    /// Events of every round.
+    events: u64,
+    /// The median round's events/s.
+    median_rate: f64,
+}
+
+async fn streams_rounds(addrs: &[SocketAddr], config: &ClusterConfig) -> Result<Rounds, String> {
+    let mut rates = Vec::with_capacity(config.stream_rounds);
+    let mut events = 0;
+    for round in 1..=config.stream_rounds.max(1) {
+        let r = many_streams(addrs, config.streams, config.stream_chunks).await?;
+        eprintln!(
+            "   {} streams, round {round}: {} events in {:.2} s, {:.0} events/s",
+            config.streams,
+            r.events,
+            r.elapsed.as_secs_f64(),
+            r.rate()
+        );
+        events += r.events;
+        rates.push(r.rate());
+    }
+    rates.sort_by(f64::total_cmp);
+    Ok(Rounds {
+        events,
+        median_rate: rates[rates.len() / 2],
+    })
 }
 
 /// Clock ticks of every component at one instant.

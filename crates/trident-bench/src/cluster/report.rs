@@ -73,9 +73,10 @@ pub fn table(report: &Report) -> String {
     );
     row(
         format!(
-            "{} concurrent streams × {} chunks, events produced/s (aggregate over replicas)",
+            "{} concurrent streams × {} chunks, events produced/s (aggregate over replicas; median of {} rounds)",
             c.streams,
-            grouped(c.stream_chunks as f64)
+            grouped(c.stream_chunks as f64),
+            c.stream_rounds
         ),
         &|col| col.many_streams.cell(|v| grouped(*v)),
     );
@@ -412,7 +413,7 @@ mod tests {
         );
         assert_eq!(
             lines[3],
-            "| 50 concurrent streams × 1 000 chunks, events produced/s (aggregate over replicas) | 100 000 | 40 000 | 60 000 | n/a (this build has no --events) |"
+            "| 50 concurrent streams × 1 000 chunks, events produced/s (aggregate over replicas; median of 5 rounds) | 100 000 | 40 000 | 60 000 | n/a (this build has no --events) |"
         );
         assert!(
             lines[5]
