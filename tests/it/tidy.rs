@@ -442,6 +442,7 @@ fn the_sql_stores_read_through_one_path() {
         "fn scoped_id",
         "fn backend",
         "FROM events WHERE",
+        "FROM event_blocks",
         "SELECT body FROM push_configs",
         "FROM deliveries d",
         "lease_until < $1",

@@ -199,6 +199,87 @@ pub(crate) fn decode_event(seq: i64, body: &[u8]) -> Result<LoggedEvent, StoreEr
     })
 }
 
+/// A commit's events as one row of PostgreSQL's `event_blocks` (migration 5): the events
+/// `first..=last`, their prost-encoded bodies in order, each after its length as 4
+/// big-endian bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EventBlock {
+    pub(crate) first: i64,
+    pub(crate) last: i64,
+    pub(crate) body: Vec<u8>,
+}
+
+impl EventBlock {
+    /// The block of `events` (consecutive, as a commit appends them); `None` for none.
+    pub(crate) fn encode(events: &[LoggedEvent]) -> Result<Option<Self>, StoreError> {
+        let (Some(first), Some(last)) = (events.first(), events.last()) else {
+            return Ok(None);
+        };
+        let mut body = Vec::with_capacity(events.iter().map(|e| 4 + e.event.encoded_len()).sum());
+        for e in events {
+            let len = e.event.encoded_len();
+            let len = u32::try_from(len).map_err(|_| {
+                StoreError::Backend(format!("an event of {len} bytes is too big to log"))
+            })?;
+            body.extend_from_slice(&len.to_be_bytes());
+            e.event.encode_raw(&mut body);
+        }
+        Ok(Some(Self {
+            first: to_i64(first.seq)?,
+            last: to_i64(last.seq)?,
+            body,
+        }))
+    }
+
+    /// The block of one event, `seq`, already encoded.
+    pub(crate) fn single(seq: i64, event: &[u8]) -> Result<Self, StoreError> {
+        let len = u32::try_from(event.len()).map_err(|_| {
+            StoreError::Backend(format!(
+                "an event of {} bytes is too big to log",
+                event.len()
+            ))
+        })?;
+        let mut body = Vec::with_capacity(4 + event.len());
+        body.extend_from_slice(&len.to_be_bytes());
+        body.extend_from_slice(event);
+        Ok(Self {
+            first: seq,
+            last: seq,
+            body,
+        })
+    }
+}
+
+/// The events of the block `first_seq..=last_seq`, those after `after` only. A block that
+/// does not split into exactly its events is corrupt.
+pub(crate) fn decode_block(
+    (first_seq, last_seq): (i64, i64),
+    body: &[u8],
+    after: u64,
+    out: &mut Vec<LoggedEvent>,
+) -> Result<(), StoreError> {
+    let corrupt = || StoreError::Backend(format!("corrupt event block at {first_seq}"));
+    let mut seq = first_seq;
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (len, tail) = rest.split_first_chunk::<4>().ok_or_else(corrupt)?;
+        let len = usize::try_from(u32::from_be_bytes(*len)).map_err(|_| corrupt())?;
+        if tail.len() < len {
+            return Err(corrupt());
+        }
+        let (event, tail) = tail.split_at(len);
+        if to_u64(seq) > after {
+            out.push(decode_event(seq, event)?);
+        }
+        seq = seq.checked_add(1).ok_or_else(corrupt)?;
+        rest = tail;
+    }
+    if seq == first_seq || seq - 1 != last_seq {
+        return Err(corrupt());
+    }
+    Ok(())
+}
+
 pub(crate) fn decode_push(body: &[u8]) -> Result<pb::TaskPushNotificationConfig, StoreError> {
     pb::TaskPushNotificationConfig::decode(body)
         .map_err(|e| StoreError::Backend(format!("corrupt push config: {e}")))

@@ -50,12 +50,16 @@ const POSTGRES: &[Migration] = &[
         version: 4,
         sql: include_str!("migrations/postgres/0004_counter_shards.sql"),
     },
+    Migration {
+        version: 5,
+        sql: include_str!("migrations/postgres/0005_event_blocks.sql"),
+    },
 ];
 
 /// The newest SQLite schema version this binary knows.
 pub const SQLITE_VERSION: i64 = 4;
 /// The newest PostgreSQL schema version this binary knows.
-pub const POSTGRES_VERSION: i64 = 4;
+pub const POSTGRES_VERSION: i64 = 5;
 
 const CREATE_SCHEMA_TABLE: &str = "CREATE TABLE IF NOT EXISTS trident_schema (\
      version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL)";

@@ -24,7 +24,7 @@ use trident_core::store::{
 };
 use trident_proto as pb;
 
-use crate::codec::{TaskRow, encode_events, final_row, to_i64, to_u64};
+use crate::codec::{EventBlock, TaskRow, final_row, to_i64, to_u64};
 use crate::read::Reads;
 use crate::{OpenError, WriterStats};
 
@@ -216,7 +216,7 @@ impl PgStore {
         });
         let writer = Writer::start(&connect, options.writers, schema_key(&channel), notify).await?;
         Ok(Self {
-            reads: Reads::new(pool.clone()),
+            reads: Reads::new(pool.clone(), crate::read::LogLayout::Blocks),
             pool,
             writer,
             node,
@@ -257,7 +257,7 @@ impl PgStore {
             row,
             expected: expected_seq.map(to_i64).transpose()?,
             continues,
-            events: encode_events(events)?,
+            events: EventBlock::encode(events)?,
         };
         self.writer.write(commit).await
     }

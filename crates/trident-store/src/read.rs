@@ -13,8 +13,8 @@ use trident_core::store::{
 use trident_proto as pb;
 
 use crate::codec::{
-    ListedRow, Val, decode_event, decode_push, decode_record, events_after_snapshot, limit,
-    limit_plus_one, list_sql, page, rebuild_page, to_u64,
+    ListedRow, Val, decode_block, decode_event, decode_push, decode_record, events_after_snapshot,
+    limit, limit_plus_one, list_sql, page, rebuild_page, to_u64,
 };
 
 /// A database failure as a store error. PostgreSQL's writes map some codes to `Conflict`
@@ -44,15 +44,26 @@ where
     q
 }
 
+/// How a store's event log is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogLayout {
+    /// `events`: a row per event (SQLite).
+    Rows,
+    /// `event_blocks`: a row per commit's events (PostgreSQL, migration 5).
+    Blocks,
+}
+
 /// The reads of one SQL store, over its pool of read connections.
 pub(crate) struct Reads<DB: Database> {
     pool: Pool<DB>,
+    log: LogLayout,
 }
 
 impl<DB: Database> Clone for Reads<DB> {
     fn clone(&self) -> Self {
         Self {
             pool: self.pool.clone(),
+            log: self.log,
         }
     }
 }
@@ -75,9 +86,9 @@ where
     Vec<u8>: for<'r> sqlx::Decode<'r, DB> + sqlx::Type<DB>,
     for<'r> &'r [u8]: sqlx::Decode<'r, DB> + sqlx::Type<DB>,
 {
-    /// Reads through `pool`.
-    pub(crate) fn new(pool: Pool<DB>) -> Self {
-        Self { pool }
+    /// Reads through `pool`, the event log laid out as `log`.
+    pub(crate) fn new(pool: Pool<DB>, log: LogLayout) -> Self {
+        Self { pool, log }
     }
 
     async fn rows(
@@ -189,17 +200,52 @@ where
         after: u64,
         limit_n: usize,
     ) -> Result<Vec<LoggedEvent>, StoreError> {
+        let key = vec![
+            Val::Str(scope.tenant.to_string()),
+            Val::Str(scope.owner.to_string()),
+            Val::Str(task_id.to_owned()),
+            Val::I64(i64::try_from(after).unwrap_or(i64::MAX)),
+            // Each block holds at least one event: `limit_n` blocks hold enough.
+            Val::I64(limit(limit_n)),
+        ];
+        if self.log == LogLayout::Blocks {
+            let upto = after.saturating_add(u64::try_from(limit_n).unwrap_or(u64::MAX));
+            let mut key = key;
+            key.push(Val::I64(i64::try_from(upto).unwrap_or(i64::MAX)));
+            let rows = self
+                .rows(
+                    // The log is gapless: the blocks starting at or before after + limit ($6)
+                    // hold the events wanted, and no more.
+                    "SELECT first_seq, last_seq, body FROM event_blocks \
+                     WHERE tenant = $1 AND owner = $2 AND task_id = $3 AND last_seq > $4 \
+                     AND first_seq <= $6 ORDER BY last_seq LIMIT $5",
+                    key,
+                )
+                .await?;
+            let mut events = Vec::new();
+            for r in &rows {
+                let seqs = (
+                    r.try_get(0).map_err(backend)?,
+                    r.try_get(1).map_err(backend)?,
+                );
+                decode_block(
+                    seqs,
+                    r.try_get::<&[u8], _>(2).map_err(backend)?,
+                    after,
+                    &mut events,
+                )?;
+                if events.len() >= limit_n {
+                    events.truncate(limit_n);
+                    break;
+                }
+            }
+            return Ok(events);
+        }
         let rows = self
             .rows(
                 "SELECT seq, body FROM events WHERE tenant = $1 AND owner = $2 AND task_id = $3 \
                  AND seq > $4 ORDER BY seq LIMIT $5",
-                vec![
-                    Val::Str(scope.tenant.to_string()),
-                    Val::Str(scope.owner.to_string()),
-                    Val::Str(task_id.to_owned()),
-                    Val::I64(i64::try_from(after).unwrap_or(i64::MAX)),
-                    Val::I64(limit(limit_n)),
-                ],
+                key,
             )
             .await?;
         rows.iter()

@@ -119,7 +119,7 @@ impl SqliteStore {
             .await?;
         Ok(Self {
             writer,
-            reads: Reads::new(readers.clone()),
+            reads: Reads::new(readers.clone(), crate::read::LogLayout::Rows),
             readers,
             lock: Some(lock),
         })

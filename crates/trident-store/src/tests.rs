@@ -916,6 +916,7 @@ async fn postgres_a_version_1_schema_migrates() {
     with_schema(&url, |url, schema| async move {
         let scope = Scope::new("t", "o");
         let rec = TaskRecord::new(task("old", "c", pb::TaskState::Working), 2);
+        let old_log = [ev("old", 1), ev("old", 2)];
         {
             let options = sqlx::postgres::PgConnectOptions::from_str(&url)
                 .expect("url")
@@ -948,7 +949,7 @@ async fn postgres_a_version_1_schema_migrates() {
             .execute(&mut conn)
             .await
             .expect("v1 task");
-            for e in [ev("old", 1), ev("old", 2)] {
+            for e in &old_log {
                 sqlx::query("INSERT INTO events VALUES ('t', 'o', 'old', $1, $2)")
                     .bind(i64::try_from(e.seq).expect("seq"))
                     .bind(e.event.encode_to_vec())
@@ -978,6 +979,11 @@ async fn postgres_a_version_1_schema_migrates() {
             stores.tasks.get(&scope, "old").await.expect("get"),
             Some(rec.clone()),
             "the task survives the migration"
+        );
+        assert_eq!(
+            stores.events.read(&scope, "old", 0, 10).await.expect("read"),
+            old_log,
+            "the log's rows become blocks of one event (migration 5)"
         );
         let mut rec = rec;
         append_chunks(&stores, &scope, &mut rec, 20, 7).await;
@@ -1160,4 +1166,42 @@ async fn a_sqlite_file_is_locked_whatever_name_reaches_it() {
         .await
         .expect("open through a link once the first is closed");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An event block splits back into its events, skipping those a reader has; a block that
+/// does not split into exactly `first..=last` is corrupt, never half-read.
+#[test]
+fn an_event_block_splits_into_its_events_or_is_corrupt() {
+    use crate::codec::{EventBlock, decode_block};
+    use prost::Message as _;
+    let events: Vec<LoggedEvent> = (3..=6).map(|seq| ev("b", seq)).collect();
+    let block = EventBlock::encode(&events)
+        .expect("encode")
+        .expect("a block");
+    assert_eq!((block.first, block.last), (3, 6));
+    assert_eq!(EventBlock::encode(&[]).expect("encode"), None);
+    let read = |seqs: (i64, i64), body: &[u8], after: u64| {
+        let mut out = Vec::new();
+        decode_block(seqs, body, after, &mut out).map(|()| out)
+    };
+    assert_eq!(read((3, 6), &block.body, 0).expect("whole"), events);
+    assert_eq!(read((3, 6), &block.body, 4).expect("after 4"), events[2..]);
+    assert_eq!(read((3, 6), &block.body, 6).expect("after all"), vec![]);
+    let single = EventBlock::single(7, &ev("b", 7).event.encode_to_vec()).expect("single");
+    assert_eq!(
+        read((7, 7), &single.body, 0).expect("single"),
+        vec![ev("b", 7)]
+    );
+    let corrupt = |seqs: (i64, i64), body: &[u8]| matches!(read(seqs, body, 0), Err(StoreError::Backend(m)) if m.contains("corrupt"));
+    assert!(corrupt((3, 7), &block.body), "fewer events than the range");
+    assert!(corrupt((3, 5), &block.body), "more events than the range");
+    assert!(corrupt((3, 3), &[]), "no event");
+    assert!(
+        corrupt((3, 6), &block.body[..block.body.len() - 1]),
+        "a cut event"
+    );
+    assert!(corrupt((3, 6), &block.body[..2]), "a cut length");
+    let mut garbage = block.body.clone();
+    garbage[4] = 0xff;
+    assert!(read((3, 6), &garbage, 0).is_err(), "an undecodable event");
 }

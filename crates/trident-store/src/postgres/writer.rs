@@ -42,7 +42,7 @@ use tokio::sync::{mpsc, oneshot};
 use trident_core::store::StoreError;
 
 use super::notify::{Committed, Notify};
-use crate::codec::{CounterDeltas, Tally, TaskRow};
+use crate::codec::{CounterDeltas, EventBlock, Tally, TaskRow};
 use crate::{OpenError, WriterStats};
 
 /// Most requests one transaction carries.
@@ -69,8 +69,8 @@ pub(crate) struct Commit {
     /// Whether the events continue the log at `expected` (checked after existence, as the
     /// in-memory store does, so a missing task is `NotFound` rather than `Conflict`).
     pub(crate) continues: bool,
-    /// The events, as (seq, prost-encoded body).
-    pub(crate) events: Vec<(i64, Vec<u8>)>,
+    /// The events, as one block (`None`: none).
+    pub(crate) events: Option<EventBlock>,
 }
 
 impl Commit {
@@ -81,7 +81,7 @@ impl Commit {
     /// The payload bytes it sends.
     fn bytes(&self) -> usize {
         self.row.snapshot.as_ref().map_or(0, Vec::len)
-            + self.events.iter().map(|(_, b)| b.len()).sum::<usize>()
+            + self.events.as_ref().map_or(0, |b| b.body.len())
     }
 }
 
@@ -218,7 +218,7 @@ impl Writer {
             },
             expected: Some(last_seq),
             continues: true,
-            events: vec![(seq, body)],
+            events: Some(EventBlock::single(seq, &body)?),
         };
         let plan = decide(&mut tx, &[&commit])
             .await
@@ -312,7 +312,7 @@ const ANALYZE_AFTER: u64 = 1_000;
 const ANALYZED: [(&str, &str); 4] = [
     ("tasks", "ANALYZE tasks"),
     ("snapshots", "ANALYZE snapshots"),
-    ("events", "ANALYZE events"),
+    ("event_blocks", "ANALYZE event_blocks"),
     ("context_counts", "ANALYZE context_counts"),
 ];
 
@@ -392,7 +392,7 @@ impl Lane {
         let never: Result<Vec<String>, _> = sqlx::query_scalar(
             "SELECT relname::TEXT FROM pg_stat_user_tables \
              WHERE relid = ANY(ARRAY['tasks'::regclass, 'snapshots'::regclass, \
-             'events'::regclass, 'context_counts'::regclass]) \
+             'event_blocks'::regclass, 'context_counts'::regclass]) \
              AND last_analyze IS NULL AND last_autoanalyze IS NULL",
         )
         .fetch_all(&mut *conn)
@@ -843,7 +843,7 @@ impl Writes<'_, '_> {
         let payloads = notify.map_or_else(Vec::new, |n| n.payloads(committed));
         if rows.updates.is_empty()
             && rows.snapshots.is_empty()
-            && rows.events.iter().all(|c| c.events.is_empty())
+            && rows.events.iter().all(|c| c.events.is_none())
             && tally.states.is_empty()
             && tally.contexts.is_empty()
             && payloads.is_empty()
@@ -865,22 +865,22 @@ impl Writes<'_, '_> {
                $15::BYTEA[]) \
                ON CONFLICT (tenant, owner, id) \
                DO UPDATE SET seq = EXCLUDED.seq, body = EXCLUDED.body), \
-             e AS (INSERT INTO events (tenant, owner, task_id, seq, body) \
+             e AS (INSERT INTO event_blocks (tenant, owner, task_id, last_seq, first_seq, body) \
                SELECT * FROM UNNEST($16::TEXT[], $17::TEXT[], $18::TEXT[], $19::BIGINT[], \
-               $20::BYTEA[])), \
+               $20::BIGINT[], $21::BYTEA[])), \
              tc AS (INSERT INTO task_counts (tenant, owner, state, shard, n) \
-               SELECT c.tenant, c.owner, c.state, $21::INT, c.n \
-               FROM UNNEST($22::TEXT[], $23::TEXT[], $24::INT[], $25::BIGINT[]) \
+               SELECT c.tenant, c.owner, c.state, $22::INT, c.n \
+               FROM UNNEST($23::TEXT[], $24::TEXT[], $25::INT[], $26::BIGINT[]) \
                AS c(tenant, owner, state, n) \
                ON CONFLICT (tenant, owner, state, shard) \
                DO UPDATE SET n = task_counts.n + EXCLUDED.n), \
              cc AS (INSERT INTO context_counts (tenant, owner, context_id, state, shard, n) \
-               SELECT c.tenant, c.owner, c.context_id, c.state, $21::INT, c.n \
-               FROM UNNEST($26::TEXT[], $27::TEXT[], $28::TEXT[], $29::INT[], $30::BIGINT[]) \
+               SELECT c.tenant, c.owner, c.context_id, c.state, $22::INT, c.n \
+               FROM UNNEST($27::TEXT[], $28::TEXT[], $29::TEXT[], $30::INT[], $31::BIGINT[]) \
                AS c(tenant, owner, context_id, state, n) \
                ON CONFLICT (tenant, owner, context_id, state, shard) \
                DO UPDATE SET n = context_counts.n + EXCLUDED.n) \
-             SELECT pg_notify($31::TEXT, p) FROM UNNEST($32::TEXT[]) AS p",
+             SELECT pg_notify($32::TEXT, p) FROM UNNEST($33::TEXT[]) AS p",
         );
         let query = bind_rows(query, &rows.updates);
         let snapshots = &rows.snapshots;
@@ -905,31 +905,39 @@ impl Writes<'_, '_> {
                     .map(|r| r.snapshot.as_deref().unwrap_or_default())
                     .collect::<Vec<_>>(),
             );
-        let events: Vec<(&TaskRow, i64, &[u8])> = rows
+        // A block per request: its events, as one row.
+        let blocks: Vec<(&TaskRow, &EventBlock)> = rows
             .events
             .iter()
-            .flat_map(|c| {
-                c.events
-                    .iter()
-                    .map(|(seq, body)| (&c.row, *seq, body.as_slice()))
-            })
+            .filter_map(|c| Some((&c.row, c.events.as_ref()?)))
             .collect();
         let query = query
             .bind(
-                events
+                blocks
                     .iter()
-                    .map(|e| e.0.tenant.as_str())
+                    .map(|(r, _)| r.tenant.as_str())
                     .collect::<Vec<_>>(),
             )
             .bind(
-                events
+                blocks
                     .iter()
-                    .map(|e| e.0.owner.as_str())
+                    .map(|(r, _)| r.owner.as_str())
                     .collect::<Vec<_>>(),
             )
-            .bind(events.iter().map(|e| e.0.id.as_str()).collect::<Vec<_>>())
-            .bind(events.iter().map(|e| e.1).collect::<Vec<_>>())
-            .bind(events.iter().map(|e| e.2).collect::<Vec<_>>());
+            .bind(
+                blocks
+                    .iter()
+                    .map(|(r, _)| r.id.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(blocks.iter().map(|(_, b)| b.last).collect::<Vec<_>>())
+            .bind(blocks.iter().map(|(_, b)| b.first).collect::<Vec<_>>())
+            .bind(
+                blocks
+                    .iter()
+                    .map(|(_, b)| b.body.as_slice())
+                    .collect::<Vec<_>>(),
+            );
         let states: Vec<_> = tally.states.iter().filter(|(_, n)| **n != 0).collect();
         let contexts: Vec<_> = tally.contexts.iter().filter(|(_, n)| **n != 0).collect();
         let query = query

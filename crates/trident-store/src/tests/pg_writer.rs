@@ -359,7 +359,7 @@ async fn postgres_a_new_schema_is_analyzed_after_its_first_thousand_tasks() {
         let mut conn = schema_conn(&url, &schema).await;
         let analyzed = "SELECT count(*) FROM pg_stat_user_tables \
                         WHERE schemaname = current_schema() AND last_analyze IS NOT NULL \
-                        AND relname IN ('tasks', 'snapshots', 'events', 'context_counts')";
+                        AND relname IN ('tasks', 'snapshots', 'event_blocks', 'context_counts')";
         let created = create_many(&store, &scope, "t", "c", 999).await;
         assert!(created.iter().all(Result::is_ok));
         let before: i64 = sqlx::query_scalar(analyzed)
@@ -485,8 +485,8 @@ async fn postgres_a_request_failing_halfway_does_not_spoil_its_batch() {
                 .expect("create");
             // A stray event 2 in the log, written behind the store's back.
             let mut conn = schema_conn(&url, &schema).await;
-            sqlx::query("INSERT INTO events VALUES ('', 'halfway', 'bad', 2, $1)")
-                .bind(ev("bad", 2).event.encode_to_vec())
+            sqlx::query("INSERT INTO event_blocks VALUES ('', 'halfway', 'bad', 2, 2, $1)")
+                .bind(block_of(&ev("bad", 2)))
                 .execute(&mut conn)
                 .await
                 .expect("stray event");
@@ -576,9 +576,9 @@ async fn postgres_a_task_created_elsewhere_meanwhile_is_refused_alone() {
                         .execute(&mut conn)
                         .await
                         .expect("snapshot");
-                    sqlx::query("INSERT INTO events VALUES ('', 'elsewhere', $1, 1, $2)")
+                    sqlx::query("INSERT INTO event_blocks VALUES ('', 'elsewhere', $1, 1, 1, $2)")
                         .bind(id)
-                        .bind(ev(id, 1).event.encode_to_vec())
+                        .bind(block_of(&ev(id, 1)))
                         .execute(&mut conn)
                         .await
                         .expect("event");
@@ -912,4 +912,12 @@ fn notification_payloads_list_every_task_within_the_limit() {
         [Notice::Resync],
         "a list entry we cannot read"
     );
+}
+
+/// The `event_blocks` body of one event, as the store writes it.
+fn block_of(event: &trident_core::store::LoggedEvent) -> Vec<u8> {
+    crate::codec::EventBlock::encode(std::slice::from_ref(event))
+        .expect("encode")
+        .expect("one event")
+        .body
 }
