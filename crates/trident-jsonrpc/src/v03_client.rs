@@ -23,6 +23,7 @@ pub struct V03Client {
     next_id: AtomicU64,
     max_response: usize,
     headers: reqwest::header::HeaderMap,
+    query: Vec<(String, String)>,
 }
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
@@ -49,12 +50,21 @@ impl V03Client {
             next_id: AtomicU64::new(1),
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             headers: reqwest::header::HeaderMap::new(),
+            query: Vec::new(),
         }
     }
 
     /// Sends `headers` with every request, except those the call sets itself.
     pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
         self.headers = headers;
+        self
+    }
+
+    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
+    /// request. Their values never appear in this client's errors: the query is cut from the
+    /// URL of every transport error.
+    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
+        self.query = query;
         self
     }
 
@@ -80,6 +90,9 @@ impl V03Client {
             (id, method.name(), params),
             stream,
         );
+        if !self.query.is_empty() {
+            builder = builder.query(&self.query);
+        }
         // v0.3's name of the extensions header, beside 1.0's.
         if !cx.extensions.is_empty() {
             builder = builder.header("x-a2a-extensions", cx.extensions.join(","));
