@@ -643,7 +643,7 @@ impl Session {
 
 /// A diagnostic line on stderr (--debug). Credentials never reach it: the code that logs
 /// them logs `[redacted]` in their place.
-fn debug(text: &str) {
+pub(crate) fn debug(text: &str) {
     let _ = writeln!(std::io::stderr(), "debug: {text}");
 }
 
@@ -653,7 +653,7 @@ fn json_line<T: serde::Serialize>(value: &T) -> String {
 
 /// Where a card reference points.
 #[derive(Debug, PartialEq, Eq)]
-enum CardSource {
+pub(crate) enum CardSource {
     File(std::path::PathBuf),
     Url(String),
 }
@@ -661,7 +661,7 @@ enum CardSource {
 /// Resolves a card reference (SPEC §7.2 `-a`): `file://…` and existing paths are files; an
 /// `http(s)` URL with a path is the card's URL, without one the agent's origin; a bare host
 /// is an origin (`http` for loopback names, `https` otherwise).
-fn card_source(reference: &str) -> CardSource {
+pub(crate) fn card_source(reference: &str) -> CardSource {
     let well_known = |origin: &str| {
         format!(
             "{}/.well-known/agent-card.json",
@@ -710,7 +710,7 @@ fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
 
 /// Reads the card `reference` names. Every command starts here, so this is where
 /// `--insecure` is warned about, every time (SPEC §6.5, §12.1).
-async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
+pub(crate) async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
     resolve_card_json(target).await.map(|(card, _)| card)
 }
 
@@ -951,7 +951,14 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
                 .map_err(|e| Failure::local(Local::Internal, e.to_string()))?,
         );
     }
-    let bearer = target.bearer();
+    // A token `auth login` kept for this agent, unless a bearer token is given (§12.2).
+    let (bearer, stored_scheme) = match target.bearer() {
+        Some(token) => (Some(token), None),
+        None => match crate::oauth::stored_token(target, &card).await? {
+            Some((scheme, token)) => (Some(token), Some(scheme)),
+            None => (None, None),
+        },
+    };
     if let Some(token) = &bearer {
         builder = builder.bearer_token(token);
     }
@@ -997,8 +1004,12 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
             order.iter().map(|b| b.card_name()).collect::<Vec<_>>(),
             target.protocol
         ));
-        if bearer.is_some() {
-            debug("credential: Authorization: Bearer [redacted]");
+        match (&bearer, &stored_scheme) {
+            (Some(_), Some(scheme)) => debug(&format!(
+                "credential: Authorization: Bearer [redacted] (kept by auth login, scheme {scheme:?})"
+            )),
+            (Some(_), None) => debug("credential: Authorization: Bearer [redacted]"),
+            _ => {}
         }
         if target.api_key.is_some() {
             let (name, cookie) = api_key_place(&card)?;
@@ -2187,13 +2198,13 @@ async fn follow(
     print_text(&out)
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let line =
         serde_json::to_string(value).map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
     print_text(&format!("{line}\n"))
 }
 
-fn print_text(text: &str) -> Result<(), Failure> {
+pub(crate) fn print_text(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
