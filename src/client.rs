@@ -917,23 +917,28 @@ fn select(
     }))
 }
 
-/// The header an API key goes in, per the card's API-key scheme (`X-API-Key` without one),
-/// and whether it is a cookie.
-fn api_key_place(card: &pb::AgentCard) -> Result<(String, bool), Failure> {
+/// Where an API key goes (A2A §4.5.2: `header`, `query` or `cookie`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyPlace {
+    Header,
+    Query,
+    Cookie,
+}
+
+/// The name an API key goes under and where, per the card's API-key scheme (the header
+/// `X-API-Key` without one).
+fn api_key_place(card: &pb::AgentCard) -> (String, KeyPlace) {
     for scheme in card.security_schemes.values() {
         if let Some(pb::security_scheme::Scheme::ApiKeySecurityScheme(k)) = &scheme.scheme {
-            return match k.location.to_ascii_lowercase().as_str() {
-                "cookie" => Ok((k.name.clone(), true)),
-                "query" => Err(Failure::usage(format!(
-                    "the card wants the API key in the query parameter {:?}, which this tool \
-                     does not send yet",
-                    k.name
-                ))),
-                _ => Ok((k.name.clone(), false)),
+            let place = match k.location.to_ascii_lowercase().as_str() {
+                "cookie" => KeyPlace::Cookie,
+                "query" => KeyPlace::Query,
+                _ => KeyPlace::Header,
             };
+            return (k.name.clone(), place);
         }
     }
-    Ok(("X-API-Key".to_owned(), false))
+    ("X-API-Key".to_owned(), KeyPlace::Header)
 }
 
 async fn connect(target: &Target) -> Result<Session, Failure> {
@@ -962,12 +967,12 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
     if let Some(token) = &bearer {
         builder = builder.bearer_token(token);
     }
-    if let Some(key) = &target.api_key {
-        let (name, cookie) = api_key_place(&card)?;
-        builder = if cookie {
-            builder.api_key("cookie", format!("{name}={key}"))
-        } else {
-            builder.api_key(name, key)
+    let key_place = target.api_key.as_ref().map(|_| api_key_place(&card));
+    if let (Some(key), Some((name, place))) = (&target.api_key, &key_place) {
+        builder = match place {
+            KeyPlace::Cookie => builder.api_key("cookie", format!("{name}={key}")),
+            KeyPlace::Query => builder.api_key_query(name, key),
+            KeyPlace::Header => builder.api_key(name, key),
         };
     }
     for param in &target.svc_param {
@@ -985,6 +990,18 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
         .map_err(|e| Failure::usage(e.message().to_owned()))?;
     let order = preference(target, &card);
     let (binding, interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    if let Some((name, KeyPlace::Query)) = &key_place
+        && binding == Binding::Grpc
+    {
+        // gRPC has no query string; calling without the key would only be refused.
+        return Err(Failure::usage(format!(
+            "the card of {reference} wants the API key in the query parameter {name:?}, which \
+             gRPC cannot carry"
+        ))
+        .with_hint(
+            "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
+        ));
+    }
     let credentials = bearer.is_some() || target.api_key.is_some();
     let svc = client
         .client(binding, &interface)
@@ -1011,9 +1028,12 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
             (Some(_), None) => debug("credential: Authorization: Bearer [redacted]"),
             _ => {}
         }
-        if target.api_key.is_some() {
-            let (name, cookie) = api_key_place(&card)?;
-            let place = if cookie { "cookie" } else { "header" };
+        if let Some((name, place)) = &key_place {
+            let place = match place {
+                KeyPlace::Header => "header",
+                KeyPlace::Query => "query parameter",
+                KeyPlace::Cookie => "cookie",
+            };
             debug(&format!(
                 "credential: API key in {place} {name}: [redacted]"
             ));

@@ -1,4 +1,5 @@
-//! `trident auth login|status|logout` (a2a-cli SPEC §12.2), against a live `trident serve --agent demo` that refuses calls without
+//! `trident auth login|status|logout` (a2a-cli SPEC §12.2) and the API key in a query
+//! parameter (§12.1), against a live `trident serve --agent demo` that refuses calls without
 //! its token, and an OAuth 2 authorization server run here ([`AuthServer`]) that follows
 //! RFC 8628 (device authorization grant) and RFC 6749 (client credentials, refresh).
 //! Each run has its own configuration directory (`XDG_CONFIG_HOME`), where the tokens go.
@@ -794,4 +795,197 @@ async fn a2acli_auth_006_007_client_credentials_login_and_attachment() {
         4,
     );
     assert_eq!(e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING", "{e}");
+}
+
+/// A front for an agent that lets a request through only with the API key `k-123` where its
+/// card's scheme puts it (the demo agent itself takes keys in a header only): the query
+/// parameter `team_key` (removed before passing the request on) or the cookie `team_key`.
+struct KeyFront {
+    origin: String,
+    /// The key each request carried (`None`: none).
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for KeyFront {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Clone)]
+struct Front {
+    upstream: String,
+    cookie: bool,
+    http: reqwest::Client,
+    seen: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+async fn front(State(f): State<Front>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let query: Vec<(String, String)> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
+    let key = if f.cookie {
+        parts
+            .headers
+            .get_all("cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|c| c.trim().strip_prefix("team_key=").map(str::to_owned))
+    } else {
+        query
+            .iter()
+            .find(|(k, _)| k == "team_key")
+            .map(|(_, v)| v.clone())
+    };
+    f.seen.lock().expect("seen").push(key.clone());
+    if key.as_deref() != Some("k-123") {
+        return (StatusCode::UNAUTHORIZED, "no valid team_key").into_response();
+    }
+    let rest: Vec<(String, String)> = query.into_iter().filter(|(k, _)| k != "team_key").collect();
+    let mut url = format!("{}{}", f.upstream, parts.uri.path());
+    if !rest.is_empty() {
+        url.push('?');
+        url.push_str(
+            &url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(rest)
+                .finish(),
+        );
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, 16 << 20).await else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let mut forward = f.http.request(parts.method, url);
+    for (name, value) in &parts.headers {
+        if !matches!(name.as_str(), "host" | "content-length" | "cookie") {
+            forward = forward.header(name, value);
+        }
+    }
+    let Ok(answer) = forward.body(bytes).send().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let mut out = axum::http::Response::builder().status(answer.status());
+    for (name, value) in answer.headers() {
+        if !matches!(name.as_str(), "content-length" | "transfer-encoding") {
+            out = out.header(name, value);
+        }
+    }
+    out.body(axum::body::Body::from_stream(answer.bytes_stream()))
+        .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
+}
+
+impl KeyFront {
+    async fn start(upstream: &str, cookie: bool) -> Self {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let app = axum::Router::new().fallback(front).with_state(Front {
+            upstream: upstream.to_owned(),
+            cookie,
+            http: reqwest::Client::new(),
+            seen: seen.clone(),
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("addr"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { origin, seen, task }
+    }
+}
+
+/// The agent's card with its interfaces moved to `origin` and an API-key scheme in `place`.
+async fn key_card(agent: &str, origin: &str, place: &str, dir: &TempDir) -> String {
+    edited_card(agent, dir, |c| {
+        for interface in c["supportedInterfaces"].as_array_mut().into_iter().flatten() {
+            let moved = interface["url"]
+                .as_str()
+                .map(|u| u.replace(agent, origin))
+                .unwrap_or_default();
+            interface["url"] = moved.into();
+        }
+        c["securitySchemes"] = serde_json::json!({
+            "team": {"apiKeySecurityScheme": {"location": place, "name": "team_key"}}
+        });
+        c["securityRequirements"] = serde_json::json!([{"schemes": {"team": {"list": []}}}]);
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_001_api_key_in_a_query_parameter_or_a_cookie() {
+    let agent = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let dir = TempDir::new("a2acli-apikey-query");
+    let config = TempDir::new("a2acli-apikey-query-config");
+    for (place, cookie) in [("query", false), ("cookie", true)] {
+        let front = KeyFront::start(&agent.origin, cookie).await;
+        let card = key_card(&agent.origin, &front.origin, place, &dir).await;
+        for t in ["JSONRPC", "HTTP+JSON"] {
+            let o = run(
+                &["send", "-a", &card, "--transport", t, "--debug", "hi"],
+                &config,
+                &[("A2ACLI_API_KEY", "k-123")],
+            )
+            .await;
+            let shown = ok(&o);
+            assert_eq!(field(&shown, "State"), Some("COMPLETED"), "{place} {t}: {shown}");
+            let err = text(&o.stderr);
+            let said = if cookie { "cookie" } else { "query parameter" };
+            assert!(
+                err.contains(&format!("credential: API key in {said} team_key: [redacted]")),
+                "{place} {t}: {err}"
+            );
+            assert!(!err.contains("k-123"), "{place} {t}: {err}");
+            let e = error_object(
+                &run(
+                    &["send", "-a", &card, "--transport", t, "--api-key", "nope", "-o", "json", "hi"],
+                    &config,
+                    &[],
+                )
+                .await,
+                4,
+            );
+            assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{place} {t}: {e}");
+        }
+        let seen = front.seen.lock().expect("seen").clone();
+        assert!(
+            seen.iter().all(|k| matches!(k.as_deref(), Some("k-123" | "nope"))),
+            "every request carried the key in its {place}: {seen:?}"
+        );
+    }
+
+    // gRPC has no query string: refused before any call, with the way out.
+    let front = KeyFront::start(&agent.origin, false).await;
+    let card = key_card(&agent.origin, &front.origin, "query", &dir).await;
+    let e = error_object(
+        &run(
+            &["send", "-a", &card, "--transport", "GRPC", "--api-key", "k-123", "-o", "json", "hi"],
+            &config,
+            &[],
+        )
+        .await,
+        2,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE", "{e}");
+    assert!(e["hint"].as_str().is_some_and(|h| h.contains("--transport JSONRPC")), "{e}");
+
+    // A failed exchange names the URL without its query: the key stays out of the error.
+    let card = key_card(&agent.origin, "http://127.0.0.1:1", "query", &dir).await;
+    for t in ["JSONRPC", "HTTP+JSON"] {
+        let o = run(
+            &["send", "-a", &card, "--transport", t, "--api-key", "k-secret-9", "-o", "json", "hi"],
+            &config,
+            &[],
+        )
+        .await;
+        let e = error_object(&o, 3);
+        assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE", "{t}: {e}");
+        assert!(
+            !text(&o.stdout).contains("k-secret-9") && !text(&o.stderr).contains("k-secret-9"),
+            "{t}: {e}"
+        );
+    }
 }
