@@ -900,7 +900,11 @@ impl KeyFront {
 /// The agent's card with its interfaces moved to `origin` and an API-key scheme in `place`.
 async fn key_card(agent: &str, origin: &str, place: &str, dir: &TempDir) -> String {
     edited_card(agent, dir, |c| {
-        for interface in c["supportedInterfaces"].as_array_mut().into_iter().flatten() {
+        for interface in c["supportedInterfaces"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
             let moved = interface["url"]
                 .as_str()
                 .map(|u| u.replace(agent, origin))
@@ -931,17 +935,34 @@ async fn a2acli_auth_001_api_key_in_a_query_parameter_or_a_cookie() {
             )
             .await;
             let shown = ok(&o);
-            assert_eq!(field(&shown, "State"), Some("COMPLETED"), "{place} {t}: {shown}");
+            assert_eq!(
+                field(&shown, "State"),
+                Some("COMPLETED"),
+                "{place} {t}: {shown}"
+            );
             let err = text(&o.stderr);
             let said = if cookie { "cookie" } else { "query parameter" };
             assert!(
-                err.contains(&format!("credential: API key in {said} team_key: [redacted]")),
+                err.contains(&format!(
+                    "credential: API key in {said} team_key: [redacted]"
+                )),
                 "{place} {t}: {err}"
             );
             assert!(!err.contains("k-123"), "{place} {t}: {err}");
             let e = error_object(
                 &run(
-                    &["send", "-a", &card, "--transport", t, "--api-key", "nope", "-o", "json", "hi"],
+                    &[
+                        "send",
+                        "-a",
+                        &card,
+                        "--transport",
+                        t,
+                        "--api-key",
+                        "nope",
+                        "-o",
+                        "json",
+                        "hi",
+                    ],
                     &config,
                     &[],
                 )
@@ -952,7 +973,8 @@ async fn a2acli_auth_001_api_key_in_a_query_parameter_or_a_cookie() {
         }
         let seen = front.seen.lock().expect("seen").clone();
         assert!(
-            seen.iter().all(|k| matches!(k.as_deref(), Some("k-123" | "nope"))),
+            seen.iter()
+                .all(|k| matches!(k.as_deref(), Some("k-123" | "nope"))),
             "every request carried the key in its {place}: {seen:?}"
         );
     }
@@ -962,7 +984,18 @@ async fn a2acli_auth_001_api_key_in_a_query_parameter_or_a_cookie() {
     let card = key_card(&agent.origin, &front.origin, "query", &dir).await;
     let e = error_object(
         &run(
-            &["send", "-a", &card, "--transport", "GRPC", "--api-key", "k-123", "-o", "json", "hi"],
+            &[
+                "send",
+                "-a",
+                &card,
+                "--transport",
+                "GRPC",
+                "--api-key",
+                "k-123",
+                "-o",
+                "json",
+                "hi",
+            ],
             &config,
             &[],
         )
@@ -970,13 +1003,29 @@ async fn a2acli_auth_001_api_key_in_a_query_parameter_or_a_cookie() {
         2,
     );
     assert_eq!(e["code"], "A2ACLI_ERR_USAGE", "{e}");
-    assert!(e["hint"].as_str().is_some_and(|h| h.contains("--transport JSONRPC")), "{e}");
+    assert!(
+        e["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("--transport JSONRPC")),
+        "{e}"
+    );
 
     // A failed exchange names the URL without its query: the key stays out of the error.
     let card = key_card(&agent.origin, "http://127.0.0.1:1", "query", &dir).await;
     for t in ["JSONRPC", "HTTP+JSON"] {
         let o = run(
-            &["send", "-a", &card, "--transport", t, "--api-key", "k-secret-9", "-o", "json", "hi"],
+            &[
+                "send",
+                "-a",
+                &card,
+                "--transport",
+                t,
+                "--api-key",
+                "k-secret-9",
+                "-o",
+                "json",
+                "hi",
+            ],
             &config,
             &[],
         )
