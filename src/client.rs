@@ -967,6 +967,13 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
     if let Some(token) = &bearer {
         builder = builder.bearer_token(token);
     }
+    if target.insecure && stored_scheme.is_some() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: --insecure: the token auth login kept goes over a connection whose \
+             certificate is not verified"
+        );
+    }
     let key_place = target.api_key.as_ref().map(|_| api_key_place(&card));
     if let (Some(key), Some((name, place))) = (&target.api_key, &key_place) {
         builder = match place {

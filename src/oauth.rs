@@ -498,14 +498,23 @@ fn unreachable_at(url: &str, e: &reqwest::Error) -> Failure {
     Failure::local(code, format!("{url}: {}", trident_core::error_chain(e)))
 }
 
+/// `text` from the authorization server without control characters, so what it sends can
+/// never drive the terminal it is printed on.
+fn printable(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).collect()
+}
+
 /// An OAuth error answer as a failure.
 fn refused(what: &str, e: &ErrorResponse) -> Failure {
     let why = e
         .error_description
         .as_deref()
-        .map(|d| format!(" ({d})"))
+        .map(|d| format!(" ({})", printable(d)))
         .unwrap_or_default();
-    Failure::local(Local::AuthFailed, format!("{what}: {}{why}", e.error))
+    Failure::local(
+        Local::AuthFailed,
+        format!("{what}: {}{why}", printable(&e.error)),
+    )
 }
 
 /// The HTTP client of the authorization server's endpoints: `--insecure` and `--timeout` as
@@ -661,16 +670,20 @@ async fn device_flow(
     let _ = writeln!(
         err,
         "To sign in, open {} and enter the code {}",
-        device.verification_uri, device.user_code
+        printable(&device.verification_uri),
+        printable(&device.user_code)
     );
     if let Some(complete) = &device.verification_uri_complete {
-        let _ = writeln!(err, "(or open {complete})");
+        let _ = writeln!(err, "(or open {})", printable(complete));
     }
     let _ = writeln!(err, "Waiting for the approval…");
     let _ = err.flush();
     drop(err);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(device.expires_in);
-    let mut interval = Duration::from_secs(device.interval.unwrap_or(5));
+    // Bounded, so no value a server sends can overflow the clock: a day to approve, an hour
+    // between polls.
+    let lifetime = Duration::from_secs(device.expires_in.min(86_400));
+    let deadline = tokio::time::Instant::now() + lifetime;
+    let mut interval = Duration::from_secs(device.interval.unwrap_or(5).min(3_600));
     let form = [
         ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
         ("device_code", device.device_code.as_str()),

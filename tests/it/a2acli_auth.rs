@@ -166,7 +166,11 @@ const MACHINE_TOKEN: &str = "cc-tok-1";
 fn oauth_error(status: StatusCode, error: &str) -> Response {
     (
         status,
-        axum::Json(serde_json::json!({ "error": error, "error_description": format!("test server: {error}") })),
+        axum::Json(serde_json::json!({
+            "error": error,
+            // With a terminal control sequence, which the client must not pass on.
+            "error_description": format!("test server: {error}\u{1b}[2J"),
+        })),
     )
         .into_response()
 }
@@ -660,8 +664,12 @@ async fn a2acli_auth_005_device_code_denied_or_expired_fails_with_exit_4() {
     assert!(
         e["message"]
             .as_str()
-            .is_some_and(|m| m.contains("access_denied")),
+            .is_some_and(|m| m.contains("access_denied") && m.contains("test server")),
         "{e}"
+    );
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b),
+        "no control sequence from the server reaches the terminal"
     );
 
     // Nobody approves a code that lives 2 s: `expired_token` (or the client's own count of
@@ -756,6 +764,14 @@ async fn a2acli_auth_006_007_client_credentials_login_and_attachment() {
         let shown = ok(&run(&["send", "-a", &card, "--transport", t, "hi"], &config, &[]).await);
         assert_eq!(field(&shown, "State"), Some("COMPLETED"), "{t}: {shown}");
     }
+    // Over --insecure, the kept token is warned about as a flag's would be (§12.1).
+    let o = run(&["send", "-a", &card, "--insecure", "hi"], &config, &[]).await;
+    ok(&o);
+    assert!(
+        text(&o.stderr).contains("the token auth login kept goes over a connection"),
+        "{}",
+        text(&o.stderr)
+    );
     // A flag's token wins over the kept one.
     let e = error_object(
         &run(
