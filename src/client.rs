@@ -574,7 +574,19 @@ struct Session {
 impl Session {
     /// A failure of a call, classified.
     fn failed(&self, e: A2aError) -> Failure {
-        Failure::from_a2a(e, self.credentials)
+        let failure = Failure::from_a2a(e, self.credentials);
+        // The hint Appendix B asks for: the login command, when the card says how.
+        match crate::oauth::login_hint(&self.card, &self.reference) {
+            Some(hint)
+                if matches!(
+                    failure.code(),
+                    "A2ACLI_ERR_CREDENTIALS_MISSING" | "A2ACLI_ERR_AUTH_FAILED"
+                ) =>
+            {
+                failure.with_hint(hint)
+            }
+            _ => failure,
+        }
     }
 
     /// `GetTask`, logged with --debug.
@@ -1376,7 +1388,7 @@ fn outcome(s: &Session, out: &mut String, id: &str, state: pb::TaskState, wanted
 }
 
 /// `text` quoted for a POSIX shell when it needs it.
-fn shell_word(text: &str) -> String {
+pub(crate) fn shell_word(text: &str) -> String {
     if !text.is_empty()
         && text
             .chars()

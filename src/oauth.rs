@@ -326,6 +326,23 @@ fn scheme_order(card: &pb::AgentCard) -> Vec<String> {
     order
 }
 
+/// The command that logs in to the agent `reference`, when its card declares an OAuth 2 scheme
+/// `auth login` runs.
+pub(crate) fn login_hint(card: &pb::AgentCard, reference: &str) -> Option<String> {
+    let (name, flow) = scheme_order(card)
+        .into_iter()
+        .find_map(|name| flow_of(card, &name).map(|f| (name, f)))?;
+    let secret = match flow {
+        Flow::ClientCredentials { .. } => " (with A2ACLI_CLIENT_SECRET set)",
+        Flow::Device { .. } => "",
+    };
+    Some(format!(
+        "log in: trident auth login -a {} --scheme {} --client-id <id>{secret}",
+        client::shell_word(&printable(reference)),
+        client::shell_word(&printable(&name))
+    ))
+}
+
 /// The scopes the card's security requirements name for `scheme`.
 fn required_scopes(card: &pb::AgentCard, scheme: &str) -> Vec<String> {
     card.security_requirements

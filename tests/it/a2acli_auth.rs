@@ -516,6 +516,12 @@ async fn a2acli_auth_005_007_device_code_login_then_the_token_is_refreshed_and_a
             4,
         );
         assert_eq!(e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING", "{t}: {e}");
+        // The hint names the login the card asks for (Appendix B).
+        let hint = e["hint"].as_str().unwrap_or_default();
+        assert!(
+            hint.contains("trident auth login -a") && hint.contains("--scheme people"),
+            "{t}: {e}"
+        );
     }
 
     // Without --client-secret the device-code scheme is chosen.
