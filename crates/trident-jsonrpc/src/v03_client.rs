@@ -145,9 +145,20 @@ impl V03Client {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if !is_sse {
+            // An error known before the first event comes as a plain JSON-RPC response; one
+            // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
+            let status = response.status();
             let body = self.body(response).await?;
-            let envelope: Value =
-                serde_json::from_slice(&body).map_err(|e| invalid(method.name(), e))?;
+            let envelope: Value = serde_json::from_slice(&body).map_err(|e| {
+                if status.is_success() {
+                    invalid(method.name(), e)
+                } else {
+                    A2aError::new(
+                        ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
+                        format!("HTTP {status}"),
+                    )
+                }
+            })?;
             result_of(envelope)?;
             return Err(invalid(
                 method.name(),
