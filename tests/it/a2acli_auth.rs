@@ -1060,3 +1060,79 @@ async fn a2acli_auth_001_api_key_in_a_query_parameter_or_a_cookie() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_001_api_key_in_a_query_parameter_on_a2a_0_3() {
+    // An agent that speaks only 0.3, behind the front; its (v0.3) card says `in: query`.
+    let agent =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--protocols", "0.3"]).await;
+    let dir = TempDir::new("a2acli-apikey-v03");
+    let config = TempDir::new("a2acli-apikey-v03-config");
+    let front = KeyFront::start(&agent.origin, false).await;
+    let url = format!("{}/.well-known/agent-card.json", agent.origin);
+    let text_card = reqwest::get(&url)
+        .await
+        .expect("card")
+        .text()
+        .await
+        .expect("card text");
+    let mut card: serde_json::Value =
+        serde_json::from_str(&text_card.replace(&agent.origin, &front.origin)).expect("card json");
+    card["securitySchemes"] =
+        serde_json::json!({"team": {"type": "apiKey", "in": "query", "name": "team_key"}});
+    card["security"] = serde_json::json!([{"team": []}]);
+    let path = dir.0.join("card-v03.json");
+    std::fs::write(&path, card.to_string()).expect("write card");
+    let card = path.display().to_string();
+    for t in ["JSONRPC", "HTTP+JSON"] {
+        let shown = ok(&run(
+            &[
+                "send",
+                "-a",
+                &card,
+                "--a2a-version",
+                "0.3",
+                "--transport",
+                t,
+                "--api-key",
+                "k-123",
+                "hi",
+            ],
+            &config,
+            &[],
+        )
+        .await);
+        assert_eq!(field(&shown, "State"), Some("COMPLETED"), "{t}: {shown}");
+        let e = error_object(
+            &run(
+                &[
+                    "send",
+                    "-a",
+                    &card,
+                    "--a2a-version",
+                    "0.3",
+                    "--transport",
+                    t,
+                    "--api-key",
+                    "nope",
+                    "-o",
+                    "json",
+                    "hi",
+                ],
+                &config,
+                &[],
+            )
+            .await,
+            4,
+        );
+        assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{t}: {e}");
+    }
+    let seen = front.seen.lock().expect("seen").clone();
+    assert!(
+        !seen.is_empty()
+            && seen
+                .iter()
+                .all(|k| matches!(k.as_deref(), Some("k-123" | "nope"))),
+        "every request carried the key in its query: {seen:?}"
+    );
+}
