@@ -574,7 +574,19 @@ struct Session {
 impl Session {
     /// A failure of a call, classified.
     fn failed(&self, e: A2aError) -> Failure {
-        Failure::from_a2a(e, self.credentials)
+        let failure = Failure::from_a2a(e, self.credentials);
+        // The hint Appendix B asks for: the login command, when the card says how.
+        match crate::oauth::login_hint(&self.card, &self.reference) {
+            Some(hint)
+                if matches!(
+                    failure.code(),
+                    "A2ACLI_ERR_CREDENTIALS_MISSING" | "A2ACLI_ERR_AUTH_FAILED"
+                ) =>
+            {
+                failure.with_hint(hint)
+            }
+            _ => failure,
+        }
     }
 
     /// `GetTask`, logged with --debug.
@@ -643,7 +655,7 @@ impl Session {
 
 /// A diagnostic line on stderr (--debug). Credentials never reach it: the code that logs
 /// them logs `[redacted]` in their place.
-fn debug(text: &str) {
+pub(crate) fn debug(text: &str) {
     let _ = writeln!(std::io::stderr(), "debug: {text}");
 }
 
@@ -653,7 +665,7 @@ fn json_line<T: serde::Serialize>(value: &T) -> String {
 
 /// Where a card reference points.
 #[derive(Debug, PartialEq, Eq)]
-enum CardSource {
+pub(crate) enum CardSource {
     File(std::path::PathBuf),
     Url(String),
 }
@@ -661,7 +673,7 @@ enum CardSource {
 /// Resolves a card reference (SPEC §7.2 `-a`): `file://…` and existing paths are files; an
 /// `http(s)` URL with a path is the card's URL, without one the agent's origin; a bare host
 /// is an origin (`http` for loopback names, `https` otherwise).
-fn card_source(reference: &str) -> CardSource {
+pub(crate) fn card_source(reference: &str) -> CardSource {
     let well_known = |origin: &str| {
         format!(
             "{}/.well-known/agent-card.json",
@@ -710,7 +722,7 @@ fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
 
 /// Reads the card `reference` names. Every command starts here, so this is where
 /// `--insecure` is warned about, every time (SPEC §6.5, §12.1).
-async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
+pub(crate) async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failure> {
     resolve_card_json(target).await.map(|(card, _)| card)
 }
 
@@ -917,23 +929,28 @@ fn select(
     }))
 }
 
-/// The header an API key goes in, per the card's API-key scheme (`X-API-Key` without one),
-/// and whether it is a cookie.
-fn api_key_place(card: &pb::AgentCard) -> Result<(String, bool), Failure> {
+/// Where an API key goes (A2A §4.5.2: `header`, `query` or `cookie`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyPlace {
+    Header,
+    Query,
+    Cookie,
+}
+
+/// The name an API key goes under and where, per the card's API-key scheme (the header
+/// `X-API-Key` without one).
+fn api_key_place(card: &pb::AgentCard) -> (String, KeyPlace) {
     for scheme in card.security_schemes.values() {
         if let Some(pb::security_scheme::Scheme::ApiKeySecurityScheme(k)) = &scheme.scheme {
-            return match k.location.to_ascii_lowercase().as_str() {
-                "cookie" => Ok((k.name.clone(), true)),
-                "query" => Err(Failure::usage(format!(
-                    "the card wants the API key in the query parameter {:?}, which this tool \
-                     does not send yet",
-                    k.name
-                ))),
-                _ => Ok((k.name.clone(), false)),
+            let place = match k.location.to_ascii_lowercase().as_str() {
+                "cookie" => KeyPlace::Cookie,
+                "query" => KeyPlace::Query,
+                _ => KeyPlace::Header,
             };
+            return (k.name.clone(), place);
         }
     }
-    Ok(("X-API-Key".to_owned(), false))
+    ("X-API-Key".to_owned(), KeyPlace::Header)
 }
 
 async fn connect(target: &Target) -> Result<Session, Failure> {
@@ -951,16 +968,30 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
                 .map_err(|e| Failure::local(Local::Internal, e.to_string()))?,
         );
     }
-    let bearer = target.bearer();
+    // A token `auth login` kept for this agent, unless a bearer token is given (§12.2).
+    let (bearer, stored_scheme) = match target.bearer() {
+        Some(token) => (Some(token), None),
+        None => match crate::oauth::stored_token(target, &card).await? {
+            Some((scheme, token)) => (Some(token), Some(scheme)),
+            None => (None, None),
+        },
+    };
     if let Some(token) = &bearer {
         builder = builder.bearer_token(token);
     }
-    if let Some(key) = &target.api_key {
-        let (name, cookie) = api_key_place(&card)?;
-        builder = if cookie {
-            builder.api_key("cookie", format!("{name}={key}"))
-        } else {
-            builder.api_key(name, key)
+    if target.insecure && stored_scheme.is_some() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "warning: --insecure: the token auth login kept goes over a connection whose \
+             certificate is not verified"
+        );
+    }
+    let key_place = target.api_key.as_ref().map(|_| api_key_place(&card));
+    if let (Some(key), Some((name, place))) = (&target.api_key, &key_place) {
+        builder = match place {
+            KeyPlace::Cookie => builder.api_key("cookie", format!("{name}={key}")),
+            KeyPlace::Query => builder.api_key_query(name, key),
+            KeyPlace::Header => builder.api_key(name, key),
         };
     }
     for param in &target.svc_param {
@@ -978,6 +1009,18 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
         .map_err(|e| Failure::usage(e.message().to_owned()))?;
     let order = preference(target, &card);
     let (binding, interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    if let Some((name, KeyPlace::Query)) = &key_place
+        && binding == Binding::Grpc
+    {
+        // gRPC has no query string; calling without the key would only be refused.
+        return Err(Failure::usage(format!(
+            "the card of {reference} wants the API key in the query parameter {name:?}, which \
+             gRPC cannot carry"
+        ))
+        .with_hint(
+            "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
+        ));
+    }
     let credentials = bearer.is_some() || target.api_key.is_some();
     let svc = client
         .client(binding, &interface)
@@ -997,12 +1040,19 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
             order.iter().map(|b| b.card_name()).collect::<Vec<_>>(),
             target.protocol
         ));
-        if bearer.is_some() {
-            debug("credential: Authorization: Bearer [redacted]");
+        match (&bearer, &stored_scheme) {
+            (Some(_), Some(scheme)) => debug(&format!(
+                "credential: Authorization: Bearer [redacted] (kept by auth login, scheme {scheme:?})"
+            )),
+            (Some(_), None) => debug("credential: Authorization: Bearer [redacted]"),
+            _ => {}
         }
-        if target.api_key.is_some() {
-            let (name, cookie) = api_key_place(&card)?;
-            let place = if cookie { "cookie" } else { "header" };
+        if let Some((name, place)) = &key_place {
+            let place = match place {
+                KeyPlace::Header => "header",
+                KeyPlace::Query => "query parameter",
+                KeyPlace::Cookie => "cookie",
+            };
             debug(&format!(
                 "credential: API key in {place} {name}: [redacted]"
             ));
@@ -1338,7 +1388,7 @@ fn outcome(s: &Session, out: &mut String, id: &str, state: pb::TaskState, wanted
 }
 
 /// `text` quoted for a POSIX shell when it needs it.
-fn shell_word(text: &str) -> String {
+pub(crate) fn shell_word(text: &str) -> String {
     if !text.is_empty()
         && text
             .chars()
@@ -2187,13 +2237,13 @@ async fn follow(
     print_text(&out)
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let line =
         serde_json::to_string(value).map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
     print_text(&format!("{line}\n"))
 }
 
-fn print_text(text: &str) -> Result<(), Failure> {
+pub(crate) fn print_text(text: &str) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

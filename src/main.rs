@@ -12,6 +12,7 @@ mod client;
 mod config;
 mod conformance;
 mod failure;
+mod oauth;
 mod openapi;
 mod render;
 mod serve;
@@ -52,6 +53,9 @@ enum Command {
     Serve(serve::Serve),
     /// Serve another A2A agent on all three bindings, talking to it over its best binding.
     Gateway(serve::Gateway),
+    /// OAuth 2 sign-in for agents whose card declares it: `auth login|status|logout`.
+    #[command(subcommand)]
+    Auth(oauth::AuthCommand),
     /// Agent Cards: `card get`.
     #[command(subcommand)]
     Card(client::CardCommand),
@@ -271,6 +275,7 @@ async fn run(command: Command) -> ExitCode {
             (args.target.json(), client::card_get(&args).await)
         }
         Command::Send(args) => (args.target.json(), client::send(&args).await),
+        Command::Auth(cmd) => (cmd.json(), cmd.run().await),
         Command::Task(cmd) => (cmd.json(), cmd.run().await),
         Command::Get(old) => {
             task(client::TaskCommand::Get(old.into_inner(|a| &mut a.target))).await

@@ -36,6 +36,7 @@ pub struct ClientBuilder {
     timeout: Option<Duration>,
     connect_timeout: Duration,
     headers: Vec<(String, String, bool)>,
+    query: Query,
     roots_pem: Vec<Vec<u8>>,
     roots_only: bool,
     preference: Vec<Binding>,
@@ -60,6 +61,7 @@ impl ClientBuilder {
             timeout: None,
             connect_timeout: Duration::from_secs(10),
             headers: Vec::new(),
+            query: Query::default(),
             roots_pem: Vec::new(),
             roots_only: false,
             preference: Vec::new(),
@@ -107,6 +109,16 @@ impl ClientBuilder {
     /// example `X-API-Key`, as the card's `APIKeySecurityScheme` names it).
     pub fn api_key(mut self, header: impl Into<String>, key: impl Into<String>) -> Self {
         self.headers.push((header.into(), key.into(), true));
+        self
+    }
+
+    /// Authenticates every A2A call over an HTTP binding (JSON-RPC, HTTP+JSON) with an API key
+    /// in the query parameter `name`, where a card's `APIKeySecurityScheme` says `in: query`
+    /// (A2A §4.5.2). Card fetches do not carry it. gRPC has no query string: a client of a
+    /// gRPC interface is refused (`InvalidParams`) while one is set, rather than calling
+    /// without the key. The value never appears in errors or in `Debug` output.
+    pub fn api_key_query(mut self, name: impl Into<String>, key: impl Into<String>) -> Self {
+        self.query.0.push((name.into(), key.into()));
         self
     }
 
@@ -201,6 +213,7 @@ impl ClientBuilder {
             shared: Arc::new(Shared {
                 http,
                 headers,
+                query: self.query,
                 timeout: self.timeout,
                 connect_timeout: self.connect_timeout,
                 preference: self.preference,
@@ -216,6 +229,7 @@ impl ClientBuilder {
 struct Shared {
     http: reqwest::Client,
     headers: HeaderMap,
+    query: Query,
     timeout: Option<Duration>,
     connect_timeout: Duration,
     preference: Vec<Binding>,
@@ -358,15 +372,29 @@ impl Client {
     ) -> Result<Arc<dyn A2aService>, A2aError> {
         let s = &self.shared;
         let v03 = speaks_v03(interface);
+        let query = s.query.0.clone();
+        if binding == Binding::Grpc && !query.is_empty() {
+            return Err(A2aError::new(
+                ErrorKind::InvalidParams,
+                format!(
+                    "the API key goes in the query parameter {:?}, and gRPC ({}) has no query string: \
+                 use the agent's JSON-RPC or HTTP+JSON interface",
+                    s.query.names(),
+                    interface.url
+                ),
+            ));
+        }
         let inner: Arc<dyn A2aService> = match binding {
             Binding::JsonRpc if v03 => Arc::new(
                 trident_jsonrpc::V03Client::with_client(s.http.clone(), &interface.url)
                     .with_headers(s.headers.clone())
+                    .with_query(query.clone())
                     .with_max_response_size(s.max_response),
             ),
             Binding::Rest if v03 => Arc::new(
                 trident_rest::V03Client::with_client(s.http.clone(), &interface.url)
                     .with_headers(s.headers.clone())
+                    .with_query(query.clone())
                     .with_max_response_size(s.max_response),
             ),
             Binding::Grpc if v03 => {
@@ -391,12 +419,14 @@ impl Client {
                 trident_jsonrpc::JsonRpcClient::with_client(s.http.clone(), &interface.url)
                     .with_tenant(&interface.tenant)
                     .with_headers(s.headers.clone())
+                    .with_query(query.clone())
                     .with_max_response_size(s.max_response),
             ),
             Binding::Rest => Arc::new(
                 trident_rest::RestClient::with_client(s.http.clone(), &interface.url)?
                     .with_tenant(&interface.tenant)
                     .with_headers(s.headers.clone())
+                    .with_query(query.clone())
                     .with_max_response_size(s.max_response),
             ),
             Binding::Grpc => {
@@ -423,6 +453,25 @@ impl Client {
             Some(timeout) => Arc::new(Timed::new(inner, timeout)),
             None => inner,
         })
+    }
+}
+
+/// Query parameters sent with every call of the HTTP bindings; `Debug` shows their names
+/// only (their values are credentials).
+#[derive(Clone, Default)]
+struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|(n, _)| n.as_str()).collect()
+    }
+}
+
+impl std::fmt::Debug for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(n, _)| format!("{n}=[redacted]")))
+            .finish()
     }
 }
 

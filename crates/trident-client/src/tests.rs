@@ -112,3 +112,26 @@ fn bad_options_fail_the_build() {
         .expect_err("a header value with a newline");
     assert_eq!(e.kind(), trident_core::ErrorKind::InvalidParams);
 }
+
+#[tokio::test]
+async fn a_query_api_key_stays_out_of_debug_and_off_grpc() {
+    let builder = crate::ClientBuilder::new().api_key_query("team_key", "k-secret");
+    let shown = format!("{builder:?}");
+    assert!(shown.contains("team_key=[redacted]"), "{shown}");
+    assert!(!shown.contains("k-secret"), "{shown}");
+    let client = builder.build().expect("client");
+    assert!(!format!("{client:?}").contains("k-secret"));
+    let interface = pb::AgentInterface {
+        url: "http://127.0.0.1:1".into(),
+        protocol_binding: "GRPC".into(),
+        protocol_version: "1.0".into(),
+        ..Default::default()
+    };
+    let e = match client.client(Binding::Grpc, &interface).await {
+        Ok(_) => panic!("gRPC cannot carry a query parameter"),
+        Err(e) => e,
+    };
+    assert_eq!(e.kind(), trident_core::ErrorKind::InvalidParams);
+    assert!(e.message().contains("team_key"), "{e}");
+    assert!(!e.message().contains("k-secret"), "{e}");
+}

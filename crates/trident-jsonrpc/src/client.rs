@@ -22,11 +22,16 @@ pub struct JsonRpcClient {
     next_id: AtomicU64,
     max_response: usize,
     headers: reqwest::header::HeaderMap,
+    query: Vec<(String, String)>,
 }
 
 /// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
 /// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
-pub(crate) fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError {
+pub(crate) fn transport_error(what: impl std::fmt::Display, mut e: reqwest::Error) -> A2aError {
+    // A query may carry a credential (an API key the card wants there).
+    if let Some(url) = e.url_mut() {
+        url.set_query(None);
+    }
     let timed_out = e.is_timeout();
     A2aError::caused_by(format_args!("JSON-RPC {what}"), e, timed_out)
 }
@@ -136,6 +141,7 @@ impl JsonRpcClient {
             next_id: AtomicU64::new(1),
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             headers: reqwest::header::HeaderMap::new(),
+            query: Vec::new(),
         }
     }
 
@@ -143,6 +149,14 @@ impl JsonRpcClient {
     /// call sets itself from its [`CallContext`] (a call's own credentials win).
     pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
         self.headers = headers;
+        self
+    }
+
+    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
+    /// request. Their values never appear in this client's errors: the query is cut from the
+    /// URL of every transport error.
+    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
+        self.query = query;
         self
     }
 
@@ -182,14 +196,19 @@ impl JsonRpcClient {
             }
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        Ok(post_envelope(
+        let builder = post_envelope(
             &self.http,
             &self.url,
             &self.headers,
             cx,
             (id, op.name(), params),
             stream,
-        ))
+        );
+        Ok(if self.query.is_empty() {
+            builder
+        } else {
+            builder.query(&self.query)
+        })
     }
 
     /// One unary call, within the caller's deadline and until it goes away (dropping the
@@ -262,10 +281,20 @@ impl JsonRpcClient {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if !is_sse {
-            // An error known before the first event comes as a plain JSON-RPC response.
+            // An error known before the first event comes as a plain JSON-RPC response; one
+            // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
+            let status = response.status();
             let body = self.body(response).await?;
-            let envelope: serde_json::Value =
-                serde_json::from_slice(&body).map_err(|e| invalid(op.name(), e))?;
+            let envelope: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
+                if status.is_success() {
+                    invalid(op.name(), e)
+                } else {
+                    A2aError::new(
+                        ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
+                        format!("HTTP {status}"),
+                    )
+                }
+            })?;
             result_of(envelope)?;
             return Err(invalid(
                 op.name(),

@@ -23,6 +23,7 @@ pub struct V03Client {
     next_id: AtomicU64,
     max_response: usize,
     headers: reqwest::header::HeaderMap,
+    query: Vec<(String, String)>,
 }
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
@@ -49,12 +50,21 @@ impl V03Client {
             next_id: AtomicU64::new(1),
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             headers: reqwest::header::HeaderMap::new(),
+            query: Vec::new(),
         }
     }
 
     /// Sends `headers` with every request, except those the call sets itself.
     pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
         self.headers = headers;
+        self
+    }
+
+    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
+    /// request. Their values never appear in this client's errors: the query is cut from the
+    /// URL of every transport error.
+    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
+        self.query = query;
         self
     }
 
@@ -80,6 +90,9 @@ impl V03Client {
             (id, method.name(), params),
             stream,
         );
+        if !self.query.is_empty() {
+            builder = builder.query(&self.query);
+        }
         // v0.3's name of the extensions header, beside 1.0's.
         if !cx.extensions.is_empty() {
             builder = builder.header("x-a2a-extensions", cx.extensions.join(","));
@@ -132,9 +145,20 @@ impl V03Client {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|ct| ct.starts_with("text/event-stream"));
         if !is_sse {
+            // An error known before the first event comes as a plain JSON-RPC response; one
+            // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
+            let status = response.status();
             let body = self.body(response).await?;
-            let envelope: Value =
-                serde_json::from_slice(&body).map_err(|e| invalid(method.name(), e))?;
+            let envelope: Value = serde_json::from_slice(&body).map_err(|e| {
+                if status.is_success() {
+                    invalid(method.name(), e)
+                } else {
+                    A2aError::new(
+                        ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
+                        format!("HTTP {status}"),
+                    )
+                }
+            })?;
             result_of(envelope)?;
             return Err(invalid(
                 method.name(),

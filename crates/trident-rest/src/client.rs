@@ -25,11 +25,16 @@ pub struct RestClient {
     tenant: String,
     max_response: usize,
     headers: reqwest::header::HeaderMap,
+    query: Vec<(String, String)>,
 }
 
 /// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
 /// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
-pub(crate) fn transport_error(what: impl std::fmt::Display, e: reqwest::Error) -> A2aError {
+pub(crate) fn transport_error(what: impl std::fmt::Display, mut e: reqwest::Error) -> A2aError {
+    // A query may carry a credential (an API key the card wants there).
+    if let Some(url) = e.url_mut() {
+        url.set_query(None);
+    }
     let timed_out = e.is_timeout();
     A2aError::caused_by(format_args!("HTTP+JSON {what}"), e, timed_out)
 }
@@ -84,6 +89,7 @@ impl RestClient {
             tenant: String::new(),
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             headers: reqwest::header::HeaderMap::new(),
+            query: Vec::new(),
         })
     }
 
@@ -91,6 +97,14 @@ impl RestClient {
     /// call sets itself from its [`CallContext`] (a call's own credentials win).
     pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
         self.headers = headers;
+        self
+    }
+
+    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
+    /// request. Their values never appear in this client's errors: the query is cut from the
+    /// URL of every transport error.
+    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
+        self.query = query;
         self
     }
 
@@ -132,6 +146,9 @@ impl RestClient {
         let method = reqwest::Method::from_bytes(route.method.as_bytes())
             .map_err(|e| A2aError::internal(e.to_string()))?;
         let mut builder = with_call_headers(self.http.request(method, url), &self.headers, cx);
+        if !self.query.is_empty() {
+            builder = builder.query(&self.query);
+        }
         builder = builder.header(
             "accept",
             if stream {

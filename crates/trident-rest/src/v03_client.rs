@@ -20,6 +20,7 @@ pub struct V03Client {
     base: String,
     max_response: usize,
     headers: reqwest::header::HeaderMap,
+    query: Vec<(String, String)>,
 }
 
 impl V03Client {
@@ -31,12 +32,21 @@ impl V03Client {
             base: base_url.trim_end_matches('/').to_owned(),
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             headers: reqwest::header::HeaderMap::new(),
+            query: Vec::new(),
         }
     }
 
     /// Sends `headers` with every request, except those the call sets itself.
     pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
         self.headers = headers;
+        self
+    }
+
+    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
+    /// request. Their values never appear in this client's errors: the query is cut from the
+    /// URL of every transport error.
+    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
+        self.query = query;
         self
     }
 
@@ -66,6 +76,9 @@ impl V03Client {
             );
         if !call.query.is_empty() {
             builder = builder.query(&call.query);
+        }
+        if !self.query.is_empty() {
+            builder = builder.query(&self.query);
         }
         builder = with_call_headers(builder, &self.headers, cx);
         if !cx.extensions.is_empty() {
