@@ -31,7 +31,7 @@ pub(crate) fn field(out: &mut String, label: &str, value: &str) {
 
 /// `text` without terminal control characters (an agent's text cannot move the cursor or
 /// colour the terminal); tabs and newlines stay.
-fn strip_controls(text: &str) -> String {
+pub(crate) fn strip_controls(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
         .collect()

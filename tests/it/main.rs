@@ -2,6 +2,7 @@
 #![allow(unreachable_pub, missing_docs)]
 
 mod a2acli;
+mod a2acli_more;
 mod agent_crate;
 mod card;
 mod cli;

@@ -1,0 +1,336 @@
+//! More a2a-cli rows, in the style of `a2acli.rs` (each test named after the rows it checks,
+//! the real binary against a live agent): configuration precedence and `config show`
+//! (`A2ACLI_CONFIG_002`). Each run has `HOME` and `XDG_CONFIG_HOME` in a temporary directory,
+//! so no file of the real user is read.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::process::{TempDir, Trident};
+
+/// Runs `trident ARGS…` in `cwd` with `home` as `HOME` (and `home/.config` as
+/// `XDG_CONFIG_HOME`), no `A2ACLI_*` variable of the test's own environment, and `env`.
+async fn run_in(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_trident"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("A2ACLI_") || key == "TRIDENT_CONFIG" {
+            command.env_remove(key);
+        }
+    }
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("RUST_LOG", "error")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let run = tokio::task::spawn_blocking(move || command.output().expect("run trident"));
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("trident finished in time")
+        .expect("join")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+    stdout(o)
+}
+
+/// The value of the first `Label: value` line.
+fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(label).and_then(|r| r.strip_prefix(": ")))
+}
+
+/// `config show -o json`'s entry for `name`.
+#[track_caller]
+fn setting(shown: &serde_json::Value, name: &str) -> serde_json::Value {
+    shown
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["name"] == name))
+        .cloned()
+        .unwrap_or_else(|| panic!("no setting {name} in {shown}"))
+}
+
+fn write(path: &Path, text: &str) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("mkdir");
+    }
+    std::fs::write(path, text).expect("write");
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_config_002_flag_env_local_global_default_and_config_show() {
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let origin = server.origin.as_str();
+    let dir = TempDir::new("a2acli-config");
+    let home = dir.0.join("home");
+    let project = dir.0.join("project");
+    let cwd = project.join("sub").join("dir");
+    std::fs::create_dir_all(&cwd).expect("mkdir");
+    let global = home.join(".config").join("a2a-cli").join(".env");
+    let local = project.join(".env");
+    // The global file names the agent, a transport, a format, a timeout and a credential.
+    write(
+        &global,
+        &format!(
+            "# every agent\nA2ACLI_AGENT_CARD={origin}\nA2ACLI_TRANSPORT=GRPC\n\
+             A2ACLI_OUTPUT=json\nA2ACLI_TIMEOUT=7s\nA2ACLI_BEARER=global-secret\n"
+        ),
+    );
+    chmod(&global, 0o600);
+    // The local one (found walking up from the working directory) overrides two of them,
+    // and asks for what only a flag may ask for.
+    write(
+        &local,
+        "DATABASE_URL=postgres://not-ours\nA2ACLI_OUTPUT=text\nexport A2ACLI_TIMEOUT=\"9s\"\n\
+         A2ACLI_STREAM=true\n",
+    );
+
+    // config show: each setting with its value and source.
+    let shown: serde_json::Value = serde_json::from_str(&ok(&run_in(
+        &cwd,
+        &home,
+        &["config", "show", "-o", "json"],
+        &[("A2ACLI_A2A_VERSION", "1.0")],
+    )
+    .await))
+    .expect("config show -o json is one JSON document");
+    let global_path = global.display().to_string();
+    let local_path = local.display().to_string();
+    let card = setting(&shown, "agent-card");
+    assert_eq!(card["value"], origin, "{shown}");
+    assert_eq!(card["source"], "global-file");
+    assert_eq!(card["path"], global_path.as_str());
+    assert_eq!(card["envVar"], "A2ACLI_AGENT_CARD");
+    assert_eq!(setting(&shown, "transport")["value"], "GRPC");
+    assert_eq!(setting(&shown, "transport")["source"], "global-file");
+    let timeout = setting(&shown, "timeout");
+    assert_eq!(
+        (&timeout["value"], &timeout["source"], &timeout["path"]),
+        (
+            &"9s".into(),
+            &"local-file".into(),
+            &local_path.as_str().into()
+        ),
+        "local over global: {shown}"
+    );
+    assert_eq!(setting(&shown, "output")["source"], "flag");
+    assert_eq!(setting(&shown, "output")["value"], "json");
+    assert_eq!(setting(&shown, "a2a-version")["source"], "env");
+    assert_eq!(setting(&shown, "a2a-version")["value"], "1.0");
+    let bearer = setting(&shown, "bearer");
+    assert_eq!(
+        (&bearer["value"], &bearer["source"]),
+        (&"[redacted]".into(), &"global-file".into())
+    );
+    assert_eq!(setting(&shown, "api-key")["value"], "(unset)");
+    assert_eq!(setting(&shown, "api-key")["source"], "default");
+    assert_eq!(setting(&shown, "verbose")["source"], "default");
+    assert!(
+        shown.as_array().is_some_and(|all| all
+            .iter()
+            .all(|s| s["name"] != "stream" && s["name"] != "config")),
+        "--stream and --config come from the command line only: {shown}"
+    );
+
+    // The same in text: a table, the file named, the credential never shown.
+    let text = ok(&run_in(
+        &cwd,
+        &home,
+        &["config", "show"],
+        &[("A2ACLI_TIMEOUT", "11s")],
+    )
+    .await);
+    assert!(!text.contains("global-secret"), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} line in {text}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(line("SETTING"), ["SETTING", "VALUE", "SOURCE"]);
+    assert_eq!(line("timeout"), ["timeout", "11s", "env"], "env over files");
+    assert_eq!(
+        line("output"),
+        [
+            "output".to_owned(),
+            "text".to_owned(),
+            "local-file".to_owned(),
+            format!("({local_path})")
+        ]
+    );
+    assert_eq!(line("bearer")[1], "[redacted]");
+    assert_eq!(line("a2a-version"), ["a2a-version", "auto", "default"]);
+    assert_eq!(line("timeout"), ["timeout", "11s", "env"]);
+
+    // The commands use what config show says: the global card and transport, the local
+    // text output; A2ACLI_STREAM in a file is ignored (send -o json prints one document).
+    let card_text = ok(&run_in(&cwd, &home, &["card", "get"], &[]).await);
+    assert_eq!(field(&card_text, "Name"), Some("Trident demo agent"));
+    assert!(
+        field(&card_text, "Selected Transport").is_some_and(|t| t.starts_with("GRPC")),
+        "{card_text}"
+    );
+    let flag_wins = ok(&run_in(&cwd, &home, &["card", "get", "--transport", "JSONRPC"], &[]).await);
+    assert!(
+        field(&flag_wins, "Selected Transport").is_some_and(|t| t.starts_with("JSONRPC")),
+        "{flag_wins}"
+    );
+    let env_wins = ok(&run_in(&cwd, &home, &["card", "get"], &[("A2ACLI_OUTPUT", "json")]).await);
+    let card: serde_json::Value = serde_json::from_str(&env_wins).expect("env over local: JSON");
+    assert_eq!(card["name"], "Trident demo agent");
+    let sent = ok(&run_in(&cwd, &home, &["send", "-o", "json", "hello"], &[]).await);
+    assert_eq!(sent.trim().lines().count(), 1, "not streamed: {sent}");
+    let sent: serde_json::Value = serde_json::from_str(&sent).expect("one document");
+    assert_eq!(
+        sent["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+
+    // A setting only some commands have, from a file: send's --async.
+    write(&local, "A2ACLI_ASYNC=true\nA2ACLI_OUTPUT=text\n");
+    let started = ok(&run_in(&cwd, &home, &["send", "slow"], &[]).await);
+    let id = field(&started, "Task ID").expect("Task ID").to_owned();
+    assert!(field(&started, "Poll").is_some(), "{started}");
+    ok(&run_in(&cwd, &home, &["task", "cancel", &id], &[]).await);
+
+    // --config names the file read in place of the local .env: settings for one agent.
+    let agent_file = dir.0.join("agents").join("demo-rest.env");
+    write(
+        &agent_file,
+        "A2ACLI_TRANSPORT=HTTP+JSON\nA2ACLI_OUTPUT=text\n",
+    );
+    let scoped = ok(&run_in(
+        &cwd,
+        &home,
+        &[
+            "card",
+            "get",
+            "--config",
+            agent_file.to_str().expect("utf-8 path"),
+        ],
+        &[],
+    )
+    .await);
+    assert!(
+        field(&scoped, "Selected Transport").is_some_and(|t| t.starts_with("HTTP+JSON")),
+        "{scoped}"
+    );
+    let shown: serde_json::Value = serde_json::from_str(&ok(&run_in(
+        &cwd,
+        &home,
+        &[
+            "config",
+            "show",
+            "-o",
+            "json",
+            "--config",
+            agent_file.to_str().expect("utf-8 path"),
+        ],
+        &[],
+    )
+    .await))
+    .expect("one JSON document");
+    assert_eq!(
+        setting(&shown, "transport")["path"],
+        agent_file.display().to_string().as_str()
+    );
+    // The local .env is not read then: the timeout is the global one.
+    assert_eq!(setting(&shown, "timeout")["source"], "global-file");
+
+    // Without any file: the built-in defaults.
+    std::fs::remove_file(&local).expect("rm");
+    std::fs::remove_file(&global).expect("rm");
+    let shown: serde_json::Value = serde_json::from_str(&ok(&run_in(
+        &cwd,
+        &home,
+        &["config", "show", "-o", "json"],
+        &[],
+    )
+    .await))
+    .expect("one JSON document");
+    assert_eq!(setting(&shown, "agent-card")["source"], "default");
+    assert_eq!(setting(&shown, "agent-card")["value"], "(unset)");
+    assert_eq!(setting(&shown, "output")["source"], "flag");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_config_002_files_are_checked_and_secrets_kept_private() {
+    let dir = TempDir::new("a2acli-config-check");
+    let home = dir.0.join("home");
+    let cwd = dir.0.join("work");
+    std::fs::create_dir_all(&cwd).expect("mkdir");
+    let global = home.join(".config").join("a2a-cli").join(".env");
+
+    // A credential in a file others can read: used, and warned about.
+    write(&global, "A2ACLI_BEARER=shh\n");
+    chmod(&global, 0o644);
+    let shown = run_in(&cwd, &home, &["config", "show"], &[]).await;
+    ok(&shown);
+    assert!(
+        stderr(&shown).contains("readable by other users") && stderr(&shown).contains("chmod 600"),
+        "{}",
+        stderr(&shown)
+    );
+    assert!(!stdout(&shown).contains("shh") && !stderr(&shown).contains("shh"));
+    chmod(&global, 0o600);
+    let private = run_in(&cwd, &home, &["config", "show"], &[]).await;
+    ok(&private);
+    assert!(stderr(&private).is_empty(), "{}", stderr(&private));
+
+    // A malformed line is a usage error naming the file and line.
+    write(&cwd.join(".env"), "A2ACLI_OUTPUT=json\nnot a setting\n");
+    let bad = run_in(&cwd, &home, &["config", "show", "-o", "json"], &[]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    let error: serde_json::Value = serde_json::from_str(&stdout(&bad)).expect("error object");
+    assert_eq!(error["error"]["code"], "A2ACLI_ERR_USAGE");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(".env:2")),
+        "{error}"
+    );
+    // A switch must be a boolean.
+    write(&cwd.join(".env"), "A2ACLI_VERBOSE=maybe\n");
+    let bad = run_in(&cwd, &home, &["config", "show"], &[]).await;
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("A2ACLI_VERBOSE"), "{}", stderr(&bad));
+    write(&cwd.join(".env"), "A2ACLI_VERBOSE=yes\n");
+    let shown: serde_json::Value = serde_json::from_str(&ok(&run_in(
+        &cwd,
+        &home,
+        &["config", "show", "-o", "json"],
+        &[],
+    )
+    .await))
+    .expect("one JSON document");
+    assert_eq!(setting(&shown, "verbose")["value"], "true");
+    assert_eq!(setting(&shown, "verbose")["source"], "local-file");
+}
