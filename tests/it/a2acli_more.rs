@@ -1,7 +1,7 @@
 //! More a2a-cli rows, in the style of `a2acli.rs` (each test named after the rows it checks,
 //! the real binary against a live agent): configuration precedence and `config show`
-//! (`A2ACLI_CONFIG_002`). Each run has `HOME` and `XDG_CONFIG_HOME` in a temporary directory,
-//! so no file of the real user is read.
+//! (`A2ACLI_CONFIG_002`), no credential on the card fetch (`A2ACLI_AUTH_008`). Each run has
+//! `HOME` and `XDG_CONFIG_HOME` in a temporary directory, so no file of the real user is read.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -333,4 +333,90 @@ async fn a2acli_config_002_files_are_checked_and_secrets_kept_private() {
     .expect("one JSON document");
     assert_eq!(setting(&shown, "verbose")["value"], "true");
     assert_eq!(setting(&shown, "verbose")["source"], "local-file");
+}
+
+/// Serves `card` at `/.well-known/agent-card.json` on a free port and keeps the headers of
+/// every request it gets; returns them and the origin.
+async fn card_recorder(
+    card: serde_json::Value,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<axum::http::HeaderMap>>>,
+    String,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    let app = axum::Router::new().route(
+        "/.well-known/agent-card.json",
+        axum::routing::get(move |headers: axum::http::HeaderMap| {
+            let kept = kept.clone();
+            let card = card.clone();
+            async move {
+                kept.lock().expect("lock").push(headers);
+                axum::Json(card)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (seen, format!("http://{addr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_008_the_card_fetch_presents_no_credential() {
+    let dir = TempDir::new("a2acli-auth-008");
+    let home = dir.0.join("home");
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    // The demo agent's card, served by a recorder: it declares schemes for the A2A calls (a
+    // bearer token, and an API key in a header), none for the card endpoint.
+    let card = ok(&run_in(
+        &dir.0,
+        &home,
+        &["card", "get", "-a", &server.origin, "-o", "json"],
+        &[],
+    )
+    .await);
+    let mut card: serde_json::Value = serde_json::from_str(&card).expect("card");
+    card["securitySchemes"] = serde_json::json!({
+        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}},
+        "key": {"apiKeySecurityScheme": {"location": "header", "name": "X-Secret-Key"}},
+    });
+    let (seen, origin) = card_recorder(card).await;
+    for args in [
+        vec!["card", "get", "-a", &origin, "--bearer", "tok-123"],
+        vec!["send", "-a", &origin, "--bearer", "tok-123", "hi"],
+        vec!["send", "-a", &origin, "--api-key", "key-456", "hi"],
+        vec!["task", "list", "-a", &origin, "--transport", "GRPC"],
+    ] {
+        let text = ok(&run_in(
+            &dir.0,
+            &home,
+            &args,
+            &[("A2ACLI_BEARER", "tok-789"), ("A2ACLI_API_KEY", "key-000")],
+        )
+        .await);
+        if args[0] == "send" {
+            // The credential went to the agent's call, which completed.
+            assert_eq!(field(&text, "State"), Some("COMPLETED"), "{text}");
+        }
+    }
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 4, "one card fetch per run");
+    for headers in &seen {
+        for name in ["authorization", "x-secret-key", "x-api-key", "cookie"] {
+            assert!(
+                !headers.contains_key(name),
+                "{name} on the card fetch: {headers:?}"
+            );
+        }
+        for (name, value) in headers {
+            let value = value.to_str().unwrap_or_default();
+            assert!(
+                ["tok-", "key-"].iter().all(|s| !value.contains(s)),
+                "a credential in {name}: {value}"
+            );
+        }
+    }
 }
