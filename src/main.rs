@@ -53,6 +53,9 @@ struct Cli {
 enum Command {
     /// Serve an agent (a demo agent, or any program with --exec) on all three bindings.
     Serve(serve::Serve),
+    /// Run the demo agent locally (tasks in memory) to practise the client commands against.
+    #[command(name = "demo-server")]
+    DemoServer(serve::DemoServer),
     /// Serve another A2A agent on all three bindings, talking to it over its best binding.
     Gateway(serve::Gateway),
     /// Agent Cards: `card get`.
@@ -158,7 +161,9 @@ fn main() -> ExitCode {
     // format: `RUST_LOG=info` adds it), client commands only warnings, unless RUST_LOG says
     // otherwise.
     let default_level = match cli.command {
-        Command::Serve(_) | Command::Gateway(_) => "info,trident::call=warn",
+        Command::Serve(_) | Command::Gateway(_) | Command::DemoServer(_) => {
+            "info,trident::call=warn"
+        }
         _ => "warn",
     };
     let otlp = match &cli.command {
@@ -296,6 +301,7 @@ async fn run(command: Command) -> ExitCode {
     let (json, result) = match command {
         Command::Serve(args) => return serve::serve(args).await,
         Command::Gateway(args) => return serve::gateway(args).await,
+        Command::DemoServer(args) => return serve::demo_server(args).await,
         Command::Conformance(args) => return conformance::run(args).await,
         Command::Openapi(args) => return openapi::run(&args),
         // Answered before the runtime starts (it needs the parsed matches).

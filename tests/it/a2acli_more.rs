@@ -1,6 +1,7 @@
 //! More a2a-cli rows, in the style of `a2acli.rs` (each test named after the rows it checks,
 //! the real binary against a live agent): configuration precedence and `config show`
-//! (`A2ACLI_CONFIG_002`), no credential on the card fetch (`A2ACLI_AUTH_008`). Each run has
+//! (`A2ACLI_CONFIG_002`), no credential on the card fetch (`A2ACLI_AUTH_008`), `demo-server`
+//! (`A2ACLI_DEMO_SERVER_001`). Each run has
 //! `HOME` and `XDG_CONFIG_HOME` in a temporary directory, so no file of the real user is read.
 
 use std::path::Path;
@@ -419,4 +420,102 @@ async fn a2acli_auth_008_the_card_fetch_presents_no_credential() {
             );
         }
     }
+}
+
+/// A child process killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_demo_server_001_demo_server_serves_the_demo_agent() {
+    use std::io::BufRead;
+    let dir = TempDir::new("a2acli-demo-server");
+    let home = dir.0.join("home");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
+        .args(["demo-server", "--port", "0"])
+        .current_dir(&dir.0)
+        .env("HOME", &home)
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start demo-server");
+    let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let _guard = Killed(child);
+    // Its banner: the card URL, then the commands to try; drained after that.
+    let banner = tokio::task::spawn_blocking(move || {
+        let mut lines = out.lines();
+        let mut seen = Vec::new();
+        for line in lines.by_ref() {
+            let Ok(line) = line else { break };
+            let done = line.trim_start().starts_with("agent card");
+            seen.push(line);
+            if done {
+                break;
+            }
+        }
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+        seen
+    });
+    let banner = tokio::time::timeout(Duration::from_secs(60), banner)
+        .await
+        .expect("demo-server started in time")
+        .expect("join");
+    let card_url = banner
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("agent card"))
+        .map(|u| u.trim().to_owned())
+        .unwrap_or_else(|| panic!("no card URL in {banner:?}"));
+    let origin = card_url
+        .strip_suffix("/.well-known/agent-card.json")
+        .expect("the well-known path")
+        .to_owned();
+    assert!(
+        banner
+            .iter()
+            .any(|l| l.contains(&format!("trident send -a {origin} hello"))),
+        "{banner:?}"
+    );
+    assert!(
+        banner
+            .iter()
+            .any(|l| l.contains("store: memory") || l.contains("memory")),
+        "{banner:?}"
+    );
+    // The practice the banner suggests works on every binding.
+    let card = ok(&run_in(&dir.0, &home, &["card", "get", "-a", &origin], &[]).await);
+    assert_eq!(field(&card, "Name"), Some("Trident demo agent"), "{card}");
+    for t in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let sent = ok(&run_in(
+            &dir.0,
+            &home,
+            &["send", "-a", &origin, "--transport", t, "hello"],
+            &[],
+        )
+        .await);
+        assert_eq!(field(&sent, "State"), Some("COMPLETED"), "{t}: {sent}");
+        let asked = ok(&run_in(
+            &dir.0,
+            &home,
+            &["send", "-a", &origin, "--transport", t, "input"],
+            &[],
+        )
+        .await);
+        assert_eq!(
+            field(&asked, "State"),
+            Some("INPUT_REQUIRED"),
+            "{t}: {asked}"
+        );
+    }
+    // Flags of its own only: it is not `serve`.
+    let help = ok(&run_in(&dir.0, &home, &["demo-server", "--help"], &[]).await);
+    assert!(help.contains("--port") && help.contains("--host"), "{help}");
+    assert!(!help.contains("--store"), "{help}");
 }
