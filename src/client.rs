@@ -294,6 +294,8 @@ pub(crate) enum TaskCommand {
     List(TaskList),
     /// Follow a task's events.
     Subscribe(TaskSubscribe),
+    /// Save a task's artifacts to disk, one file per part.
+    Download(TaskDownload),
     /// A task's push-notification configurations: create, get, list, delete.
     #[command(subcommand, name = "push-config")]
     PushConfig(PushConfig),
@@ -371,6 +373,7 @@ impl TaskCommand {
             TaskCommand::Cancel(a) => a.target.json(),
             TaskCommand::List(a) => a.target.json(),
             TaskCommand::Subscribe(a) => a.target.json(),
+            TaskCommand::Download(a) => a.target.json(),
             TaskCommand::PushConfig(p) => p.target().json(),
         }
     }
@@ -382,6 +385,7 @@ impl TaskCommand {
             TaskCommand::Cancel(a) => task_cancel(a).await,
             TaskCommand::List(a) => task_list(a).await,
             TaskCommand::Subscribe(a) => task_subscribe(a).await,
+            TaskCommand::Download(a) => task_download(a).await,
             TaskCommand::PushConfig(p) => push_config(p).await,
         }
     }
@@ -405,6 +409,21 @@ pub(crate) struct TaskGet {
     /// this).
     #[arg(long = "poll-interval", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     poll_interval: Duration,
+}
+
+/// `task download`
+#[derive(Args, Debug)]
+pub(crate) struct TaskDownload {
+    /// Task id.
+    id: String,
+    #[command(flatten)]
+    pub(crate) target: Target,
+    /// The directory to write into (created if missing).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    dir: std::path::PathBuf,
+    /// Only this artifact (its id or name); repeatable.
+    #[arg(long, value_name = "ID|NAME")]
+    artifact: Vec<String>,
 }
 
 /// `task cancel`
@@ -2184,6 +2203,83 @@ async fn follow(
     if s.json {
         return if live { Ok(()) } else { print_json(&task) };
     }
+    print_text(&out)
+}
+
+/// `task download`: the task's artifacts, one file per part ([`crate::download`]); prints
+/// the task's identifiers and state and a `Saved:` line per file (with `-o json`, one object
+/// `{taskId, contextId, state, files: [...]}`).
+pub(crate) async fn task_download(args: &TaskDownload) -> Result<(), Failure> {
+    let s = connect(&args.target).await?;
+    let task = s
+        .get_task(pb::GetTaskRequest {
+            id: args.id.clone(),
+            history_length: Some(0),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| s.failed(e))?;
+    if let Some(missing) = args.artifact.iter().find(|wanted| {
+        !task
+            .artifacts
+            .iter()
+            .any(|a| a.artifact_id == **wanted || a.name == **wanted)
+    }) {
+        return Err(
+            Failure::usage(format!("task {} has no artifact {missing:?}", task.id)).with_hint(
+                format!(
+                    "its artifacts: trident task get {} -a {}",
+                    task.id, s.reference
+                ),
+            ),
+        );
+    }
+    let http = http_client(&args.target)?;
+    let mut warnings = Vec::new();
+    let saved = crate::download::save(
+        &task.artifacts,
+        &args.artifact,
+        &args.dir,
+        &http,
+        args.target.timeout,
+        &mut |w| warnings.push(w),
+    )
+    .await
+    .map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
+    for w in &warnings {
+        let _ = writeln!(std::io::stderr(), "warning: {w}");
+    }
+    if s.json {
+        return print_json(&serde_json::json!({
+            "taskId": task.id,
+            "contextId": task.context_id,
+            "state": task.state().as_str_name(),
+            "files": saved,
+        }));
+    }
+    let mut out = String::new();
+    render::field(&mut out, "Task ID", &task.id);
+    render::field(&mut out, "Context ID", &task.context_id);
+    render::field(&mut out, "State", render::state_name(task.state()));
+    for f in &saved {
+        let name = if f.artifact_name.is_empty() {
+            &f.artifact_id
+        } else {
+            &f.artifact_name
+        };
+        render::field(
+            &mut out,
+            "Saved",
+            &format!(
+                "{} ({} part {} of artifact {name}, {} bytes)",
+                f.path.display(),
+                f.kind,
+                f.part,
+                f.size
+            ),
+        );
+    }
+    render::field(&mut out, "Files", &saved.len().to_string());
     print_text(&out)
 }
 

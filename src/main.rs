@@ -11,6 +11,7 @@ mod auth;
 mod client;
 mod config;
 mod conformance;
+mod download;
 mod failure;
 mod openapi;
 mod render;
@@ -63,7 +64,7 @@ enum Command {
     Card(client::CardCommand),
     /// Send a message: a new task, or a reply to one with --task-id.
     Send(client::Send),
-    /// Tasks: `task get|cancel|list|subscribe`.
+    /// Tasks: `task get|cancel|list|subscribe|download|push-config`.
     #[command(subcommand)]
     Task(client::TaskCommand),
     /// `task get` (the old spelling: `get URL ID`).

@@ -1,8 +1,8 @@
 //! More a2a-cli rows, in the style of `a2acli.rs` (each test named after the rows it checks,
 //! the real binary against a live agent): configuration precedence and `config show`
 //! (`A2ACLI_CONFIG_002`), no credential on the card fetch (`A2ACLI_AUTH_008`), `demo-server`
-//! (`A2ACLI_DEMO_SERVER_001`). Each run has
-//! `HOME` and `XDG_CONFIG_HOME` in a temporary directory, so no file of the real user is read.
+//! (`A2ACLI_DEMO_SERVER_001`), `task download` (`A2ACLI_DOWNLOAD_001`). Each run has `HOME`
+//! and `XDG_CONFIG_HOME` in a temporary directory, so no file of the real user is read.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -518,4 +518,297 @@ async fn a2acli_demo_server_001_demo_server_serves_the_demo_agent() {
     let help = ok(&run_in(&dir.0, &home, &["demo-server", "--help"], &[]).await);
     assert!(help.contains("--port") && help.contains("--host"), "{help}");
     assert!(!help.contains("--store"), "{help}");
+}
+
+/// A JSON-RPC agent whose one task (`t-1`, COMPLETED) has artifacts of every part kind,
+/// names that try to leave the directory and a name given twice; it serves the file a URL
+/// part names at `/files/x.png`. Returns the path of a card naming it.
+async fn artifact_agent(dir: &TempDir) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = serde_json::json!({
+        "id": "t-1", "contextId": "ctx-1", "status": {"state": "TASK_STATE_COMPLETED"},
+        "artifacts": [
+            {"artifactId": "a1", "name": "report", "parts": [
+                {"raw": "JVBERi0=", "mediaType": "application/pdf", "filename": "report.pdf"},
+                {"url": format!("http://{addr}/files/x.png"), "mediaType": "image/png"},
+                {"data": {"k": 1}, "mediaType": "application/json"},
+                {"text": "done"},
+            ]},
+            {"artifactId": "a2", "name": "../../evil", "parts": [
+                {"raw": "bm9wZQ==", "filename": "../../escape.txt"},
+                {"raw": "bm9wZQ==", "filename": "/tmp/absolute.txt"},
+            ]},
+            {"artifactId": "a3", "parts": [
+                {"raw": "c2Vjb25k", "mediaType": "application/pdf", "filename": "report.pdf"},
+            ]},
+            {"artifactId": "a4", "name": "local", "parts": [
+                {"url": "file:///etc/hostname", "filename": "hostname"},
+            ]},
+        ],
+    });
+    let app = axum::Router::new()
+        .route(
+            "/",
+            axum::routing::post(move |axum::Json(body): axum::Json<serde_json::Value>| {
+                let task = task.clone();
+                async move {
+                    let result = match body["method"].as_str() {
+                        Some("GetTask") if body["params"]["id"] == "t-1" => {
+                            serde_json::json!({"result": task})
+                        }
+                        _ => serde_json::json!({"error": {"code": -32001, "message": "task not found"}}),
+                    };
+                    let mut reply = serde_json::json!({"jsonrpc": "2.0", "id": body["id"].clone()});
+                    if let (Some(reply), Some(result)) = (reply.as_object_mut(), result.as_object()) {
+                        reply.extend(result.clone());
+                    }
+                    axum::Json(reply)
+                }
+            }),
+        )
+        .route(
+            "/files/x.png",
+            axum::routing::get(|headers: axum::http::HeaderMap| async move {
+                // Fetched without the agent's credentials.
+                assert!(!headers.contains_key("authorization"), "{headers:?}");
+                b"PNGDATA".to_vec()
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let card = serde_json::json!({
+        "name": "artifacts", "description": "an agent with artifacts", "version": "1",
+        "supportedInterfaces": [
+            {"url": format!("http://{addr}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": false},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+    });
+    let path = dir.0.join("artifacts-card.json");
+    std::fs::write(&path, card.to_string()).expect("write card");
+    path.display().to_string()
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map_while(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_download_001_task_download_saves_every_part_safely() {
+    let dir = TempDir::new("a2acli-download");
+    let home = dir.0.join("home");
+
+    // The demo agent's text artifact: one file per part, named after the artifact.
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let a = server.origin.as_str();
+    for t in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let sent = ok(&run_in(
+            &dir.0,
+            &home,
+            &["send", "-a", a, "--transport", t, "stream 3 1"],
+            &[],
+        )
+        .await);
+        let id = field(&sent, "Task ID").expect("Task ID").to_owned();
+        let out = dir.0.join(format!("demo-{}", t.replace('+', "-")));
+        let out_arg = out.display().to_string();
+        let text = ok(&run_in(
+            &dir.0,
+            &home,
+            &[
+                "task",
+                "download",
+                &id,
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--dir",
+                &out_arg,
+            ],
+            &[],
+        )
+        .await);
+        assert_eq!(field(&text, "Task ID"), Some(id.as_str()), "{text}");
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{text}");
+        assert_eq!(field(&text, "Files"), Some("3"), "{text}");
+        assert_eq!(
+            files_in(&out),
+            ["stream-1.txt", "stream-2.txt", "stream-3.txt"],
+            "{t}"
+        );
+        for i in 0..3 {
+            assert_eq!(
+                std::fs::read_to_string(out.join(format!("stream-{}.txt", i + 1))).expect("read"),
+                format!("chunk {i} of stream 3 1")
+            );
+        }
+        // Again into the same directory: nothing replaced, new names.
+        ok(&run_in(
+            &dir.0,
+            &home,
+            &[
+                "task",
+                "download",
+                &id,
+                "-a",
+                a,
+                "--transport",
+                t,
+                "--dir",
+                &out_arg,
+            ],
+            &[],
+        )
+        .await);
+        assert_eq!(files_in(&out).len(), 6, "{:?}", files_in(&out));
+        assert!(out.join("stream-1-1.txt").is_file());
+    }
+
+    // Every part kind, hostile names, a collision, an existing file and a symbolic link.
+    let card = artifact_agent(&dir).await;
+    let out = dir.0.join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(out.join("report.pdf"), "mine").expect("write");
+    let outside = dir.0.join("outside.txt");
+    std::fs::write(&outside, "untouched").expect("write");
+    std::os::unix::fs::symlink(&outside, out.join("x.png")).expect("symlink");
+    let out_arg = out.display().to_string();
+    let run = run_in(
+        &dir.0,
+        &home,
+        &[
+            "task",
+            "download",
+            "t-1",
+            "-a",
+            &card,
+            "--dir",
+            &out_arg,
+            "--artifact",
+            "a1",
+            "--artifact",
+            "a2",
+            "--artifact",
+            "a3",
+            "-o",
+            "json",
+            "--bearer",
+            "tok",
+        ],
+        &[],
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(&ok(&run)).expect("one JSON document");
+    assert_eq!(json["taskId"], "t-1");
+    assert_eq!(json["contextId"], "ctx-1");
+    assert_eq!(json["state"], "TASK_STATE_COMPLETED");
+    let files = json["files"].as_array().expect("files").clone();
+    assert_eq!(files.len(), 7, "{json}");
+    let read = |name: &str| std::fs::read(out.join(name)).expect(name);
+    assert_eq!(
+        read("report.pdf"),
+        b"mine",
+        "an existing file is not replaced"
+    );
+    assert_eq!(read("report-1.pdf"), b"%PDF-");
+    assert_eq!(read("report-2.pdf"), b"second", "a name given twice");
+    assert_eq!(
+        read("x-1.png"),
+        b"PNGDATA",
+        "the URL fetched, the link left alone"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("read"),
+        "untouched"
+    );
+    let data: serde_json::Value =
+        serde_json::from_slice(&read("report-3.json")).expect("a data part is JSON");
+    assert_eq!(data, serde_json::json!({"k": 1}));
+    assert_eq!(read("report-4.txt"), b"done");
+    // The hostile names are refused: saved under generated names, inside the directory.
+    assert_eq!(read("_.._evil-1.bin"), b"nope");
+    assert_eq!(read("_.._evil-2.bin"), b"nope");
+    assert!(!dir.0.join("escape.txt").exists() && !Path::new("/tmp/absolute.txt").exists());
+    let warnings = stderr(&run);
+    assert!(
+        warnings.contains("../../escape.txt") && warnings.contains("/tmp/absolute.txt"),
+        "{warnings}"
+    );
+    for f in &files {
+        let path = f["path"].as_str().expect("path");
+        assert!(Path::new(path).starts_with(&out), "{path}");
+    }
+    let url_file = files
+        .iter()
+        .find(|f| f["url"].is_string())
+        .expect("the URL part");
+    assert_eq!(url_file["kind"], "file");
+    assert_eq!(url_file["size"], 7);
+
+    // A URL that is not http(s) is not fetched: an error, exit 1.
+    let refused = run_in(
+        &dir.0,
+        &home,
+        &[
+            "task",
+            "download",
+            "t-1",
+            "-a",
+            &card,
+            "--dir",
+            &out_arg,
+            "--artifact",
+            "local",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("file:///etc/hostname"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!out.join("hostname").exists());
+    // An artifact the task does not have, and a task the agent does not have.
+    let missing = run_in(
+        &dir.0,
+        &home,
+        &[
+            "task",
+            "download",
+            "t-1",
+            "-a",
+            &card,
+            "--artifact",
+            "nope",
+            "-o",
+            "json",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    let unknown = run_in(
+        &dir.0,
+        &home,
+        &["task", "download", "t-9", "-a", &card, "-o", "json"],
+        &[],
+    )
+    .await;
+    assert_eq!(unknown.status.code(), Some(1), "{}", stderr(&unknown));
+    let e: serde_json::Value = serde_json::from_str(&stdout(&unknown)).expect("error object");
+    assert_eq!(e["error"]["code"], "TaskNotFoundError", "{e}");
 }
