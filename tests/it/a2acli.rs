@@ -3,75 +3,27 @@
 //! (`A2ACLI_<AREA>_<NNN>`) and runs the real binary against a live `trident serve --agent
 //! demo`, over all three bindings where the row concerns a binding.
 
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use trident_proto as pb;
 
-use crate::process::{TempDir, Trident};
+use crate::process::{Run, TempDir, Trident, field, ok, stderr, stdout};
 
 /// The bindings as `--transport` names them (the card's names).
 const TRANSPORTS: [&str; 3] = ["JSONRPC", "HTTP+JSON", "GRPC"];
 
 /// Runs `trident ARGS…` with `stdin` and extra environment, to completion (bounded in time).
 async fn run_with(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Output {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let input = stdin.map(<[u8]>::to_vec);
-    let run = tokio::task::spawn_blocking(move || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
-            .args(&args)
-            .env_remove("A2ACLI_OUTPUT")
-            .env_remove("A2ACLI_AGENT_CARD")
-            .env_remove("A2ACLI_BEARER")
-            .env("RUST_LOG", "error")
-            .envs(env)
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run trident");
-        if let (Some(bytes), Some(mut pipe)) = (input, child.stdin.take()) {
-            pipe.write_all(&bytes).expect("write stdin");
-        }
-        child.wait_with_output().expect("trident output")
-    });
-    tokio::time::timeout(Duration::from_secs(60), run)
+    Run::new(args)
+        .envs(env.iter().copied())
+        .stdin(stdin)
+        .output()
         .await
-        .expect("trident finished in time")
-        .expect("join")
 }
 
 async fn run(args: &[&str]) -> Output {
     run_with(args, None, &[]).await
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    );
-    stdout(o)
 }
 
 /// The one JSON document on stdout (fails on anything else: a second document, a log line).
@@ -108,12 +60,6 @@ fn task_of(resp: pb::SendMessageResponse) -> pb::Task {
         Some(pb::send_message_response::Payload::Task(t)) => t,
         other => panic!("expected a task, got {other:?}"),
     }
-}
-
-/// The value of the first `Label: value` field line (not inside a block) labelled `label`.
-fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(label).and_then(|r| r.strip_prefix(": ")))
 }
 
 async fn demo() -> Trident {

@@ -8,58 +8,20 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use crate::process::{TempDir, Trident};
+use crate::process::{Run, TempDir, Trident, field, ok, stderr, stdout};
 
 /// Runs `trident ARGS…` in `cwd` with `home` as `HOME` (and `home/.config` as
-/// `XDG_CONFIG_HOME`), no `A2ACLI_*` variable of the test's own environment, and `env`.
+/// `XDG_CONFIG_HOME`), and `env`.
 async fn run_in(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_trident"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("A2ACLI_") || key == "TRIDENT_CONFIG" {
-            command.env_remove(key);
-        }
-    }
-    command
-        .args(args)
+    Run::new(args)
         .current_dir(cwd)
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("RUST_LOG", "error")
+        .envs([
+            ("HOME", home.to_path_buf()),
+            ("XDG_CONFIG_HOME", home.join(".config")),
+        ])
         .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let run = tokio::task::spawn_blocking(move || command.output().expect("run trident"));
-    tokio::time::timeout(Duration::from_secs(60), run)
+        .output()
         .await
-        .expect("trident finished in time")
-        .expect("join")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    );
-    stdout(o)
-}
-
-/// The value of the first `Label: value` line.
-fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(label).and_then(|r| r.strip_prefix(": ")))
 }
 
 /// `config show -o json`'s entry for `name`.
@@ -623,23 +585,19 @@ async fn a2acli_download_001_task_download_saves_every_part_safely() {
         let id = field(&sent, "Task ID").expect("Task ID").to_owned();
         let out = dir.0.join(format!("demo-{}", t.replace('+', "-")));
         let out_arg = out.display().to_string();
-        let text = ok(&run_in(
-            &dir.0,
-            &home,
-            &[
-                "task",
-                "download",
-                &id,
-                "-a",
-                a,
-                "--transport",
-                t,
-                "--dir",
-                &out_arg,
-            ],
-            &[],
-        )
-        .await);
+        let args = [
+            "task",
+            "download",
+            &id,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--dir",
+            &out_arg,
+        ];
+        let download = || run_in(&dir.0, &home, &args, &[]);
+        let text = ok(&download().await);
         assert_eq!(field(&text, "Task ID"), Some(id.as_str()), "{text}");
         assert_eq!(field(&text, "State"), Some("COMPLETED"), "{text}");
         assert_eq!(field(&text, "Files"), Some("3"), "{text}");
@@ -655,23 +613,7 @@ async fn a2acli_download_001_task_download_saves_every_part_safely() {
             );
         }
         // Again into the same directory: nothing replaced, new names.
-        ok(&run_in(
-            &dir.0,
-            &home,
-            &[
-                "task",
-                "download",
-                &id,
-                "-a",
-                a,
-                "--transport",
-                t,
-                "--dir",
-                &out_arg,
-            ],
-            &[],
-        )
-        .await);
+        ok(&download().await);
         assert_eq!(files_in(&out).len(), 6, "{:?}", files_in(&out));
         assert!(out.join("stream-1-1.txt").is_file());
     }
