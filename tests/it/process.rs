@@ -221,8 +221,9 @@ impl Drop for TempDir {
 }
 
 /// A `trident` client command line, run to completion by a test: no `A2ACLI_*` variable
-/// or `TRIDENT_CONFIG` of the test's own environment, `RUST_LOG=error`, stdin empty unless
-/// given, stdout and stderr kept.
+/// or `TRIDENT_CONFIG` of the test's own environment, `XDG_CONFIG_HOME` in an empty place (no
+/// global `a2a-cli/.env`), `RUST_LOG=error`, stdin empty unless given, stdout and stderr
+/// kept.
 pub struct Run {
     command: Command,
     stdin: Option<Vec<u8>>,
@@ -238,7 +239,12 @@ impl Run {
                 command.env_remove(key);
             }
         }
-        command.args(args).env("RUST_LOG", "error");
+        // Nor the global settings file of the developer running the tests.
+        let no_config = std::env::temp_dir().join("trident-tests-no-config");
+        command
+            .args(args)
+            .env("RUST_LOG", "error")
+            .env("XDG_CONFIG_HOME", no_config);
         Self {
             command,
             stdin: None,
