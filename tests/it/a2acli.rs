@@ -1512,26 +1512,32 @@ async fn cutting_proxy(upstream: std::net::SocketAddr, after: Duration) -> std::
     addr
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a2acli_task_poll_004_a_broken_stream_is_followed_by_polling() {
-    let server = demo().await;
+/// The card of `server` with every interface behind a new [`cutting_proxy`] that cuts its
+/// first connection half a second in; returns the card file's path.
+async fn card_through_a_cutting_proxy(server: &Trident, dir: &TempDir) -> String {
     let upstream: std::net::SocketAddr = server
         .origin
         .trim_start_matches("http://")
         .parse()
         .expect("an address");
+    let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
+    edited_card(&server.origin, dir, |c| {
+        let text = c
+            .to_string()
+            .replace(&upstream.to_string(), &proxy.to_string());
+        *c = serde_json::from_str(&text).expect("JSON");
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_poll_004_a_broken_stream_is_followed_by_polling() {
+    let server = demo().await;
     let dir = TempDir::new("a2acli-cut");
     for t in TRANSPORTS {
         // A card whose interfaces go through a proxy that cuts the first connection (the
         // send's stream) half a second in.
-        let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
-        let card = edited_card(&server.origin, &dir, |c| {
-            let text = c
-                .to_string()
-                .replace(&upstream.to_string(), &proxy.to_string());
-            *c = serde_json::from_str(&text).expect("JSON");
-        })
-        .await;
+        let card = card_through_a_cutting_proxy(&server, &dir).await;
         let o = run(&[
             "send",
             "-a",
@@ -2471,21 +2477,9 @@ async fn a2acli_card_get_002_validate_names_each_missing_required_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2acli_task_subscribe_002_a_broken_stream_is_resumed_where_it_broke() {
     let server = demo().await;
-    let upstream: std::net::SocketAddr = server
-        .origin
-        .trim_start_matches("http://")
-        .parse()
-        .expect("an address");
     let dir = TempDir::new("a2acli-resume");
     for t in TRANSPORTS {
-        let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
-        let card = edited_card(&server.origin, &dir, |c| {
-            let text = c
-                .to_string()
-                .replace(&upstream.to_string(), &proxy.to_string());
-            *c = serde_json::from_str(&text).expect("JSON");
-        })
-        .await;
+        let card = card_through_a_cutting_proxy(&server, &dir).await;
         // --stream: every event once, although the first connection is cut half-way.
         let o = run(&[
             "send",
