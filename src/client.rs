@@ -598,18 +598,14 @@ impl Session {
 
     /// `GetTask`, logged with --debug.
     async fn get_task(&self, request: pb::GetTaskRequest) -> Result<pb::Task, A2aError> {
-        let started = self.sending("GetTask", &request);
-        let result = self.svc.get_task(&self.cx, request).await;
-        self.received("GetTask", started, &result);
-        result
+        let call = self.svc.get_task(&self.cx, request.clone());
+        self.logged("GetTask", &request, call).await
     }
 
     /// `CancelTask`, logged with --debug.
     async fn cancel_task(&self, request: pb::CancelTaskRequest) -> Result<pb::Task, A2aError> {
-        let started = self.sending("CancelTask", &request);
-        let result = self.svc.cancel_task(&self.cx, request).await;
-        self.received("CancelTask", started, &result);
-        result
+        let call = self.svc.cancel_task(&self.cx, request.clone());
+        self.logged("CancelTask", &request, call).await
     }
 
     /// `ListTasks`, logged with --debug.
@@ -617,9 +613,21 @@ impl Session {
         &self,
         request: pb::ListTasksRequest,
     ) -> Result<pb::ListTasksResponse, A2aError> {
-        let started = self.sending("ListTasks", &request);
-        let result = self.svc.list_tasks(&self.cx, request).await;
-        self.received("ListTasks", started, &result);
+        let call = self.svc.list_tasks(&self.cx, request.clone());
+        self.logged("ListTasks", &request, call).await
+    }
+
+    /// Makes the call `call` (of `method` with `request`), with the request and what came
+    /// back logged with --debug.
+    async fn logged<T: serde::Serialize>(
+        &self,
+        method: &str,
+        request: &impl serde::Serialize,
+        call: impl std::future::Future<Output = Result<T, A2aError>>,
+    ) -> Result<T, A2aError> {
+        let started = self.sending(method, request);
+        let result = call.await;
+        self.received(method, started, &result);
         result
     }
 
@@ -1431,9 +1439,8 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     let resp = if streams && !args.stream && !args.r#async {
         wait_streaming(&s, req, args).await?
     } else {
-        let started = s.sending("SendMessage", &req);
-        let result = s.svc.send_message(&s.cx, req).await;
-        s.received("SendMessage", started, &result);
+        let call = s.svc.send_message(&s.cx, req.clone());
+        let result = s.logged("SendMessage", &req, call).await;
         result.map_err(|e| refused(&s, e, args))?
     };
     let mut out = String::new();
@@ -1972,12 +1979,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                 authentication,
                 ..Default::default()
             };
-            let started = s.sending("CreateTaskPushNotificationConfig", &request);
-            let result = s
+            let call = s
                 .svc
-                .create_task_push_notification_config(&s.cx, request)
+                .create_task_push_notification_config(&s.cx, request.clone());
+            let result = s
+                .logged("CreateTaskPushNotificationConfig", &request, call)
                 .await;
-            s.received("CreateTaskPushNotificationConfig", started, &result);
             print_config(&s, &result.map_err(|e| s.failed(e))?)
         }
         PushConfig::Get {
@@ -1988,12 +1995,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                 id: config_id.clone(),
                 ..Default::default()
             };
-            let started = s.sending("GetTaskPushNotificationConfig", &request);
-            let result = s
+            let call = s
                 .svc
-                .get_task_push_notification_config(&s.cx, request)
+                .get_task_push_notification_config(&s.cx, request.clone());
+            let result = s
+                .logged("GetTaskPushNotificationConfig", &request, call)
                 .await;
-            s.received("GetTaskPushNotificationConfig", started, &result);
             print_config(&s, &result.map_err(|e| s.failed(e))?)
         }
         PushConfig::List { task_id, .. } => {
@@ -2005,12 +2012,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                     page_token: token,
                     ..Default::default()
                 };
-                let started = s.sending("ListTaskPushNotificationConfigs", &request);
-                let result = s
+                let call = s
                     .svc
-                    .list_task_push_notification_configs(&s.cx, request)
+                    .list_task_push_notification_configs(&s.cx, request.clone());
+                let result = s
+                    .logged("ListTaskPushNotificationConfigs", &request, call)
                     .await;
-                s.received("ListTaskPushNotificationConfigs", started, &result);
                 let page = result.map_err(|e| s.failed(e))?;
                 all.configs.extend(page.configs);
                 if page.next_page_token.is_empty() {
@@ -2037,12 +2044,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                 id: config_id.clone(),
                 ..Default::default()
             };
-            let started = s.sending("DeleteTaskPushNotificationConfig", &request);
-            let result = s
+            let call = s
                 .svc
-                .delete_task_push_notification_config(&s.cx, request)
+                .delete_task_push_notification_config(&s.cx, request.clone());
+            let result = s
+                .logged("DeleteTaskPushNotificationConfig", &request, call)
                 .await;
-            s.received("DeleteTaskPushNotificationConfig", started, &result);
             result.map_err(|e| s.failed(e))?;
             if s.json {
                 // The protocol's answer is google.protobuf.Empty.
