@@ -62,7 +62,7 @@ pub(crate) struct Setting {
     pub(crate) env: String,
     /// Where its value came from.
     pub(crate) source: Source,
-    /// A credential: its value is never shown.
+    /// A credential (or a service parameter): its value is never shown.
     pub(crate) sensitive: bool,
 }
 
@@ -330,7 +330,8 @@ pub(crate) fn resolve(
         settings.push(Setting {
             id: id.to_owned(),
             name: long.to_owned(),
-            sensitive: matches!(long, "bearer" | "api-key"),
+            // A service parameter can carry a secret too (--debug redacts them as well).
+            sensitive: matches!(long, "bearer" | "api-key" | "svc-param"),
             env,
             source,
         });

@@ -75,14 +75,31 @@ async fn a2acli_config_002_flag_env_local_global_default_and_config_show() {
     );
 
     // config show: each setting with its value and source.
-    let shown: serde_json::Value = serde_json::from_str(&ok(&run_in(
+    let shown = ok(&run_in(
         &cwd,
         &home,
-        &["config", "show", "-o", "json"],
+        &[
+            "config",
+            "show",
+            "-o",
+            "json",
+            "--svc-param",
+            "x-trace:hush",
+        ],
         &[("A2ACLI_A2A_VERSION", "1.0")],
     )
-    .await))
-    .expect("config show -o json is one JSON document");
+    .await);
+    assert!(
+        !shown.contains("hush") && !shown.contains("global-secret"),
+        "{shown}"
+    );
+    let shown: serde_json::Value =
+        serde_json::from_str(&shown).expect("config show -o json is one JSON document");
+    let svc = setting(&shown, "svc-param");
+    assert_eq!(
+        (&svc["value"], &svc["source"]),
+        (&"[redacted]".into(), &"flag".into())
+    );
     let global_path = global.display().to_string();
     let local_path = local.display().to_string();
     let card = setting(&shown, "agent-card");
