@@ -294,6 +294,8 @@ pub(crate) enum TaskCommand {
     List(TaskList),
     /// Follow a task's events.
     Subscribe(TaskSubscribe),
+    /// Save a task's artifacts to disk, one file per part.
+    Download(TaskDownload),
     /// A task's push-notification configurations: create, get, list, delete.
     #[command(subcommand, name = "push-config")]
     PushConfig(PushConfig),
@@ -371,6 +373,7 @@ impl TaskCommand {
             TaskCommand::Cancel(a) => a.target.json(),
             TaskCommand::List(a) => a.target.json(),
             TaskCommand::Subscribe(a) => a.target.json(),
+            TaskCommand::Download(a) => a.target.json(),
             TaskCommand::PushConfig(p) => p.target().json(),
         }
     }
@@ -382,6 +385,7 @@ impl TaskCommand {
             TaskCommand::Cancel(a) => task_cancel(a).await,
             TaskCommand::List(a) => task_list(a).await,
             TaskCommand::Subscribe(a) => task_subscribe(a).await,
+            TaskCommand::Download(a) => task_download(a).await,
             TaskCommand::PushConfig(p) => push_config(p).await,
         }
     }
@@ -405,6 +409,21 @@ pub(crate) struct TaskGet {
     /// this).
     #[arg(long = "poll-interval", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     poll_interval: Duration,
+}
+
+/// `task download`
+#[derive(Args, Debug)]
+pub(crate) struct TaskDownload {
+    /// Task id.
+    id: String,
+    #[command(flatten)]
+    pub(crate) target: Target,
+    /// The directory to write into (created if missing).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    dir: std::path::PathBuf,
+    /// Only this artifact (its id or name); repeatable.
+    #[arg(long, value_name = "ID|NAME")]
+    artifact: Vec<String>,
 }
 
 /// `task cancel`
@@ -591,18 +610,14 @@ impl Session {
 
     /// `GetTask`, logged with --debug.
     async fn get_task(&self, request: pb::GetTaskRequest) -> Result<pb::Task, A2aError> {
-        let started = self.sending("GetTask", &request);
-        let result = self.svc.get_task(&self.cx, request).await;
-        self.received("GetTask", started, &result);
-        result
+        let call = self.svc.get_task(&self.cx, request.clone());
+        self.logged("GetTask", &request, call).await
     }
 
     /// `CancelTask`, logged with --debug.
     async fn cancel_task(&self, request: pb::CancelTaskRequest) -> Result<pb::Task, A2aError> {
-        let started = self.sending("CancelTask", &request);
-        let result = self.svc.cancel_task(&self.cx, request).await;
-        self.received("CancelTask", started, &result);
-        result
+        let call = self.svc.cancel_task(&self.cx, request.clone());
+        self.logged("CancelTask", &request, call).await
     }
 
     /// `ListTasks`, logged with --debug.
@@ -610,9 +625,21 @@ impl Session {
         &self,
         request: pb::ListTasksRequest,
     ) -> Result<pb::ListTasksResponse, A2aError> {
-        let started = self.sending("ListTasks", &request);
-        let result = self.svc.list_tasks(&self.cx, request).await;
-        self.received("ListTasks", started, &result);
+        let call = self.svc.list_tasks(&self.cx, request.clone());
+        self.logged("ListTasks", &request, call).await
+    }
+
+    /// Makes the call `call` (of `method` with `request`), with the request and what came
+    /// back logged with --debug.
+    async fn logged<T: serde::Serialize>(
+        &self,
+        method: &str,
+        request: &impl serde::Serialize,
+        call: impl std::future::Future<Output = Result<T, A2aError>>,
+    ) -> Result<T, A2aError> {
+        let started = self.sending(method, request);
+        let result = call.await;
+        self.received(method, started, &result);
         result
     }
 
@@ -1462,9 +1489,8 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     let resp = if streams && !args.stream && !args.r#async {
         wait_streaming(&s, req, args).await?
     } else {
-        let started = s.sending("SendMessage", &req);
-        let result = s.svc.send_message(&s.cx, req).await;
-        s.received("SendMessage", started, &result);
+        let call = s.svc.send_message(&s.cx, req.clone());
+        let result = s.logged("SendMessage", &req, call).await;
         result.map_err(|e| refused(&s, e, args))?
     };
     let mut out = String::new();
@@ -2003,12 +2029,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                 authentication,
                 ..Default::default()
             };
-            let started = s.sending("CreateTaskPushNotificationConfig", &request);
-            let result = s
+            let call = s
                 .svc
-                .create_task_push_notification_config(&s.cx, request)
+                .create_task_push_notification_config(&s.cx, request.clone());
+            let result = s
+                .logged("CreateTaskPushNotificationConfig", &request, call)
                 .await;
-            s.received("CreateTaskPushNotificationConfig", started, &result);
             print_config(&s, &result.map_err(|e| s.failed(e))?)
         }
         PushConfig::Get {
@@ -2019,12 +2045,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                 id: config_id.clone(),
                 ..Default::default()
             };
-            let started = s.sending("GetTaskPushNotificationConfig", &request);
-            let result = s
+            let call = s
                 .svc
-                .get_task_push_notification_config(&s.cx, request)
+                .get_task_push_notification_config(&s.cx, request.clone());
+            let result = s
+                .logged("GetTaskPushNotificationConfig", &request, call)
                 .await;
-            s.received("GetTaskPushNotificationConfig", started, &result);
             print_config(&s, &result.map_err(|e| s.failed(e))?)
         }
         PushConfig::List { task_id, .. } => {
@@ -2036,12 +2062,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                     page_token: token,
                     ..Default::default()
                 };
-                let started = s.sending("ListTaskPushNotificationConfigs", &request);
-                let result = s
+                let call = s
                     .svc
-                    .list_task_push_notification_configs(&s.cx, request)
+                    .list_task_push_notification_configs(&s.cx, request.clone());
+                let result = s
+                    .logged("ListTaskPushNotificationConfigs", &request, call)
                     .await;
-                s.received("ListTaskPushNotificationConfigs", started, &result);
                 let page = result.map_err(|e| s.failed(e))?;
                 all.configs.extend(page.configs);
                 if page.next_page_token.is_empty() {
@@ -2068,12 +2094,12 @@ async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
                 id: config_id.clone(),
                 ..Default::default()
             };
-            let started = s.sending("DeleteTaskPushNotificationConfig", &request);
-            let result = s
+            let call = s
                 .svc
-                .delete_task_push_notification_config(&s.cx, request)
+                .delete_task_push_notification_config(&s.cx, request.clone());
+            let result = s
+                .logged("DeleteTaskPushNotificationConfig", &request, call)
                 .await;
-            s.received("DeleteTaskPushNotificationConfig", started, &result);
             result.map_err(|e| s.failed(e))?;
             if s.json {
                 // The protocol's answer is google.protobuf.Empty.
@@ -2234,6 +2260,83 @@ async fn follow(
     if s.json {
         return if live { Ok(()) } else { print_json(&task) };
     }
+    print_text(&out)
+}
+
+/// `task download`: the task's artifacts, one file per part ([`crate::download`]); prints
+/// the task's identifiers and state and a `Saved:` line per file (with `-o json`, one object
+/// `{taskId, contextId, state, files: [...]}`).
+pub(crate) async fn task_download(args: &TaskDownload) -> Result<(), Failure> {
+    let s = connect(&args.target).await?;
+    let task = s
+        .get_task(pb::GetTaskRequest {
+            id: args.id.clone(),
+            history_length: Some(0),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| s.failed(e))?;
+    if let Some(missing) = args.artifact.iter().find(|wanted| {
+        !task
+            .artifacts
+            .iter()
+            .any(|a| a.artifact_id == **wanted || a.name == **wanted)
+    }) {
+        return Err(
+            Failure::usage(format!("task {} has no artifact {missing:?}", task.id)).with_hint(
+                format!(
+                    "its artifacts: trident task get {} -a {}",
+                    task.id, s.reference
+                ),
+            ),
+        );
+    }
+    let http = http_client(&args.target)?;
+    let mut warnings = Vec::new();
+    let saved = crate::download::save(
+        &task.artifacts,
+        &args.artifact,
+        &args.dir,
+        &http,
+        args.target.timeout,
+        &mut |w| warnings.push(w),
+    )
+    .await
+    .map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
+    for w in &warnings {
+        let _ = writeln!(std::io::stderr(), "warning: {w}");
+    }
+    if s.json {
+        return print_json(&serde_json::json!({
+            "taskId": task.id,
+            "contextId": task.context_id,
+            "state": task.state().as_str_name(),
+            "files": saved,
+        }));
+    }
+    let mut out = String::new();
+    render::field(&mut out, "Task ID", &task.id);
+    render::field(&mut out, "Context ID", &task.context_id);
+    render::field(&mut out, "State", render::state_name(task.state()));
+    for f in &saved {
+        let name = if f.artifact_name.is_empty() {
+            &f.artifact_id
+        } else {
+            &f.artifact_name
+        };
+        render::field(
+            &mut out,
+            "Saved",
+            &format!(
+                "{} ({} part {} of artifact {name}, {} bytes)",
+                f.path.display(),
+                f.kind,
+                f.part,
+                f.size
+            ),
+        );
+    }
+    render::field(&mut out, "Files", &saved.len().to_string());
     print_text(&out)
 }
 

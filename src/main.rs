@@ -11,11 +11,13 @@ mod auth;
 mod client;
 mod config;
 mod conformance;
+mod download;
 mod failure;
 mod oauth;
 mod openapi;
 mod render;
 mod serve;
+mod settings;
 mod telemetry;
 
 #[cfg(test)]
@@ -40,7 +42,9 @@ struct Cli {
     /// Print the version.
     #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
     version: Option<bool>,
-    /// A TOML file of settings (keys: the TRIDENT_* variable names without the prefix).
+    /// A settings file: TOML for serve and gateway (keys: the TRIDENT_* variable names
+    /// without the prefix), or a dotenv file of A2ACLI_* settings for the client commands
+    /// (a name ending in .env, or only A2ACLI_* keys), read in place of the local .env.
     #[arg(long, global = true, env = "TRIDENT_CONFIG")]
     config: Option<std::path::PathBuf>,
     #[command(subcommand)]
@@ -51,6 +55,9 @@ struct Cli {
 enum Command {
     /// Serve an agent (a demo agent, or any program with --exec) on all three bindings.
     Serve(serve::Serve),
+    /// Run the demo agent locally (tasks in memory) to practise the client commands against.
+    #[command(name = "demo-server")]
+    DemoServer(serve::DemoServer),
     /// Serve another A2A agent on all three bindings, talking to it over its best binding.
     Gateway(serve::Gateway),
     /// OAuth 2 sign-in for agents whose card declares it: `auth login|status|logout`.
@@ -61,7 +68,7 @@ enum Command {
     Card(client::CardCommand),
     /// Send a message: a new task, or a reply to one with --task-id.
     Send(client::Send),
-    /// Tasks: `task get|cancel|list|subscribe`.
+    /// Tasks: `task get|cancel|list|subscribe|download|push-config`.
     #[command(subcommand)]
     Task(client::TaskCommand),
     /// `task get` (the old spelling: `get URL ID`).
@@ -79,6 +86,9 @@ enum Command {
     /// `task push-config` (the old spelling: `push set|get|list|delete URL TASK …`).
     #[command(subcommand, hide = true)]
     Push(client::Push),
+    /// The client commands' settings: `config show`.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion {
         /// The shell.
@@ -88,6 +98,22 @@ enum Command {
     Conformance(conformance::Args),
     /// Write the OpenAPI 3.1 document of the HTTP+JSON binding (default docs/openapi.json).
     Openapi(openapi::Args),
+}
+
+/// `config …`
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Show each setting of the client commands, its effective value and where it came from
+    /// (flag, env, local-file, global-file, default). Read-only: edit the A2ACLI_* variables
+    /// or the .env files to change them.
+    Show(ConfigShow),
+}
+
+/// `config show`
+#[derive(clap::Args)]
+struct ConfigShow {
+    #[command(flatten)]
+    target: client::Target,
 }
 
 fn main() -> ExitCode {
@@ -103,9 +129,11 @@ fn main() -> ExitCode {
     // --push-max-deliveries) are computed from the soft limit.
     let raised = raise_open_files_limit();
     let mut args: Vec<String> = std::env::args().collect();
-    if let Some(file) = config::path(&args) {
-        let applied = config::load(&file)
-            .and_then(|vars| config::apply(&Cli::command(), args.clone(), &vars));
+    let file = config::path(&args);
+    let dotenv = file.as_deref().filter(|f| settings::is_dotenv(f));
+    if let (Some(file), None) = (&file, dotenv) {
+        let applied =
+            config::load(file).and_then(|vars| config::apply(&Cli::command(), args.clone(), &vars));
         match applied {
             Ok(with_file) => args = with_file,
             Err(e) => {
@@ -114,16 +142,33 @@ fn main() -> ExitCode {
             }
         }
     }
-    let cli = match parse(&args) {
-        Ok(cli) => cli,
+    // The client commands' settings: flags, A2ACLI_* variables, the local and global .env.
+    let resolved = match settings::resolve(&Cli::command(), legacy_card(&args), dotenv) {
+        Ok((with_settings, resolved)) => {
+            args = with_settings;
+            resolved
+        }
+        Err(e) => {
+            let failure = failure::Failure::usage(e.to_string());
+            failure.report(wants_json(&std::env::args().collect::<Vec<_>>()), None);
+            return ExitCode::from(2);
+        }
+    };
+    let (cli, matches) = match parse(&args) {
+        Ok(parsed) => parsed,
         Err(code) => return code,
     };
+    if let Command::Config(ConfigCommand::Show(show)) = &cli.command {
+        return settings::show(&resolved, &matches, show.target.json());
+    }
     // Logs go to stderr, so a client command's stdout is only its output. Servers log at info
     // (without the span per call, `trident::call`, which costs a tenth of a call's CPU to
     // format: `RUST_LOG=info` adds it), client commands only warnings, unless RUST_LOG says
     // otherwise.
     let default_level = match cli.command {
-        Command::Serve(_) | Command::Gateway(_) => "info,trident::call=warn",
+        Command::Serve(_) | Command::Gateway(_) | Command::DemoServer(_) => {
+            "info,trident::call=warn"
+        }
         _ => "warn",
     };
     let otlp = match &cli.command {
@@ -164,7 +209,7 @@ fn main() -> ExitCode {
 
 /// Parses the command line. Clap's errors become the a2a-cli usage error (exit 2; with
 /// `-o json`, the error object on stdout too); `--help` and `--version` print and exit 0.
-fn parse(args: &[String]) -> Result<Cli, ExitCode> {
+fn parse(args: &[String]) -> Result<(Cli, clap::ArgMatches), ExitCode> {
     use clap::FromArgMatches;
     let args = legacy_card(args);
     let usage = |e: clap::Error| {
@@ -194,7 +239,7 @@ fn parse(args: &[String]) -> Result<Cli, ExitCode> {
     if let (Command::Send(send), Some(m)) = (&mut cli.command, matches.subcommand_matches("send")) {
         send.parts = part_flags(m);
     }
-    Ok(cli)
+    Ok((cli, matches))
 }
 
 /// The message-part flags of `send` in command-line order (clap keeps each flag's values
@@ -261,8 +306,11 @@ async fn run(command: Command) -> ExitCode {
     let (json, result) = match command {
         Command::Serve(args) => return serve::serve(args).await,
         Command::Gateway(args) => return serve::gateway(args).await,
+        Command::DemoServer(args) => return serve::demo_server(args).await,
         Command::Conformance(args) => return conformance::run(args).await,
         Command::Openapi(args) => return openapi::run(&args),
+        // Answered before the runtime starts (it needs the parsed matches).
+        Command::Config(_) => return ExitCode::SUCCESS,
         Command::Completion { shell } => {
             // Into memory first: clap_complete panics on a write error (a closed pipe).
             let mut script = Vec::new();

@@ -31,7 +31,7 @@ pub(crate) fn field(out: &mut String, label: &str, value: &str) {
 
 /// `text` without terminal control characters (an agent's text cannot move the cursor or
 /// colour the terminal); tabs and newlines stay.
-fn strip_controls(text: &str) -> String {
+pub(crate) fn strip_controls(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
         .collect()
@@ -90,18 +90,23 @@ fn part_lines(out: &mut String, part: &pb::Part) {
     }
 }
 
-/// A task: its identifiers and state, its status message, artifacts and (when asked) history.
-pub(crate) fn task(out: &mut String, task: &pb::Task, history: bool) {
-    field(out, "Task ID", &task.id);
-    field(out, "Context ID", &task.context_id);
+/// A task's identifiers, its state and its status message (of a task, or of a status update).
+fn status(out: &mut String, task_id: &str, context_id: &str, status: Option<&pb::TaskStatus>) {
+    field(out, "Task ID", task_id);
+    field(out, "Context ID", context_id);
     field(
         out,
         "State",
-        state_name(state_of(task.status.as_ref().map_or(0, |s| s.state))),
+        state_name(state_of(status.map_or(0, |s| s.state))),
     );
-    if let Some(m) = task.status.as_ref().and_then(|s| s.message.as_ref()) {
+    if let Some(m) = status.and_then(|s| s.message.as_ref()) {
         block(out, "Status Message", role(m), &m.parts);
     }
+}
+
+/// A task: its identifiers and state, its status message, artifacts and (when asked) history.
+pub(crate) fn task(out: &mut String, task: &pb::Task, history: bool) {
+    status(out, &task.id, &task.context_id, task.status.as_ref());
     for a in &task.artifacts {
         artifact(out, a);
     }
@@ -148,16 +153,7 @@ pub(crate) fn event(out: &mut String, response: &pb::StreamResponse) {
         Some(Payload::Task(t)) => task(out, t, false),
         Some(Payload::Message(m)) => message(out, m),
         Some(Payload::StatusUpdate(u)) => {
-            field(out, "Task ID", &u.task_id);
-            field(out, "Context ID", &u.context_id);
-            field(
-                out,
-                "State",
-                state_name(state_of(u.status.as_ref().map_or(0, |s| s.state))),
-            );
-            if let Some(m) = u.status.as_ref().and_then(|s| s.message.as_ref()) {
-                block(out, "Status Message", role(m), &m.parts);
-            }
+            status(out, &u.task_id, &u.context_id, u.status.as_ref());
         }
         Some(Payload::ArtifactUpdate(a)) => {
             field(out, "Task ID", &a.task_id);

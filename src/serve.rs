@@ -244,6 +244,9 @@ pub(crate) struct Serve {
     /// protocol of examples/README.md on stdin/stdout (run by `sh -c`).
     #[arg(long, env = "TRIDENT_EXEC")]
     exec: Option<String>,
+    /// Print the client commands to try it with (set by `demo-server`).
+    #[arg(skip)]
+    demo_hints: bool,
     /// With --exec: kill a turn's process after this many seconds (it fails the task).
     #[arg(long, env = "TRIDENT_EXEC_TIMEOUT")]
     exec_timeout: Option<f64>,
@@ -456,6 +459,45 @@ pub(crate) async fn event_bus(args: &Serve) -> Result<Option<trident_nats::NatsB
         .map_err(|e| format!("--events: {e}"))
 }
 
+/// `trident demo-server` (a2a-cli SPEC §7.1): the demo agent on every binding, tasks in
+/// memory, to practise the client commands against.
+#[derive(Args)]
+pub(crate) struct DemoServer {
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: std::net::IpAddr,
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+}
+
+/// `trident demo-server`: `trident serve --agent demo --store memory --listen HOST:PORT`,
+/// which also prints the client commands to try.
+pub(crate) async fn demo_server(args: DemoServer) -> ExitCode {
+    #[derive(clap::Parser)]
+    struct AsServe {
+        #[command(flatten)]
+        serve: Serve,
+    }
+    let listen = SocketAddr::new(args.host, args.port).to_string();
+    let argv = [
+        "demo-server",
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--listen",
+        listen.as_str(),
+    ];
+    match <AsServe as clap::Parser>::try_parse_from(argv) {
+        Ok(mut parsed) => {
+            parsed.serve.demo_hints = true;
+            serve(parsed.serve).await
+        }
+        Err(e) => fail(e.to_string()),
+    }
+}
+
 /// `trident serve`
 pub(crate) async fn serve(args: Serve) -> ExitCode {
     let lease_ttl = match seconds(args.lease_ttl, "--lease-ttl") {
@@ -550,6 +592,16 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     );
     if let Some(stream) = bus_stream {
         println!("live events on NATS JetStream (stream {stream})");
+    }
+    if args.demo_hints {
+        let a = format!("http://{}", server.local_addr());
+        println!("try:");
+        println!("  trident card get -a {a}");
+        println!("  trident send -a {a} hello");
+        println!("  trident send -a {a} --stream 'stream 5 200'");
+        println!("  trident send -a {a} input        (then reply with --task-id)");
+        println!("  trident send -a {a} --async slow (then task get / task cancel)");
+        println!("  trident task list -a {a}");
     }
     let code = run(server, &args.listen).await;
     if let Some(bus) = bus {

@@ -3,75 +3,27 @@
 //! (`A2ACLI_<AREA>_<NNN>`) and runs the real binary against a live `trident serve --agent
 //! demo`, over all three bindings where the row concerns a binding.
 
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use trident_proto as pb;
 
-use crate::process::{TempDir, Trident};
+use crate::process::{Run, TempDir, Trident, field, ok, stderr, stdout};
 
 /// The bindings as `--transport` names them (the card's names).
 const TRANSPORTS: [&str; 3] = ["JSONRPC", "HTTP+JSON", "GRPC"];
 
 /// Runs `trident ARGS…` with `stdin` and extra environment, to completion (bounded in time).
 async fn run_with(args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> Output {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let input = stdin.map(<[u8]>::to_vec);
-    let run = tokio::task::spawn_blocking(move || {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
-            .args(&args)
-            .env_remove("A2ACLI_OUTPUT")
-            .env_remove("A2ACLI_AGENT_CARD")
-            .env_remove("A2ACLI_BEARER")
-            .env("RUST_LOG", "error")
-            .envs(env)
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run trident");
-        if let (Some(bytes), Some(mut pipe)) = (input, child.stdin.take()) {
-            pipe.write_all(&bytes).expect("write stdin");
-        }
-        child.wait_with_output().expect("trident output")
-    });
-    tokio::time::timeout(Duration::from_secs(60), run)
+    Run::new(args)
+        .envs(env.iter().copied())
+        .stdin(stdin)
+        .output()
         .await
-        .expect("trident finished in time")
-        .expect("join")
 }
 
 async fn run(args: &[&str]) -> Output {
     run_with(args, None, &[]).await
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        stdout(o),
-        stderr(o)
-    );
-    stdout(o)
 }
 
 /// The one JSON document on stdout (fails on anything else: a second document, a log line).
@@ -108,12 +60,6 @@ fn task_of(resp: pb::SendMessageResponse) -> pb::Task {
         Some(pb::send_message_response::Payload::Task(t)) => t,
         other => panic!("expected a task, got {other:?}"),
     }
-}
-
-/// The value of the first `Label: value` field line (not inside a block) labelled `label`.
-fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(label).and_then(|r| r.strip_prefix(": ")))
 }
 
 async fn demo() -> Trident {
@@ -1332,14 +1278,21 @@ async fn a2acli_interact_005_nothing_is_remembered_between_runs() {
 
 /// The compliance report (`docs/a2a-cli-compliance.md`) stays true to these tests: it has one
 /// row per requirement of the specification's registry (66: 39 + 15 + 12), every test it
-/// names exists here, every test here is named there, and no row is `✅` without a test.
+/// names exists here (or in `a2acli_*.rs`), every such test is named there, and no row is `✅`
+/// without a test.
 #[test]
 fn a2acli_the_compliance_report_names_only_tests_that_exist() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let report = std::fs::read_to_string(root.join("docs/a2a-cli-compliance.md")).expect("report");
-    let tests = ["tests/it/a2acli.rs", "tests/it/a2acli_auth.rs"]
-        .map(|f| std::fs::read_to_string(root.join(f)).expect("tests"))
-        .concat();
+    // This file and the others of its rows (`a2acli_*.rs`).
+    let mut tests = String::new();
+    for entry in std::fs::read_dir(root.join("tests/it")).expect("tests/it") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        if name.is_some_and(|n| n.starts_with("a2acli") && n.ends_with(".rs")) {
+            tests.push_str(&std::fs::read_to_string(&path).expect("tests"));
+        }
+    }
     let defined: std::collections::BTreeSet<&str> = tests
         .split("fn ")
         .skip(1)
@@ -1559,26 +1512,32 @@ async fn cutting_proxy(upstream: std::net::SocketAddr, after: Duration) -> std::
     addr
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a2acli_task_poll_004_a_broken_stream_is_followed_by_polling() {
-    let server = demo().await;
+/// The card of `server` with every interface behind a new [`cutting_proxy`] that cuts its
+/// first connection half a second in; returns the card file's path.
+async fn card_through_a_cutting_proxy(server: &Trident, dir: &TempDir) -> String {
     let upstream: std::net::SocketAddr = server
         .origin
         .trim_start_matches("http://")
         .parse()
         .expect("an address");
+    let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
+    edited_card(&server.origin, dir, |c| {
+        let text = c
+            .to_string()
+            .replace(&upstream.to_string(), &proxy.to_string());
+        *c = serde_json::from_str(&text).expect("JSON");
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_task_poll_004_a_broken_stream_is_followed_by_polling() {
+    let server = demo().await;
     let dir = TempDir::new("a2acli-cut");
     for t in TRANSPORTS {
         // A card whose interfaces go through a proxy that cuts the first connection (the
         // send's stream) half a second in.
-        let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
-        let card = edited_card(&server.origin, &dir, |c| {
-            let text = c
-                .to_string()
-                .replace(&upstream.to_string(), &proxy.to_string());
-            *c = serde_json::from_str(&text).expect("JSON");
-        })
-        .await;
+        let card = card_through_a_cutting_proxy(&server, &dir).await;
         let o = run(&[
             "send",
             "-a",
@@ -2518,21 +2477,9 @@ async fn a2acli_card_get_002_validate_names_each_missing_required_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2acli_task_subscribe_002_a_broken_stream_is_resumed_where_it_broke() {
     let server = demo().await;
-    let upstream: std::net::SocketAddr = server
-        .origin
-        .trim_start_matches("http://")
-        .parse()
-        .expect("an address");
     let dir = TempDir::new("a2acli-resume");
     for t in TRANSPORTS {
-        let proxy = cutting_proxy(upstream, Duration::from_millis(500)).await;
-        let card = edited_card(&server.origin, &dir, |c| {
-            let text = c
-                .to_string()
-                .replace(&upstream.to_string(), &proxy.to_string());
-            *c = serde_json::from_str(&text).expect("JSON");
-        })
-        .await;
+        let card = card_through_a_cutting_proxy(&server, &dir).await;
         // --stream: every event once, although the first connection is cut half-way.
         let o = run(&[
             "send",

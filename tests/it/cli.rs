@@ -1,46 +1,19 @@
 //! The `trident` command as a real process: every client command over each binding against a
 //! real `trident serve`, exit codes, `--json`, and `serve --exec` with the example agents.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use trident_proto as pb;
 
-use crate::process::Trident;
+use crate::process::{Run, Trident, ok};
 use crate::wait::until;
 
 const BINDINGS: [&str; 3] = ["grpc", "jsonrpc", "rest"];
 
 /// Runs `trident ARGS…` to completion (bounded in time).
 async fn trident(args: &[&str]) -> Output {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_trident"))
-            .args(&args)
-            .env("RUST_LOG", "error")
-            .output()
-            .expect("run trident")
-    });
-    tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("trident finished in time")
-        .expect("join")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        stdout(o),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    stdout(o)
+    Run::new(args).output().await
 }
 
 fn json<T: serde::de::DeserializeOwned>(o: &Output) -> T {

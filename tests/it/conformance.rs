@@ -3,33 +3,22 @@
 //! it needs `TRIDENT_INTEROP_PYTHON` — against the official Python SDK's agent, where the table
 //! must be complete and the exit code must match the report.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 use trident_conformance::{CASES, Tier};
 
 use crate::harness::PythonAgent;
-use crate::process::Trident;
+use crate::process::{Run, Trident, stdout};
 
 /// Runs `trident conformance ARGS…` to completion (bounded in time).
 async fn conformance(args: &[&str]) -> Output {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let run = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_trident"))
-            .arg("conformance")
-            .args(&args)
-            .env("RUST_LOG", "error")
-            .output()
-            .expect("run trident conformance")
-    });
-    tokio::time::timeout(Duration::from_secs(600), run)
+    let mut all = vec!["conformance"];
+    all.extend_from_slice(args);
+    Run::new(&all)
+        .limit(Duration::from_secs(600))
+        .output()
         .await
-        .expect("trident conformance finished in time")
-        .expect("join")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The table's row of `case`: its marks, one per binding (after the case's spec section).

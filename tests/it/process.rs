@@ -1,4 +1,5 @@
-//! `trident serve` as a real child process: started on a free port, stopped with SIGKILL.
+//! `trident serve` as a real child process: started on a free port, stopped with SIGKILL;
+//! and the client commands run to completion ([`Run`]), with what the tests read of them.
 
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
@@ -217,4 +218,122 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A `trident` client command line, run to completion by a test: no `A2ACLI_*` variable
+/// or `TRIDENT_CONFIG` of the test's own environment, `XDG_CONFIG_HOME` in an empty place (no
+/// global `a2a-cli/.env`), `RUST_LOG=error`, stdin empty unless given, stdout and stderr
+/// kept.
+pub struct Run {
+    command: Command,
+    stdin: Option<Vec<u8>>,
+    limit: Duration,
+}
+
+impl Run {
+    /// `trident ARGS…`.
+    pub fn new<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_trident"));
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("A2ACLI_") || key == "TRIDENT_CONFIG" {
+                command.env_remove(key);
+            }
+        }
+        // Nor the global settings file of the developer running the tests.
+        let no_config = std::env::temp_dir().join("trident-tests-no-config");
+        command
+            .args(args)
+            .env("RUST_LOG", "error")
+            .env("XDG_CONFIG_HOME", no_config);
+        Self {
+            command,
+            stdin: None,
+            limit: Duration::from_secs(60),
+        }
+    }
+
+    /// With these environment variables.
+    pub fn envs<K: AsRef<std::ffi::OsStr>, V: AsRef<std::ffi::OsStr>>(
+        mut self,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        self.command.envs(vars);
+        self
+    }
+
+    /// In this working directory.
+    pub fn current_dir(mut self, dir: &std::path::Path) -> Self {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// With these bytes on stdin.
+    pub fn stdin(mut self, bytes: Option<&[u8]>) -> Self {
+        self.stdin = bytes.map(<[u8]>::to_vec);
+        self
+    }
+
+    /// Allowed to run this long (default 60s) before the test fails.
+    pub fn limit(mut self, limit: Duration) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Runs it to completion.
+    pub async fn output(self) -> std::process::Output {
+        let Self {
+            mut command,
+            stdin,
+            limit,
+        } = self;
+        let run = tokio::task::spawn_blocking(move || {
+            let mut child = command
+                .stdin(if stdin.is_some() {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run trident");
+            if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+                std::io::Write::write_all(&mut pipe, &bytes).expect("write stdin");
+            }
+            child.wait_with_output().expect("trident output")
+        });
+        tokio::time::timeout(limit, run)
+            .await
+            .expect("trident finished in time")
+            .expect("join")
+    }
+}
+
+/// What a run wrote to stdout.
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What a run wrote to stderr.
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The stdout of a run that succeeded (fails the test with both outputs otherwise).
+#[track_caller]
+pub fn ok(o: &std::process::Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+    stdout(o)
+}
+
+/// The value of the first `Label: value` line of a client command's text output.
+pub fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(label).and_then(|r| r.strip_prefix(": ")))
 }

@@ -774,3 +774,210 @@ fn unsafe_code_is_allowed_in_one_place_only() {
         }
     }
 }
+
+/// The a2a-cli compliance reports stay true: `docs/a2a-cli-compliance.md` has a row for every
+/// requirement of the specification's registry (`COMPLIANCE.md`, read from a checkout of the
+/// specification beside the repository or from `A2ACLI_SPEC_DIR`; without one, the
+/// requirements of the YAML report, which was filled from the specification's template),
+/// `docs/a2a-cli-compliance.yaml` has the same requirements with the same statuses, each
+/// report's tally agrees with its rows, and every test a `✅` or `◐` row or an `evidence`
+/// entry names is a function in `tests/it`.
+#[test]
+fn the_a2a_cli_reports_agree() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let root = root();
+    let md = read(&root.join("docs/a2a-cli-compliance.md"));
+    let yaml = read(&root.join("docs/a2a-cli-compliance.yaml"));
+
+    // The test functions of tests/it, by file.
+    let mut files = Vec::new();
+    rust_files(&root.join("tests/it"), &mut files);
+    let mut defined: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let text = read(file);
+        let rel = file
+            .strip_prefix(&root)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .into_owned();
+        let names = text
+            .split("fn ")
+            .skip(1)
+            .filter_map(|s| s.split(['(', '<']).next())
+            .map(str::to_owned)
+            .collect();
+        defined.insert(rel, names);
+    }
+    let exists = |name: &str| defined.values().any(|names| names.contains(name));
+
+    // The Markdown report: id -> (tier, status, notes).
+    let status_of = |mark: &str| match mark {
+        "✅" => "pass",
+        "◐" => "partial",
+        "❌" => "fail",
+        "⊘" => "not_measured",
+        "— N/A" => "na",
+        "⊗" => "withdrawn",
+        other => panic!("unknown mark {other:?}"),
+    };
+    let mut tier = 0;
+    let mut rows: BTreeMap<String, (u32, &str, String)> = BTreeMap::new();
+    for line in md.lines() {
+        if let Some(t) = line
+            .strip_prefix("## ")
+            .and_then(|h| h.split(". Tier ").nth(1))
+            .and_then(|t| t.chars().next())
+            .and_then(|c| c.to_digit(10))
+        {
+            tier = t;
+        }
+        if !line.starts_with("| `A2ACLI_") || line.starts_with("| `A2ACLI_ERR_") {
+            continue;
+        }
+        let cells: Vec<&str> = line.trim().trim_matches('|').split(" | ").collect();
+        let id = cells[0].trim().trim_matches('`').to_owned();
+        let status = status_of(cells[3].trim());
+        let notes = cells[4..].join(" | ");
+        if matches!(status, "pass" | "partial") {
+            for name in notes.split('`').filter(|w| {
+                w.starts_with("a2acli_") && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            }) {
+                assert!(
+                    exists(name),
+                    "{id} names {name}, which is no test in tests/it"
+                );
+            }
+            for cited in notes.split('`').filter(|w| w.starts_with("tests/it/")) {
+                if let Some((file, name)) = cited.split_once("::") {
+                    assert!(
+                        defined.get(file).is_some_and(|n| n.contains(name)),
+                        "{id} names {cited}, which does not exist"
+                    );
+                }
+            }
+        }
+        assert!(
+            rows.insert(id.clone(), (tier, status, notes)).is_none(),
+            "{id} has two rows"
+        );
+    }
+
+    // The YAML report: id -> (tier, status, evidence).
+    let mut entries: BTreeMap<String, (u32, String, Vec<String>)> = BTreeMap::new();
+    let mut in_requirements = false;
+    let mut current: Option<String> = None;
+    for line in yaml.lines() {
+        if !line.starts_with(' ') && !line.starts_with('#') && !line.is_empty() {
+            in_requirements = line == "requirements:";
+            current = None;
+            continue;
+        }
+        if !in_requirements {
+            continue;
+        }
+        if let Some(id) = line
+            .strip_prefix("  A2ACLI_")
+            .and_then(|r| r.strip_suffix(':'))
+        {
+            let id = format!("A2ACLI_{id}");
+            entries.insert(id.clone(), (0, String::new(), Vec::new()));
+            current = Some(id);
+        } else if let Some(entry) = current.as_ref().and_then(|id| entries.get_mut(id)) {
+            if let Some(t) = line.strip_prefix("    tier: ") {
+                entry.0 = t.trim().parse().expect("a tier");
+            } else if let Some(s) = line.strip_prefix("    status: ") {
+                entry.1 = s.trim().to_owned();
+            } else if let Some(e) = line.strip_prefix("      - ") {
+                entry.2.push(e.trim().to_owned());
+            }
+        }
+    }
+
+    // The registry: the specification's, when a checkout of it is at hand.
+    let spec_dir = std::env::var_os("A2ACLI_SPEC_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            root.ancestors()
+                .map(|a| a.join("shared/spec/a2a-cli"))
+                .find(|d| d.join("COMPLIANCE.md").is_file())
+        });
+    let registry: BTreeSet<String> = match &spec_dir {
+        Some(dir) => read(&dir.join("COMPLIANCE.md"))
+            .lines()
+            .filter(|l| l.starts_with("| `A2ACLI_") && !l.starts_with("| `A2ACLI_ERR_"))
+            .filter_map(|l| l.split('`').nth(1))
+            .map(str::to_owned)
+            .collect(),
+        None => {
+            eprintln!("no a2a-cli specification checkout: the YAML report's requirements stand in");
+            entries.keys().cloned().collect()
+        }
+    };
+    assert_eq!(registry.len(), 66, "the v0.2 registry: {registry:?}");
+    let md_ids: BTreeSet<String> = rows.keys().cloned().collect();
+    let yaml_ids: BTreeSet<String> = entries.keys().cloned().collect();
+    assert_eq!(
+        registry.difference(&md_ids).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "requirements without a row in docs/a2a-cli-compliance.md"
+    );
+    assert_eq!(md_ids, registry, "rows that are not requirements");
+    assert_eq!(
+        yaml_ids, md_ids,
+        "the YAML report has the same requirements"
+    );
+
+    for (id, (tier, status, _)) in &rows {
+        let (yaml_tier, yaml_status, evidence) = &entries[id];
+        assert_eq!(yaml_tier, tier, "{id}: the tier of its section");
+        assert_eq!(yaml_status, status, "{id}: the same status in both reports");
+        for e in evidence {
+            let (file, name) = e
+                .split_once("::")
+                .unwrap_or_else(|| panic!("{id}: evidence {e:?} is FILE::TEST"));
+            assert!(
+                defined.get(file).is_some_and(|n| n.contains(name)),
+                "{id}: evidence {e} does not exist"
+            );
+        }
+        if *status == "pass" {
+            assert!(!evidence.is_empty(), "{id} passes without evidence");
+        }
+    }
+
+    // Each report's tally is its rows'.
+    for t in 1..=3u32 {
+        let count = |s: &str| rows.values().filter(|r| r.0 == t && r.1 == s).count();
+        let total = rows.values().filter(|r| r.0 == t).count();
+        let [pass, partial, fail, not_measured, na] =
+            ["pass", "partial", "fail", "not_measured", "na"].map(count);
+        let satisfied = total > 0 && pass + na == total;
+        let yaml_line = format!(
+            "  tier_{t}: {{total: {total}, pass: {pass}, partial: {partial}, fail: {fail}, \
+             not_measured: {not_measured}, na: {na}, satisfied: {satisfied}}}"
+        );
+        assert!(
+            yaml.lines().any(|l| l == yaml_line),
+            "the YAML summary says {yaml_line}"
+        );
+        let md_row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| Tier {t} — ")))
+            .unwrap_or_else(|| panic!("no tally row for tier {t}"));
+        let cells: Vec<&str> = md_row.trim().trim_matches('|').split(" | ").collect();
+        let numbers: Vec<usize> = cells[1..7]
+            .iter()
+            .map(|c| c.trim().parse().expect("a count"))
+            .collect();
+        assert_eq!(
+            numbers,
+            [total, pass, partial, fail, not_measured, na],
+            "the Markdown tally of tier {t}"
+        );
+        assert_eq!(
+            cells[7].trim(),
+            if satisfied { "yes" } else { "no" },
+            "tier {t} satisfied?"
+        );
+    }
+}

@@ -445,17 +445,7 @@ async fn cli_commands_against_a_v03_agent() {
         {
             args.extend(["--a2a-version".to_owned(), "0.3".to_owned()]);
         }
-        let out = tokio::task::spawn_blocking(move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_trident"))
-                .args(&args)
-                .env("RUST_LOG", "error")
-                .output()
-                .expect("run trident")
-        });
-        tokio::time::timeout(Duration::from_secs(60), out)
-            .await
-            .expect("in time")
-            .expect("join")
+        crate::process::Run::new(&args).output().await
     };
     let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let ok = |o: &std::process::Output| {
