@@ -209,8 +209,9 @@ pub(crate) struct CardGet {
     reference: Option<String>,
     #[command(flatten)]
     pub(crate) target: Target,
-    /// Verify the card's signatures (keys from each signature's `jku`, or from --jwks); exit
-    /// 1 if the card is unsigned or no signature verifies.
+    /// Strict: exit 1 (A2ACLI_ERR_CARD_INVALID) unless a signature of the card verifies. Without
+    /// it a signed card is verified all the same and the outcome shown (verified or
+    /// unverifiable, with a warning); an unsigned card is shown as such.
     #[arg(long)]
     verify: bool,
     /// Trust only the keys of this JWKS URL (instead of the signatures' `jku`).
@@ -221,6 +222,12 @@ pub(crate) struct CardGet {
     /// naming each one missing.
     #[arg(long)]
     validate: bool,
+    /// Fetch the authenticated extended card (GetExtendedAgentCard) over the binding the
+    /// public card selects, with the credentials it declares (--bearer, --api-key, or a token
+    /// of auth login); --validate then checks the extended card. The public card must declare
+    /// capabilities.extendedAgentCard.
+    #[arg(long)]
+    extended: bool,
 }
 
 /// One message-part flag of `send`, in command-line order.
@@ -605,6 +612,15 @@ impl Session {
         result
     }
 
+    /// `GetExtendedAgentCard`, logged with --debug.
+    async fn get_extended_agent_card(&self) -> Result<pb::AgentCard, A2aError> {
+        let request = pb::GetExtendedAgentCardRequest::default();
+        let started = self.sending("GetExtendedAgentCard", &request);
+        let result = self.svc.get_extended_agent_card(&self.cx, request).await;
+        self.received("GetExtendedAgentCard", started, &result);
+        result
+    }
+
     /// `ListTasks`, logged with --debug.
     async fn list_tasks(
         &self,
@@ -955,6 +971,11 @@ fn api_key_place(card: &pb::AgentCard) -> (String, KeyPlace) {
 
 async fn connect(target: &Target) -> Result<Session, Failure> {
     let card = resolve_card(target).await?;
+    connect_with(target, card).await
+}
+
+/// [`connect`], to the agent of `card` (read already).
+async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, Failure> {
     let reference = target.reference()?.to_owned();
     let mut builder = trident_client::ClientBuilder::new()
         .protocol(target.protocol)
@@ -1080,10 +1101,18 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
     if let Some(r) = &args.reference {
         target.agent_card = Some(r.clone());
     }
-    let (card, body) = resolve_card_json(&target).await?;
+    let (public, body) = resolve_card_json(&target).await?;
+    let (card, json) = if args.extended {
+        (extended_card(&target, public).await?, None)
+    } else {
+        (public, Some(body))
+    };
     if args.validate {
-        let json: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|e| Failure::local(Local::CardInvalid, e.to_string()))?;
+        let json: serde_json::Value = match &json {
+            Some(body) => serde_json::from_slice(body),
+            None => serde_json::to_value(&card),
+        }
+        .map_err(|e| Failure::local(Local::CardInvalid, e.to_string()))?;
         let problems = card_problems(&json);
         if !problems.is_empty() {
             return Err(Failure::local(
@@ -1096,12 +1125,36 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
             .with_hint("see the AgentCard message of the A2A specification (a2a.proto)"));
         }
     }
-    let verified = if args.verify {
-        Some(verify(&card, args.jwks.as_deref()).await)
+    // SPEC §10.1: verified when signed, the outcome always reported, an absent signature
+    // a failure only when asked (--verify).
+    let signature = if card.signatures.is_empty() {
+        Err("absent (the card is not signed)".to_owned())
     } else {
-        None
+        verify(&card, args.jwks.as_deref())
+            .await
+            .map_err(|why| format!("unverifiable ({why})"))
     };
+    let outcome = match &signature {
+        Ok(line) | Err(line) => line.clone(),
+    };
+    if let Err(why) = &signature {
+        if args.verify {
+            return Err(
+                Failure::local(Local::CardInvalid, format!("card signature: {why}"))
+                    .with_hint("without --verify the card is shown with its signature's outcome"),
+            );
+        }
+        if !card.signatures.is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: the card's signature does not verify: {why}; the card is not \
+                 verified"
+            );
+        }
+    }
     if target.json() {
+        // stdout holds the card alone (Appendix B); the outcome is a diagnostic.
+        let _ = writeln!(std::io::stderr(), "signature: {outcome}");
         print_json(&card)?;
     } else {
         let mut out = card_text(&card);
@@ -1113,21 +1166,36 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
                 &format!("{} {}", b.card_name(), i.url),
             );
         }
-        if let Some(Ok(line)) = &verified {
-            render::field(&mut out, "Signature", line);
-        }
+        render::field(&mut out, "Signature", &outcome);
         if args.validate {
             render::field(&mut out, "Valid", "yes (A2A 1.0 AgentCard)");
         }
         print_text(&out)?;
     }
-    match verified {
-        None | Some(Ok(_)) => Ok(()),
-        Some(Err(why)) => Err(Failure::local(
-            Local::CardInvalid,
-            format!("card signature: {why}"),
-        )),
+    Ok(())
+}
+
+/// The extended card of the agent of `public` (SPEC §10.1, §12.4): asked for over the binding
+/// the public card selects, with the credentials it declares, as every other call.
+async fn extended_card(target: &Target, public: pb::AgentCard) -> Result<pb::AgentCard, Failure> {
+    let declared = public
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.extended_agent_card)
+        == Some(true);
+    if !declared {
+        // What the agent would answer (A2A §3.1.11), said without asking it (SPEC §13.3).
+        let reference = target.reference()?;
+        return Err(Failure::from_a2a(
+            A2aError::unsupported(format!(
+                "the card of {reference} does not declare capabilities.extendedAgentCard: the \
+                 agent has no extended card"
+            )),
+            false,
+        ));
     }
+    let s = connect_with(target, public).await?;
+    s.get_extended_agent_card().await.map_err(|e| s.failed(e))
 }
 
 fn card_text(card: &pb::AgentCard) -> String {
@@ -1207,9 +1275,15 @@ pub(crate) async fn verify(card: &pb::AgentCard, jwks: Option<&str>) -> Result<S
     if urls.is_empty() {
         return Err("no signature names its keys (jku); pass --jwks URL".into());
     }
+    // The keys are fetched with certificates verified (never --insecure), and in bounded time.
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
     let mut failures = Vec::new();
     for url in urls {
-        let keys = match reqwest::get(&url).await {
+        let keys = match http.get(&url).send().await {
             Ok(r) => match r.bytes().await {
                 Ok(b) => trident_security::JwkSet::from_json(&b).map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
@@ -1218,7 +1292,7 @@ pub(crate) async fn verify(card: &pb::AgentCard, jwks: Option<&str>) -> Result<S
         };
         match keys {
             Ok(keys) => match trident_security::verify_card(card, &keys) {
-                Ok(kid) => return Ok(format!("valid (key {kid} from {url})")),
+                Ok(kid) => return Ok(format!("verified (key {kid} from {url})")),
                 Err(e) => failures.push(format!("{url}: {e}")),
             },
             Err(e) => failures.push(format!("{url}: {e}")),

@@ -1,0 +1,273 @@
+//! a2a-cli Tier 3 (SPEC §10.1, §12.3, §12.4): the authenticated extended Agent Card, against
+//! live `trident serve` agents started here, each driven through the real `trident` binary.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use crate::process::{TempDir, Trident};
+
+const TRANSPORTS: [&str; 3] = ["JSONRPC", "HTTP+JSON", "GRPC"];
+
+/// The command for `trident ARGS…` with no inherited a2a-cli variables and its own
+/// configuration directory (no token of `auth login` from elsewhere).
+fn command(args: &[&str], config: &TempDir) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_trident"));
+    c.args(args)
+        .env_remove("A2ACLI_OUTPUT")
+        .env_remove("A2ACLI_AGENT_CARD")
+        .env_remove("A2ACLI_BEARER")
+        .env_remove("A2ACLI_API_KEY")
+        .env_remove("TRIDENT_TOKEN")
+        .env("XDG_CONFIG_HOME", &config.0)
+        .env("HOME", &config.0)
+        .env("RUST_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Runs `trident ARGS…` to completion (bounded in time).
+async fn run(args: &[&str], config: &TempDir) -> Output {
+    let mut c = command(args, config);
+    let run = tokio::task::spawn_blocking(move || c.output().expect("run trident"));
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("trident finished in time")
+        .expect("join")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[track_caller]
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+/// The `error` of the Appendix B envelope of a run with `-o json` that exited `exit`.
+#[track_caller]
+fn error_object(o: &Output, exit: i32) -> serde_json::Value {
+    assert_eq!(
+        o.status.code(),
+        Some(exit),
+        "stdout: {}\nstderr: {}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("one JSON document: {e}\n{}", text(&o.stdout)));
+    v["error"].clone()
+}
+
+/// The extended card `serve --extended-card` is given: a skill the public card lacks.
+fn extended_card_json() -> serde_json::Value {
+    serde_json::json!({
+        "name": "Trident extended agent",
+        "description": "What authenticated callers are shown",
+        "version": "1.0.0",
+        "supportedInterfaces": [
+            {"url": "http://127.0.0.1:1/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {"streaming": true},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{
+            "id": "ledger",
+            "name": "Ledger",
+            "description": "Only for authenticated callers",
+            "tags": ["private"]
+        }]
+    })
+}
+
+/// `card get --extended` (SPEC §10.1, §12.4): the public card declares the extended card and
+/// the bearer scheme; with the token, each binding fetches the extended card through
+/// GetExtendedAgentCard (text and JSON, `--validate` on it); without a credential the agent's
+/// refusal is `A2ACLI_ERR_CREDENTIALS_MISSING`, with a wrong one `A2ACLI_ERR_AUTH_FAILED`
+/// (exit 4); an agent whose card declares no extended card is `UnsupportedOperationError`
+/// (exit 1) without being asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_card_get_003_extended_card_with_the_declared_credentials() {
+    let dir = TempDir::new("a2acli-extended");
+    let path = dir.0.join("extended.json");
+    std::fs::write(&path, extended_card_json().to_string()).expect("write the extended card");
+    let path = path.display().to_string();
+    let server = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--bearer",
+        "alice=tok-extended",
+        "--extended-card",
+        &path,
+    ])
+    .await;
+    let origin = server.origin.as_str();
+
+    let public = ok(&run(&["card", "get", "-a", origin], &dir).await);
+    assert!(public.contains("Extended Card: true"), "{public}");
+    assert!(public.contains("Security Scheme: bearer"), "{public}");
+    assert!(!public.contains("Ledger"), "{public}");
+
+    for t in TRANSPORTS {
+        let args = [
+            "card",
+            "get",
+            "-a",
+            origin,
+            "--extended",
+            "--transport",
+            t,
+            "--bearer",
+            "tok-extended",
+        ];
+        let out = ok(&run(&args, &dir).await);
+        assert!(out.contains("Name: Trident extended agent"), "{t}: {out}");
+        assert!(
+            out.contains("Skill: Ledger — Only for authenticated callers"),
+            "{t}: {out}"
+        );
+
+        let mut json_args = args.to_vec();
+        json_args.extend(["-o", "json", "--validate"]);
+        let json = ok(&run(&json_args, &dir).await);
+        let card: serde_json::Value = serde_json::from_str(&json).expect("one JSON card");
+        assert_eq!(card["name"], "Trident extended agent", "{t}: {json}");
+        assert_eq!(card["skills"][0]["id"], "ledger", "{t}: {json}");
+
+        let o = run(&args[..7], &dir).await;
+        let missing = run(&[&args[..7], &["-o", "json"][..]].concat(), &dir).await;
+        assert_eq!(o.status.code(), Some(4), "{t}: {}", text(&o.stderr));
+        let e = error_object(&missing, 4);
+        assert_eq!(e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING", "{t}: {e}");
+
+        let wrong = run(
+            &[&args[..7], &["--bearer", "nope", "-o", "json"][..]].concat(),
+            &dir,
+        )
+        .await;
+        let e = error_object(&wrong, 4);
+        assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{t}: {e}");
+    }
+
+    // An agent without an extended card: refused before any call, as the agent would.
+    let plain = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let o = run(
+        &[
+            "card",
+            "get",
+            "-a",
+            &plain.origin,
+            "--extended",
+            "-o",
+            "json",
+        ],
+        &dir,
+    )
+    .await;
+    let e = error_object(&o, 1);
+    assert_eq!(e["code"], "UnsupportedOperationError", "{e}");
+}
+
+fn stderr(o: &Output) -> String {
+    text(&o.stderr)
+}
+
+/// Signature verification by default (SPEC §10.1): a signed card is verified (keys from its
+/// `jku`) and shown so; an unsigned one is shown as `absent` and is no failure; a tampered
+/// copy of the signed card is shown as `unverifiable`, with a warning, never as verified.
+/// `--verify` makes the absent and unverifiable cases `A2ACLI_ERR_CARD_INVALID` (exit 1),
+/// with nothing but the error on stdout. In JSON mode stdout is the card alone and the
+/// outcome goes to stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_card_get_004_signatures_are_verified_by_default_and_reported() {
+    let dir = TempDir::new("a2acli-signature");
+    let key = dir.0.join("agent.pem").display().to_string();
+    let signed =
+        Trident::serve(&["--agent", "demo", "--store", "memory", "--sign-key", &key]).await;
+    let unsigned = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+
+    let o = run(&["card", "get", "-a", &signed.origin], &dir).await;
+    let out = ok(&o);
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("Signature: "))
+        .unwrap_or_else(|| panic!("a Signature line: {out}"));
+    assert!(
+        line.starts_with("verified (key ")
+            && line.contains(&format!("{}/.well-known/jwks.json", signed.origin)),
+        "{line}"
+    );
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    ok(&run(&["card", "get", "-a", &signed.origin, "--verify"], &dir).await);
+    let o = run(&["card", "get", "-a", &signed.origin, "-o", "json"], &dir).await;
+    let card: serde_json::Value = serde_json::from_str(&ok(&o)).expect("the card alone");
+    assert!(card["signatures"].is_array(), "{card}");
+    assert!(
+        stderr(&o).contains("signature: verified (key "),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = run(&["card", "get", "-a", &unsigned.origin], &dir).await;
+    assert!(
+        ok(&o).contains("Signature: absent (the card is not signed)"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let o = run(
+        &[
+            "card",
+            "get",
+            "-a",
+            &unsigned.origin,
+            "--verify",
+            "-o",
+            "json",
+        ],
+        &dir,
+    )
+    .await;
+    let e = error_object(&o, 1);
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_INVALID", "{e}");
+
+    // The signed card with its name changed: the signature no longer covers it.
+    let mut tampered: serde_json::Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", signed.origin))
+            .await
+            .expect("card")
+            .json()
+            .await
+            .expect("card json");
+    tampered["name"] = "Someone else".into();
+    let path = dir.0.join("tampered.json");
+    std::fs::write(&path, tampered.to_string()).expect("write");
+    let path = path.display().to_string();
+    let o = run(&["card", "get", "-a", &path], &dir).await;
+    let out = ok(&o);
+    assert!(out.contains("Signature: unverifiable ("), "{out}");
+    assert!(!out.contains("verified (key"), "{out}");
+    assert!(
+        stderr(&o).contains("warning: the card's signature does not verify"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        &["card", "get", "-a", &path, "--verify", "-o", "json"],
+        &dir,
+    )
+    .await;
+    let e = error_object(&o, 1);
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_INVALID", "{e}");
+}
