@@ -95,6 +95,17 @@ pub(crate) struct Target {
     /// against a self-signed agent only. Always warned about on stderr.
     #[arg(long)]
     pub(crate) insecure: bool,
+    /// Mutual TLS: present this client certificate (PEM, leaf first, then its chain) to an
+    /// agent that asks for one; with --key. The card fetch and the HTTP bindings (not gRPC).
+    #[arg(long, env = "A2ACLI_CERT", value_name = "PEM")]
+    pub(crate) cert: Option<std::path::PathBuf>,
+    /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "A2ACLI_KEY", value_name = "PEM")]
+    pub(crate) key: Option<std::path::PathBuf>,
+    /// Also trust the CA certificates of this PEM file (besides the system's) for the agent's
+    /// certificate: the card fetch and the HTTP bindings.
+    #[arg(long, env = "A2ACLI_CA", value_name = "PEM")]
+    pub(crate) ca: Option<std::path::PathBuf>,
     /// Diagnostics on stderr: the card read, the binding and version chosen, the credentials
     /// and service parameters applied (their values always redacted), and each request and
     /// response (ProtoJSON) with its time.
@@ -576,11 +587,17 @@ struct Session {
     card: pb::AgentCard,
     reference: String,
     credentials: bool,
+    /// Whether a client certificate (--cert) is presented.
+    client_cert: bool,
 }
 
 impl Session {
     /// A failure of a call, classified.
     fn failed(&self, e: A2aError) -> Failure {
+        let chain = trident_core::error_chain(&e);
+        if refused_client_certificate(&chain) {
+            return client_certificate_refused(self.client_cert, chain);
+        }
         let failure = Failure::from_a2a(e, self.credentials);
         // The hint Appendix B asks for: the login command, when the card says how.
         match crate::oauth::login_hint(&self.card, &self.reference) {
@@ -727,13 +744,79 @@ pub(crate) fn card_source(reference: &str) -> CardSource {
     }
 }
 
-/// The HTTP client of the card fetch: certificates verified unless `--insecure`.
+/// The HTTP client of the card fetch and the HTTP bindings: certificates verified unless
+/// `--insecure`, the roots of `--ca` trusted too, the client certificate of `--cert`/`--key`
+/// presented (mutual TLS, SPEC §12.3).
 fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
-    reqwest::Client::builder()
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| Failure::usage(format!("{flag} {}: {e}", path.display())))
+    };
+    let mut builder = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
-        .danger_accept_invalid_certs(target.insecure)
+        .danger_accept_invalid_certs(target.insecure);
+    if let Some(path) = &target.ca {
+        let roots = reqwest::Certificate::from_pem_bundle(&read("--ca", path)?).map_err(|e| {
+            Failure::usage(format!(
+                "--ca {}: {}",
+                path.display(),
+                trident_core::error_chain(&e)
+            ))
+        })?;
+        if roots.is_empty() {
+            return Err(Failure::usage(format!(
+                "--ca {}: no certificate in the file",
+                path.display()
+            )));
+        }
+        builder = builder.tls_certs_merge(roots);
+    }
+    match (&target.cert, &target.key) {
+        (Some(cert), Some(key)) => {
+            let mut pem = read("--cert", cert)?;
+            pem.push(b'\n');
+            pem.extend(read("--key", key)?);
+            // The key's text is never shown: only the file names.
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+                Failure::usage(format!(
+                    "--cert {} with --key {}: not a PEM certificate and its private key",
+                    cert.display(),
+                    key.display()
+                ))
+            })?;
+            builder = builder.identity(identity);
+        }
+        (None, None) => {}
+        _ => return Err(Failure::usage("--cert and --key go together (mutual TLS)")),
+    }
+    builder
         .build()
         .map_err(|e| Failure::local(Local::Internal, e.to_string()))
+}
+
+/// A TLS handshake the agent ended over the client certificate: none was presented
+/// (`A2ACLI_ERR_CREDENTIALS_MISSING`) or it was refused (`A2ACLI_ERR_AUTH_FAILED`), exit 4.
+fn client_certificate_refused(presented: bool, message: String) -> Failure {
+    if presented {
+        Failure::local(Local::AuthFailed, message)
+            .with_hint("the agent refused the client certificate of --cert")
+    } else {
+        Failure::local(Local::CredentialsMissing, message)
+            .with_hint("the agent asks for a client certificate (mutual TLS): --cert PEM --key PEM")
+    }
+}
+
+/// Whether `chain` (an error's causes) is a TLS peer refusing the client's certificate, or its
+/// absence: then the failure is authentication (exit 4), not reachability.
+fn refused_client_certificate(chain: &str) -> bool {
+    [
+        "CertificateRequired",
+        "BadCertificate",
+        "UnknownCA",
+        "CertificateUnknown",
+        "AccessDenied",
+    ]
+    .iter()
+    .any(|alert| chain.contains(&format!("received fatal alert: {alert}")))
 }
 
 /// Reads the card `reference` names. Every command starts here, so this is where
@@ -783,16 +866,19 @@ async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), 
                 request = request.timeout(t);
             }
             let response = request.send().await.map_err(|e| {
+                let chain = trident_core::error_chain(&e);
+                if refused_client_certificate(&chain) {
+                    return client_certificate_refused(
+                        target.cert.is_some(),
+                        format!("agent card {url}: {chain}"),
+                    );
+                }
                 let code = if e.is_timeout() {
                     Local::Timeout
                 } else {
                     Local::Unreachable
                 };
-                Failure::local(
-                    code,
-                    format!("agent card {url}: {}", trident_core::error_chain(&e)),
-                )
-                .with_hint(hint.clone())
+                Failure::local(code, format!("agent card {url}: {chain}")).with_hint(hint.clone())
             })?;
             let status = response.status();
             if !status.is_success() {
@@ -980,14 +1066,8 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
     let mut builder = trident_client::ClientBuilder::new()
         .protocol(target.protocol)
         .cache_cards(false);
-    if target.insecure {
-        builder = builder.http_client(
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .danger_accept_invalid_certs(true)
-                .build()
-                .map_err(|e| Failure::local(Local::Internal, e.to_string()))?,
-        );
+    if target.insecure || target.cert.is_some() || target.ca.is_some() {
+        builder = builder.http_client(http_client(target)?);
     }
     // A token `auth login` kept for this agent, unless a bearer token is given (§12.2).
     let (bearer, stored_scheme) = match target.bearer() {
@@ -1042,6 +1122,15 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
             "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
         ));
     }
+    if binding == Binding::Grpc && (target.cert.is_some() || target.ca.is_some()) {
+        // This build's gRPC client speaks plain HTTP/2 only: the certificates would go unused.
+        return Err(Failure::usage(
+            "--cert and --ca apply to the HTTP bindings: this build's gRPC client has no TLS",
+        )
+        .with_hint(
+            "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
+        ));
+    }
     let credentials = bearer.is_some() || target.api_key.is_some();
     let svc = client
         .client(binding, &interface)
@@ -1092,6 +1181,7 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         card,
         reference,
         credentials,
+        client_cert: target.cert.is_some(),
     })
 }
 

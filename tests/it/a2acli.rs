@@ -1337,9 +1337,13 @@ async fn a2acli_interact_005_nothing_is_remembered_between_runs() {
 fn a2acli_the_compliance_report_names_only_tests_that_exist() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let report = std::fs::read_to_string(root.join("docs/a2a-cli-compliance.md")).expect("report");
-    let tests = ["tests/it/a2acli.rs", "tests/it/a2acli_auth.rs"]
-        .map(|f| std::fs::read_to_string(root.join(f)).expect("tests"))
-        .concat();
+    let tests = [
+        "tests/it/a2acli.rs",
+        "tests/it/a2acli_auth.rs",
+        "tests/it/a2acli_tls.rs",
+    ]
+    .map(|f| std::fs::read_to_string(root.join(f)).expect("tests"))
+    .concat();
     let defined: std::collections::BTreeSet<&str> = tests
         .split("fn ")
         .skip(1)

@@ -271,3 +271,332 @@ async fn a2acli_card_get_004_signatures_are_verified_by_default_and_reported() {
     let e = error_object(&o, 1);
     assert_eq!(e["code"], "A2ACLI_ERR_CARD_INVALID", "{e}");
 }
+
+/// A port free a moment ago on loopback.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Runs `program ARGS…` in `dir`; `false` when it is not installed or fails.
+fn tool(program: &str, args: &[&str], dir: &std::path::Path) -> bool {
+    Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Makes, in `dir` with `openssl`, the CA `NAME-ca.pem` (key `NAME-ca.key`), and signs with it
+/// `NAME-server.pem` (for `localhost` and `127.0.0.1`) and `NAME-client.pem`, each with its
+/// `.key`. `false` without openssl.
+fn certificates(dir: &std::path::Path, name: &str) -> bool {
+    let ca = format!("{name}-ca");
+    let ok = tool(
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            &format!("{ca}.key"),
+            "-out",
+            &format!("{ca}.pem"),
+            "-days",
+            "1",
+            "-subj",
+            &format!("/CN={name} test CA"),
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+        dir,
+    );
+    if !ok {
+        return false;
+    }
+    for (leaf, ext) in [
+        (
+            "server",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        ),
+        ("client", "extendedKeyUsage=clientAuth\n"),
+    ] {
+        let base = format!("{name}-{leaf}");
+        std::fs::write(
+            dir.join(format!("{base}.ext")),
+            format!("basicConstraints=CA:FALSE\n{ext}"),
+        )
+        .expect("write the extensions");
+        let made = tool(
+            "openssl",
+            &[
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                &format!("{base}.key"),
+                "-out",
+                &format!("{base}.csr"),
+                "-subj",
+                &format!("/CN={name} {leaf}"),
+            ],
+            dir,
+        ) && tool(
+            "openssl",
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{base}.csr"),
+                "-CA",
+                &format!("{ca}.pem"),
+                "-CAkey",
+                &format!("{ca}.key"),
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-out",
+                &format!("{base}.pem"),
+                "-extfile",
+                &format!("{base}.ext"),
+            ],
+            dir,
+        );
+        if !made {
+            return false;
+        }
+    }
+    true
+}
+
+/// Child processes killed when the test ends, however it ends.
+struct Children(Vec<std::process::Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Mutual TLS (SPEC §12.3), on the HTTP bindings: a live `trident serve` behind a TLS front
+/// (socat) that requires a client certificate of the test's CA. With `--ca`, `--cert` and
+/// `--key` (or their variables) the card is fetched and a message sent over JSON-RPC and
+/// HTTP+JSON; without a client certificate the refusal is `A2ACLI_ERR_CREDENTIALS_MISSING`,
+/// with one of another CA `A2ACLI_ERR_AUTH_FAILED` (exit 4), at the card fetch and at a
+/// binding's call alike; without `--ca` the agent's certificate is not trusted
+/// (`A2ACLI_ERR_UNREACHABLE`, exit 3). The gRPC binding, whose client has no TLS, is a usage
+/// error (exit 2) rather than certificates silently unused. (Returns early where openssl or
+/// socat is not installed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
+    let dir = TempDir::new("a2acli-mtls");
+    let d = dir.0.as_path();
+    if !certificates(d, "good") || !certificates(d, "rogue") || !tool("socat", &["-V"], d) {
+        eprintln!("openssl or socat is not installed: mutual TLS not exercised");
+        return;
+    }
+    let p = |f: &str| d.join(f).display().to_string();
+    let (agent_port, front_port) = (free_port(), free_port());
+    let front = format!("https://localhost:{front_port}");
+    let mut children = Children(Vec::new());
+    children.0.push(
+        Command::new(env!("CARGO_BIN_EXE_trident"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{agent_port}")])
+            .args([
+                "--public-url",
+                &front,
+                "--agent",
+                "demo",
+                "--store",
+                "memory",
+            ])
+            .env("RUST_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start trident serve"),
+    );
+    children.0.push(
+        Command::new("socat")
+            .arg(format!(
+                "OPENSSL-LISTEN:{front_port},bind=127.0.0.1,reuseaddr,fork,cert={},key={},\
+                 cafile={},verify=1",
+                p("good-server.pem"),
+                p("good-server.key"),
+                p("good-ca.pem")
+            ))
+            .arg(format!("TCP:127.0.0.1:{agent_port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start socat"),
+    );
+    for port in [agent_port, front_port] {
+        crate::wait::until("the agent and its TLS front listen", || async move {
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .ok()
+                .map(drop)
+        })
+        .await;
+    }
+    let (ca, cert, key) = (p("good-ca.pem"), p("good-client.pem"), p("good-client.key"));
+    let mtls = [
+        "--ca",
+        ca.as_str(),
+        "--cert",
+        cert.as_str(),
+        "--key",
+        key.as_str(),
+    ];
+
+    let o = run(
+        &[&["card", "get", "-a", &front, "-o", "json"][..], &mtls[..]].concat(),
+        &dir,
+    )
+    .await;
+    let card = ok(&o);
+    assert!(
+        card.contains(&format!("{front}/")),
+        "the card through the front: {card}"
+    );
+    let card_file = p("card.json");
+    std::fs::write(&card_file, &card).expect("keep the card");
+
+    for t in ["JSONRPC", "HTTP+JSON"] {
+        let send = [
+            "send",
+            "hello",
+            "-a",
+            &front,
+            "--transport",
+            t,
+            "-o",
+            "json",
+        ];
+        let out = ok(&run(&[&send[..], &mtls[..]].concat(), &dir).await);
+        let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+        assert_eq!(
+            v["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{t}: {out}"
+        );
+
+        // The same from the variables.
+        let mut c = command(&send, &dir);
+        c.env("A2ACLI_CA", &ca)
+            .env("A2ACLI_CERT", &cert)
+            .env("A2ACLI_KEY", &key);
+        let o = tokio::task::spawn_blocking(move || c.output().expect("run trident"))
+            .await
+            .expect("join");
+        ok(&o);
+
+        // No client certificate: at the card fetch, and at the binding's call (card from a file).
+        for agent in [front.as_str(), card_file.as_str()] {
+            let o = run(
+                &[
+                    "send",
+                    "hello",
+                    "-a",
+                    agent,
+                    "--transport",
+                    t,
+                    "--ca",
+                    &ca,
+                    "-o",
+                    "json",
+                ],
+                &dir,
+            )
+            .await;
+            let e = error_object(&o, 4);
+            assert_eq!(
+                e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING",
+                "{t} {agent}: {e}"
+            );
+            assert!(
+                e["hint"].as_str().is_some_and(|h| h.contains("--cert")),
+                "{e}"
+            );
+
+            let rogue = [
+                "--cert",
+                &p("rogue-client.pem"),
+                "--key",
+                &p("rogue-client.key"),
+            ]
+            .map(str::to_owned);
+            let args: Vec<String> = [
+                "send",
+                "hello",
+                "-a",
+                agent,
+                "--transport",
+                t,
+                "--ca",
+                &ca,
+                "-o",
+                "json",
+            ]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(rogue)
+            .collect();
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let e = error_object(&run(&args, &dir).await, 4);
+            assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{t} {agent}: {e}");
+        }
+    }
+
+    // The agent's certificate is the test CA's: without --ca it is not trusted.
+    let o = run(
+        &[
+            "card", "get", "-a", &front, "--cert", &cert, "--key", &key, "-o", "json",
+        ],
+        &dir,
+    )
+    .await;
+    let e = error_object(&o, 3);
+    assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE", "{e}");
+
+    // A key without its certificate, and gRPC (no TLS in its client): usage errors.
+    let o = run(
+        &[
+            "card", "get", "-a", &front, "--ca", &ca, "--key", &key, "-o", "json",
+        ],
+        &dir,
+    )
+    .await;
+    assert_eq!(error_object(&o, 2)["code"], "A2ACLI_ERR_USAGE");
+    let grpc = [
+        "send",
+        "hello",
+        "-a",
+        &card_file,
+        "--transport",
+        "GRPC",
+        "-o",
+        "json",
+    ];
+    let e = error_object(&run(&[&grpc[..], &mtls[..]].concat(), &dir).await, 2);
+    assert_eq!(e["code"], "A2ACLI_ERR_USAGE", "{e}");
+    drop(children);
+}
