@@ -793,20 +793,20 @@ fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
         .map_err(|e| Failure::local(Local::Internal, e.to_string()))
 }
 
-/// A TLS handshake the agent ended over the client certificate: none was presented
-/// (`A2ACLI_ERR_CREDENTIALS_MISSING`) or it was refused (`A2ACLI_ERR_AUTH_FAILED`), exit 4.
+/// A TLS handshake the agent ended over the client certificate (none presented, or refused):
+/// a TLS failure, `A2ACLI_ERR_UNREACHABLE` (exit 3, SPEC §11.6), whose hint says what to do.
+/// (Not exit 4: under TLS 1.3 the agent's alert may arrive after the connection is already
+/// given up on, so the same refusal could not always be told apart.)
 fn client_certificate_refused(presented: bool, message: String) -> Failure {
-    if presented {
-        Failure::local(Local::AuthFailed, message)
-            .with_hint("the agent refused the client certificate of --cert")
+    Failure::local(Local::Unreachable, message).with_hint(if presented {
+        "the agent refused the client certificate of --cert (mutual TLS)"
     } else {
-        Failure::local(Local::CredentialsMissing, message)
-            .with_hint("the agent asks for a client certificate (mutual TLS): --cert PEM --key PEM")
-    }
+        "the agent asks for a client certificate (mutual TLS): --cert PEM --key PEM"
+    })
 }
 
 /// Whether `chain` (an error's causes) is a TLS peer refusing the client's certificate, or its
-/// absence: then the failure is authentication (exit 4), not reachability.
+/// absence.
 fn refused_client_certificate(chain: &str) -> bool {
     [
         "CertificateRequired",

@@ -398,12 +398,11 @@ impl Drop for Children {
 /// Mutual TLS (SPEC §12.3), on the HTTP bindings: a live `trident serve` behind a TLS front
 /// (socat) that requires a client certificate of the test's CA. With `--ca`, `--cert` and
 /// `--key` (or their variables) the card is fetched and a message sent over JSON-RPC and
-/// HTTP+JSON; without a client certificate the refusal is `A2ACLI_ERR_CREDENTIALS_MISSING`,
-/// with one of another CA `A2ACLI_ERR_AUTH_FAILED` (exit 4), at the card fetch and at a
-/// binding's call alike; without `--ca` the agent's certificate is not trusted
-/// (`A2ACLI_ERR_UNREACHABLE`, exit 3). The gRPC binding, whose client has no TLS, is a usage
-/// error (exit 2) rather than certificates silently unused. (Returns early where openssl or
-/// socat is not installed.)
+/// HTTP+JSON; without a client certificate, or with one of another CA, the TLS handshake
+/// fails: `A2ACLI_ERR_UNREACHABLE`, exit 3 (SPEC §11.6: TLS), at the card fetch and at a
+/// binding's call alike; without `--ca` the agent's certificate is not trusted (the same).
+/// The gRPC binding, whose client has no TLS, is a usage error (exit 2) rather than
+/// certificates silently unused. (Returns early where openssl or socat is not installed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
     let dir = TempDir::new("a2acli-mtls");
@@ -527,15 +526,8 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
                 &dir,
             )
             .await;
-            let e = error_object(&o, 4);
-            assert_eq!(
-                e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING",
-                "{t} {agent}: {e}"
-            );
-            assert!(
-                e["hint"].as_str().is_some_and(|h| h.contains("--cert")),
-                "{e}"
-            );
+            let e = error_object(&o, 3);
+            assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE", "{t} {agent}: {e}");
 
             let rogue = [
                 "--cert",
@@ -561,8 +553,8 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
             .chain(rogue)
             .collect();
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let e = error_object(&run(&args, &dir).await, 4);
-            assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{t} {agent}: {e}");
+            let e = error_object(&run(&args, &dir).await, 3);
+            assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE", "{t} {agent}: {e}");
         }
     }
 
@@ -600,3 +592,4 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
     assert_eq!(e["code"], "A2ACLI_ERR_USAGE", "{e}");
     drop(children);
 }
+
