@@ -593,3 +593,171 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
     drop(children);
 }
 
+/// OpenID Connect (SPEC §12.3): a card whose only scheme is `openIdConnect`, naming the
+/// discovery document of the test's authorization server. `auth login` reads the provider's
+/// endpoints there and runs the OAuth 2 flows of §12.2 with them: client credentials with a
+/// secret, the device flow without one. The tokens go with later calls on every binding (the
+/// device token, short-lived, refreshed first at the discovered token endpoint). A discovery
+/// document under another issuer is refused (`A2ACLI_ERR_AUTH_FAILED`, exit 4), and
+/// nothing is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_010_openid_connect_discovery_then_the_oauth_flows() {
+    use crate::a2acli_auth::{
+        AuthServer, CLIENT_ID, CLIENT_SECRET, MACHINE_TOKEN, REFRESHED_TOKEN, finish, start_login,
+    };
+    let auth = AuthServer::start().await;
+    let dir = TempDir::new("a2acli-oidc");
+    let alice = format!("alice={REFRESHED_TOKEN}");
+    let robot = format!("robot={MACHINE_TOKEN}");
+    let server = Trident::serve(&[
+        "--agent", "demo", "--store", "memory", "--bearer", &alice, "--bearer", &robot,
+    ])
+    .await;
+    let mut card: serde_json::Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", server.origin))
+            .await
+            .expect("card")
+            .json()
+            .await
+            .expect("card json");
+    let with_discovery = |card: &mut serde_json::Value, url: String, file: &str| {
+        card["securitySchemes"] = serde_json::json!({
+            "corp": {"openIdConnectSecurityScheme": {"openIdConnectUrl": url}}
+        });
+        card["securityRequirements"] = serde_json::json!([{"schemes": {"corp": {"list": []}}}]);
+        let path = dir.0.join(file);
+        std::fs::write(&path, card.to_string()).expect("write card");
+        path.display().to_string()
+    };
+    let discovery = format!("{}/.well-known/openid-configuration", auth.origin);
+    let card_file = with_discovery(&mut card, discovery.clone(), "card.json");
+
+    // Before any login, a refused call names the login command of the OpenID scheme.
+    let config = TempDir::new("a2acli-oidc-cc");
+    let e = error_object(
+        &run(&["send", "-a", &card_file, "hi", "-o", "json"], &config).await,
+        4,
+    );
+    assert_eq!(e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING", "{e}");
+    assert!(
+        e["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("auth login") && h.contains("--scheme corp")),
+        "{e}"
+    );
+
+    // Client credentials, at the discovered token endpoint.
+    let login = [
+        "auth",
+        "login",
+        "-a",
+        &card_file,
+        "--client-id",
+        CLIENT_ID,
+        "--client-secret",
+        CLIENT_SECRET,
+        "-o",
+        "json",
+    ];
+    let o = run(&login, &config).await;
+    let shown = ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&shown).expect("one JSON document");
+    assert_eq!(v["scheme"], "corp", "{v}");
+    assert_eq!(v["flow"], "client_credentials", "{v}");
+    assert!(!shown.contains(MACHINE_TOKEN) && !text(&o.stderr).contains(MACHINE_TOKEN));
+    for t in TRANSPORTS {
+        let out = ok(&run(
+            &[
+                "send",
+                "-a",
+                &card_file,
+                "--transport",
+                t,
+                "hi",
+                "-o",
+                "json",
+            ],
+            &config,
+        )
+        .await);
+        let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+        assert_eq!(
+            v["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{t}: {out}"
+        );
+    }
+
+    // The device flow (no secret): the user approves the code; the short-lived token is
+    // refreshed at the discovered endpoint before the calls.
+    let device = TempDir::new("a2acli-oidc-device");
+    let (child, code, reader) = start_login(
+        &[
+            "auth",
+            "login",
+            "-a",
+            &card_file,
+            "--client-id",
+            CLIENT_ID,
+            "-o",
+            "json",
+        ],
+        &device,
+    );
+    auth.decide(&code, true).await;
+    let (o, _stderr) = finish(child, reader).await;
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).expect("one JSON document");
+    assert_eq!(v["scheme"], "corp", "{v}");
+    assert_eq!(v["flow"], "device_code", "{v}");
+    for t in TRANSPORTS {
+        let out = ok(&run(
+            &[
+                "send",
+                "-a",
+                &card_file,
+                "--transport",
+                t,
+                "hi",
+                "-o",
+                "json",
+            ],
+            &device,
+        )
+        .await);
+        let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+        assert_eq!(
+            v["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{t}: {out}"
+        );
+    }
+
+    // A discovery document found under another issuer's URL is not trusted.
+    let elsewhere = TempDir::new("a2acli-oidc-issuer");
+    let mirror = format!("{}/mirror/.well-known/openid-configuration", auth.origin);
+    let mirrored = with_discovery(&mut card, mirror, "mirrored.json");
+    let o = run(
+        &[
+            "auth",
+            "login",
+            "-a",
+            &mirrored,
+            "--client-id",
+            CLIENT_ID,
+            "--client-secret",
+            CLIENT_SECRET,
+            "-o",
+            "json",
+        ],
+        &elsewhere,
+    )
+    .await;
+    let e = error_object(&o, 4);
+    assert_eq!(e["code"], "A2ACLI_ERR_AUTH_FAILED", "{e}");
+    assert!(
+        e["message"].as_str().is_some_and(|m| m.contains("issuer")),
+        "{e}"
+    );
+    assert!(
+        !elsewhere.0.join("a2a-cli/tokens.json").exists(),
+        "nothing kept"
+    );
+}
