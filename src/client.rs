@@ -95,6 +95,17 @@ pub(crate) struct Target {
     /// against a self-signed agent only. Always warned about on stderr.
     #[arg(long)]
     pub(crate) insecure: bool,
+    /// Mutual TLS: present this client certificate (PEM, leaf first, then its chain) to an
+    /// agent that asks for one; with --key. The card fetch and the HTTP bindings (not gRPC).
+    #[arg(long, env = "A2ACLI_CERT", value_name = "PEM")]
+    pub(crate) cert: Option<std::path::PathBuf>,
+    /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "A2ACLI_KEY", value_name = "PEM")]
+    pub(crate) key: Option<std::path::PathBuf>,
+    /// Also trust the CA certificates of this PEM file (besides the system's) for the agent's
+    /// certificate: the card fetch and the HTTP bindings.
+    #[arg(long, env = "A2ACLI_CA", value_name = "PEM")]
+    pub(crate) ca: Option<std::path::PathBuf>,
     /// Diagnostics on stderr: the card read, the binding and version chosen, the credentials
     /// and service parameters applied (their values always redacted), and each request and
     /// response (ProtoJSON) with its time.
@@ -209,8 +220,9 @@ pub(crate) struct CardGet {
     reference: Option<String>,
     #[command(flatten)]
     pub(crate) target: Target,
-    /// Verify the card's signatures (keys from each signature's `jku`, or from --jwks); exit
-    /// 1 if the card is unsigned or no signature verifies.
+    /// Strict: exit 1 (A2ACLI_ERR_CARD_INVALID) unless a signature of the card verifies. Without
+    /// it a signed card is verified all the same and the outcome shown (verified or
+    /// unverifiable, with a warning); an unsigned card is shown as such.
     #[arg(long)]
     verify: bool,
     /// Trust only the keys of this JWKS URL (instead of the signatures' `jku`).
@@ -221,6 +233,12 @@ pub(crate) struct CardGet {
     /// naming each one missing.
     #[arg(long)]
     validate: bool,
+    /// Fetch the authenticated extended card (GetExtendedAgentCard) over the binding the
+    /// public card selects, with the credentials it declares (--bearer, --api-key, or a token
+    /// of auth login); --validate then checks the extended card. The public card must declare
+    /// capabilities.extendedAgentCard.
+    #[arg(long)]
+    extended: bool,
 }
 
 /// One message-part flag of `send`, in command-line order.
@@ -588,11 +606,17 @@ struct Session {
     card: pb::AgentCard,
     reference: String,
     credentials: bool,
+    /// Whether a client certificate (--cert) is presented.
+    client_cert: bool,
 }
 
 impl Session {
     /// A failure of a call, classified.
     fn failed(&self, e: A2aError) -> Failure {
+        let chain = trident_core::error_chain(&e);
+        if refused_client_certificate(&chain) {
+            return client_certificate_refused(self.client_cert, chain);
+        }
         let failure = Failure::from_a2a(e, self.credentials);
         // The hint Appendix B asks for: the login command, when the card says how.
         match crate::oauth::login_hint(&self.card, &self.reference) {
@@ -618,6 +642,15 @@ impl Session {
     async fn cancel_task(&self, request: pb::CancelTaskRequest) -> Result<pb::Task, A2aError> {
         let call = self.svc.cancel_task(&self.cx, request.clone());
         self.logged("CancelTask", &request, call).await
+    }
+
+    /// `GetExtendedAgentCard`, logged with --debug.
+    async fn get_extended_agent_card(&self) -> Result<pb::AgentCard, A2aError> {
+        let request = pb::GetExtendedAgentCardRequest::default();
+        let started = self.sending("GetExtendedAgentCard", &request);
+        let result = self.svc.get_extended_agent_card(&self.cx, request).await;
+        self.received("GetExtendedAgentCard", started, &result);
+        result
     }
 
     /// `ListTasks`, logged with --debug.
@@ -738,13 +771,79 @@ pub(crate) fn card_source(reference: &str) -> CardSource {
     }
 }
 
-/// The HTTP client of the card fetch: certificates verified unless `--insecure`.
+/// The HTTP client of the card fetch and the HTTP bindings: certificates verified unless
+/// `--insecure`, the roots of `--ca` trusted too, the client certificate of `--cert`/`--key`
+/// presented (mutual TLS, SPEC §12.3).
 fn http_client(target: &Target) -> Result<reqwest::Client, Failure> {
-    reqwest::Client::builder()
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| Failure::usage(format!("{flag} {}: {e}", path.display())))
+    };
+    let mut builder = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
-        .danger_accept_invalid_certs(target.insecure)
+        .danger_accept_invalid_certs(target.insecure);
+    if let Some(path) = &target.ca {
+        let roots = reqwest::Certificate::from_pem_bundle(&read("--ca", path)?).map_err(|e| {
+            Failure::usage(format!(
+                "--ca {}: {}",
+                path.display(),
+                trident_core::error_chain(&e)
+            ))
+        })?;
+        if roots.is_empty() {
+            return Err(Failure::usage(format!(
+                "--ca {}: no certificate in the file",
+                path.display()
+            )));
+        }
+        builder = builder.tls_certs_merge(roots);
+    }
+    match (&target.cert, &target.key) {
+        (Some(cert), Some(key)) => {
+            let mut pem = read("--cert", cert)?;
+            pem.push(b'\n');
+            pem.extend(read("--key", key)?);
+            // The key's text is never shown: only the file names.
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|_| {
+                Failure::usage(format!(
+                    "--cert {} with --key {}: not a PEM certificate and its private key",
+                    cert.display(),
+                    key.display()
+                ))
+            })?;
+            builder = builder.identity(identity);
+        }
+        (None, None) => {}
+        _ => return Err(Failure::usage("--cert and --key go together (mutual TLS)")),
+    }
+    builder
         .build()
         .map_err(|e| Failure::local(Local::Internal, e.to_string()))
+}
+
+/// A TLS handshake the agent ended over the client certificate (none presented, or refused):
+/// a TLS failure, `A2ACLI_ERR_UNREACHABLE` (exit 3, SPEC §11.6), whose hint says what to do.
+/// (Not exit 4: under TLS 1.3 the agent's alert may arrive after the connection is already
+/// given up on, so the same refusal could not always be told apart.)
+fn client_certificate_refused(presented: bool, message: String) -> Failure {
+    Failure::local(Local::Unreachable, message).with_hint(if presented {
+        "the agent refused the client certificate of --cert (mutual TLS)"
+    } else {
+        "the agent asks for a client certificate (mutual TLS): --cert PEM --key PEM"
+    })
+}
+
+/// Whether `chain` (an error's causes) is a TLS peer refusing the client's certificate, or its
+/// absence.
+fn refused_client_certificate(chain: &str) -> bool {
+    [
+        "CertificateRequired",
+        "BadCertificate",
+        "UnknownCA",
+        "CertificateUnknown",
+        "AccessDenied",
+    ]
+    .iter()
+    .any(|alert| chain.contains(&format!("received fatal alert: {alert}")))
 }
 
 /// Reads the card `reference` names. Every command starts here, so this is where
@@ -794,16 +893,19 @@ async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), 
                 request = request.timeout(t);
             }
             let response = request.send().await.map_err(|e| {
+                let chain = trident_core::error_chain(&e);
+                if refused_client_certificate(&chain) {
+                    return client_certificate_refused(
+                        target.cert.is_some(),
+                        format!("agent card {url}: {chain}"),
+                    );
+                }
                 let code = if e.is_timeout() {
                     Local::Timeout
                 } else {
                     Local::Unreachable
                 };
-                Failure::local(
-                    code,
-                    format!("agent card {url}: {}", trident_core::error_chain(&e)),
-                )
-                .with_hint(hint.clone())
+                Failure::local(code, format!("agent card {url}: {chain}")).with_hint(hint.clone())
             })?;
             let status = response.status();
             if !status.is_success() {
@@ -982,18 +1084,17 @@ fn api_key_place(card: &pb::AgentCard) -> (String, KeyPlace) {
 
 async fn connect(target: &Target) -> Result<Session, Failure> {
     let card = resolve_card(target).await?;
+    connect_with(target, card).await
+}
+
+/// [`connect`], to the agent of `card` (read already).
+async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, Failure> {
     let reference = target.reference()?.to_owned();
     let mut builder = trident_client::ClientBuilder::new()
         .protocol(target.protocol)
         .cache_cards(false);
-    if target.insecure {
-        builder = builder.http_client(
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .danger_accept_invalid_certs(true)
-                .build()
-                .map_err(|e| Failure::local(Local::Internal, e.to_string()))?,
-        );
+    if target.insecure || target.cert.is_some() || target.ca.is_some() {
+        builder = builder.http_client(http_client(target)?);
     }
     // A token `auth login` kept for this agent, unless a bearer token is given (§12.2).
     let (bearer, stored_scheme) = match target.bearer() {
@@ -1048,6 +1149,15 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
             "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
         ));
     }
+    if binding == Binding::Grpc && (target.cert.is_some() || target.ca.is_some()) {
+        // This build's gRPC client speaks plain HTTP/2 only: the certificates would go unused.
+        return Err(Failure::usage(
+            "--cert and --ca apply to the HTTP bindings: this build's gRPC client has no TLS",
+        )
+        .with_hint(
+            "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
+        ));
+    }
     let credentials = bearer.is_some() || target.api_key.is_some();
     let svc = client
         .client(binding, &interface)
@@ -1098,6 +1208,7 @@ async fn connect(target: &Target) -> Result<Session, Failure> {
         card,
         reference,
         credentials,
+        client_cert: target.cert.is_some(),
     })
 }
 
@@ -1107,10 +1218,18 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
     if let Some(r) = &args.reference {
         target.agent_card = Some(r.clone());
     }
-    let (card, body) = resolve_card_json(&target).await?;
+    let (public, body) = resolve_card_json(&target).await?;
+    let (card, json) = if args.extended {
+        (extended_card(&target, public).await?, None)
+    } else {
+        (public, Some(body))
+    };
     if args.validate {
-        let json: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|e| Failure::local(Local::CardInvalid, e.to_string()))?;
+        let json: serde_json::Value = match &json {
+            Some(body) => serde_json::from_slice(body),
+            None => serde_json::to_value(&card),
+        }
+        .map_err(|e| Failure::local(Local::CardInvalid, e.to_string()))?;
         let problems = card_problems(&json);
         if !problems.is_empty() {
             return Err(Failure::local(
@@ -1123,12 +1242,36 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
             .with_hint("see the AgentCard message of the A2A specification (a2a.proto)"));
         }
     }
-    let verified = if args.verify {
-        Some(verify(&card, args.jwks.as_deref()).await)
+    // SPEC §10.1: verified when signed, the outcome always reported, an absent signature
+    // a failure only when asked (--verify).
+    let signature = if card.signatures.is_empty() {
+        Err("absent (the card is not signed)".to_owned())
     } else {
-        None
+        verify(&card, args.jwks.as_deref())
+            .await
+            .map_err(|why| format!("unverifiable ({why})"))
     };
+    let outcome = match &signature {
+        Ok(line) | Err(line) => line.clone(),
+    };
+    if let Err(why) = &signature {
+        if args.verify {
+            return Err(
+                Failure::local(Local::CardInvalid, format!("card signature: {why}"))
+                    .with_hint("without --verify the card is shown with its signature's outcome"),
+            );
+        }
+        if !card.signatures.is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: the card's signature does not verify: {why}; the card is not \
+                 verified"
+            );
+        }
+    }
     if target.json() {
+        // stdout holds the card alone (Appendix B); the outcome is a diagnostic.
+        let _ = writeln!(std::io::stderr(), "signature: {outcome}");
         print_json(&card)?;
     } else {
         let mut out = card_text(&card);
@@ -1140,21 +1283,36 @@ pub(crate) async fn card_get(args: &CardGet) -> Result<(), Failure> {
                 &format!("{} {}", b.card_name(), i.url),
             );
         }
-        if let Some(Ok(line)) = &verified {
-            render::field(&mut out, "Signature", line);
-        }
+        render::field(&mut out, "Signature", &outcome);
         if args.validate {
             render::field(&mut out, "Valid", "yes (A2A 1.0 AgentCard)");
         }
         print_text(&out)?;
     }
-    match verified {
-        None | Some(Ok(_)) => Ok(()),
-        Some(Err(why)) => Err(Failure::local(
-            Local::CardInvalid,
-            format!("card signature: {why}"),
-        )),
+    Ok(())
+}
+
+/// The extended card of the agent of `public` (SPEC §10.1, §12.4): asked for over the binding
+/// the public card selects, with the credentials it declares, as every other call.
+async fn extended_card(target: &Target, public: pb::AgentCard) -> Result<pb::AgentCard, Failure> {
+    let declared = public
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.extended_agent_card)
+        == Some(true);
+    if !declared {
+        // What the agent would answer (A2A §3.1.11), said without asking it (SPEC §13.3).
+        let reference = target.reference()?;
+        return Err(Failure::from_a2a(
+            A2aError::unsupported(format!(
+                "the card of {reference} does not declare capabilities.extendedAgentCard: the \
+                 agent has no extended card"
+            )),
+            false,
+        ));
     }
+    let s = connect_with(target, public).await?;
+    s.get_extended_agent_card().await.map_err(|e| s.failed(e))
 }
 
 fn card_text(card: &pb::AgentCard) -> String {
@@ -1234,9 +1392,15 @@ pub(crate) async fn verify(card: &pb::AgentCard, jwks: Option<&str>) -> Result<S
     if urls.is_empty() {
         return Err("no signature names its keys (jku); pass --jwks URL".into());
     }
+    // The keys are fetched with certificates verified (never --insecure), and in bounded time.
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| e.to_string())?;
     let mut failures = Vec::new();
     for url in urls {
-        let keys = match reqwest::get(&url).await {
+        let keys = match http.get(&url).send().await {
             Ok(r) => match r.bytes().await {
                 Ok(b) => trident_security::JwkSet::from_json(&b).map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
@@ -1245,7 +1409,7 @@ pub(crate) async fn verify(card: &pb::AgentCard, jwks: Option<&str>) -> Result<S
         };
         match keys {
             Ok(keys) => match trident_security::verify_card(card, &keys) {
-                Ok(kid) => return Ok(format!("valid (key {kid} from {url})")),
+                Ok(kid) => return Ok(format!("verified (key {kid} from {url})")),
                 Err(e) => failures.push(format!("{url}: {e}")),
             },
             Err(e) => failures.push(format!("{url}: {e}")),

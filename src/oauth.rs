@@ -245,6 +245,9 @@ enum Flow {
         token_url: String,
         refresh_url: String,
     },
+    /// OpenID Connect (SPEC §12.3): the provider's endpoints are in its discovery document;
+    /// [`discover`] turns this into one of the flows above.
+    OpenId { discovery_url: String },
 }
 
 impl Flow {
@@ -252,12 +255,16 @@ impl Flow {
         match self {
             Flow::Device { .. } => "device_code",
             Flow::ClientCredentials { .. } => "client_credentials",
+            Flow::OpenId { .. } => "openid_connect",
         }
     }
 
+    /// The endpoint the card declares: the token endpoint, or an OpenID provider's discovery
+    /// document (a kept token is used only while the card still declares the same).
     fn token_url(&self) -> &str {
         match self {
             Flow::Device { token_url, .. } | Flow::ClientCredentials { token_url, .. } => token_url,
+            Flow::OpenId { discovery_url } => discovery_url,
         }
     }
 
@@ -266,7 +273,73 @@ impl Flow {
             Flow::Device { refresh_url, .. } | Flow::ClientCredentials { refresh_url, .. } => {
                 refresh_url
             }
+            Flow::OpenId { discovery_url } => discovery_url,
         }
+    }
+}
+
+/// The part of an OpenID provider's discovery document (OpenID Connect Discovery 1.0 §3) the
+/// login flows need.
+#[derive(Debug, Deserialize)]
+struct Discovery {
+    issuer: String,
+    token_endpoint: String,
+    #[serde(default)]
+    device_authorization_endpoint: Option<String>,
+}
+
+/// The OAuth 2 flow of an OpenID provider, from its discovery document at `url`: client
+/// credentials when the client has a secret, else the device flow, if the provider offers it.
+async fn discover(http: &reqwest::Client, url: &str, secret: bool) -> Result<Flow, Failure> {
+    let response = http
+        .get(url)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| unreachable_at(url, &e))?;
+    let status = response.status();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| unreachable_at(url, &e))?;
+    let bad =
+        |why: String| Failure::local(Local::AuthFailed, format!("OpenID discovery {url}: {why}"));
+    if !status.is_success() {
+        return Err(bad(format!("HTTP {status}")));
+    }
+    let doc: Discovery = serde_json::from_slice(&bytes)
+        .map_err(|e| bad(format!("not an OpenID provider configuration: {e}")))?;
+    // Discovery §4.3: the issuer is the URL the document was found under.
+    if let Some(prefix) = url.strip_suffix("/.well-known/openid-configuration")
+        && doc.issuer.trim_end_matches('/') != prefix.trim_end_matches('/')
+    {
+        return Err(bad(format!(
+            "the document names the issuer {:?}, not {prefix:?}",
+            printable(&doc.issuer)
+        )));
+    }
+    let token_url = doc.token_endpoint;
+    if token_url.is_empty() {
+        return Err(bad("no token_endpoint".to_owned()));
+    }
+    if secret {
+        return Ok(Flow::ClientCredentials {
+            refresh_url: token_url.clone(),
+            token_url,
+        });
+    }
+    match doc.device_authorization_endpoint.filter(|u| !u.is_empty()) {
+        Some(device_url) => Ok(Flow::Device {
+            device_url,
+            refresh_url: token_url.clone(),
+            token_url,
+        }),
+        None => Err(Failure::usage(format!(
+            "the OpenID provider of {url} offers no device authorization endpoint"
+        ))
+        .with_hint(
+            "log in with the client credentials flow: --client-secret (or A2ACLI_CLIENT_SECRET)",
+        )),
     }
 }
 
@@ -275,12 +348,18 @@ impl Flow {
 fn flow_of(card: &pb::AgentCard, scheme: &str) -> Option<Flow> {
     use pb::o_auth_flows::Flow as F;
     use pb::security_scheme::Scheme;
-    let Some(Scheme::Oauth2SecurityScheme(oauth)) = card
+    let oauth = match card
         .security_schemes
         .get(scheme)
-        .and_then(|s| s.scheme.as_ref())
-    else {
-        return None;
+        .and_then(|s| s.scheme.as_ref())?
+    {
+        Scheme::Oauth2SecurityScheme(oauth) => oauth,
+        Scheme::OpenIdConnectSecurityScheme(oidc) if !oidc.open_id_connect_url.is_empty() => {
+            return Some(Flow::OpenId {
+                discovery_url: oidc.open_id_connect_url.clone(),
+            });
+        }
+        _ => return None,
     };
     let or = |refresh: &str, token: &str| {
         if refresh.is_empty() {
@@ -334,7 +413,7 @@ pub(crate) fn login_hint(card: &pb::AgentCard, reference: &str) -> Option<String
         .find_map(|name| flow_of(card, &name).map(|f| (name, f)))?;
     let secret = match flow {
         Flow::ClientCredentials { .. } => " (with A2ACLI_CLIENT_SECRET set)",
-        Flow::Device { .. } => "",
+        Flow::Device { .. } | Flow::OpenId { .. } => "",
     };
     Some(format!(
         "log in: trident auth login -a {} --scheme {} --client-id <id>{secret}",
@@ -367,7 +446,7 @@ fn choose(card: &pb::AgentCard, args: &Login, reference: &str) -> Result<(String
                 Failure::usage(if known {
                     format!(
                         "the scheme {wanted:?} of {reference} is not an OAuth 2 device-code or \
-                         client-credentials scheme"
+                         client-credentials scheme, nor an OpenID Connect one"
                     )
                 } else {
                     format!("the card of {reference} declares no scheme {wanted:?}")
@@ -384,7 +463,7 @@ fn choose(card: &pb::AgentCard, args: &Login, reference: &str) -> Result<(String
     preferred.ok_or_else(|| {
         Failure::usage(format!(
             "the card of {reference} declares no OAuth 2 device-code or client-credentials \
-             scheme to log in with"
+             scheme, nor an OpenID Connect one, to log in with"
         ))
         .with_hint(format!("see its schemes: trident card get -a {reference}"))
     })
@@ -575,6 +654,18 @@ async fn login(args: &Login) -> Result<(), Failure> {
         secret,
     };
     let http = oauth_http(target)?;
+    // What the card declares (kept with the token), and the flow run: for OpenID Connect,
+    // the one its provider's discovery document allows.
+    let declared = flow.clone();
+    let flow = match &flow {
+        Flow::OpenId { discovery_url } => {
+            if target.debug {
+                client::debug(&format!("auth: OpenID discovery {discovery_url}"));
+            }
+            discover(&http, discovery_url, secret.is_some()).await?
+        }
+        _ => flow,
+    };
     if target.debug {
         client::debug(&format!(
             "auth: scheme {scheme:?}, flow {}, token endpoint {}, client {client_id}{}",
@@ -609,12 +700,18 @@ async fn login(args: &Login) -> Result<(), Failure> {
             token_url,
             ..
         } => device_flow(target, &http, device_url, token_url, &client_auth, &scope).await?,
+        Flow::OpenId { .. } => {
+            return Err(Failure::local(
+                Local::Internal,
+                "OpenID discovery gave no OAuth 2 flow",
+            ));
+        }
     };
     let entry = Entry {
         agent: agent_key(target)?,
         scheme: scheme.clone(),
         flow: flow.name().to_owned(),
-        token_url: flow.token_url().to_owned(),
+        token_url: declared.token_url().to_owned(),
         refresh_url: flow.refresh_url().to_owned(),
         client_id: client_id.to_owned(),
         access_token: token.access_token,

@@ -289,6 +289,11 @@ pub(crate) struct Serve {
     /// /.well-known/jwks.json.
     #[arg(long, env = "TRIDENT_SIGN_KEY")]
     sign_key: Option<std::path::PathBuf>,
+    /// Serve this Agent Card (a JSON file) to authenticated callers of GetExtendedAgentCard,
+    /// and declare `capabilities.extendedAgentCard` on the public card. Needs a way to
+    /// authenticate (--bearer or --auth): anonymous callers are refused.
+    #[arg(long, env = "TRIDENT_EXTENDED_CARD", value_name = "FILE")]
+    extended_card: Option<std::path::PathBuf>,
     /// Webhooks may reach this host, address or CIDR range even though it is not public
     /// (loopback, private, link-local…). Repeat, or comma-separate. Default: public only.
     #[arg(long, env = "TRIDENT_PUSH_ALLOW", value_delimiter = ',')]
@@ -498,6 +503,14 @@ pub(crate) async fn demo_server(args: DemoServer) -> ExitCode {
     }
 }
 
+/// The card of `--extended-card`: an A2A AgentCard in JSON.
+fn extended_card(path: &std::path::Path) -> Result<trident_proto::AgentCard, String> {
+    let body =
+        std::fs::read(path).map_err(|e| format!("--extended-card {}: {e}", path.display()))?;
+    trident_client::read_card(&body)
+        .map_err(|e| format!("--extended-card {}: {}", path.display(), e.message()))
+}
+
 /// `trident serve`
 pub(crate) async fn serve(args: Serve) -> ExitCode {
     let lease_ttl = match seconds(args.lease_ttl, "--lease-ttl") {
@@ -545,8 +558,21 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
             Err(e) => return fail(format!("--push-allow {e}")),
         };
     }
+    let mut card = trident::default_card(&name, "An agent served by Trident");
+    let extended_card = match &args.extended_card {
+        Some(path) => match extended_card(path) {
+            Ok(extended) => {
+                card.capabilities
+                    .get_or_insert_with(Default::default)
+                    .extended_agent_card = Some(true);
+                Some(extended)
+            }
+            Err(e) => return fail(e),
+        },
+        None => None,
+    };
     let builder = Server::builder_shared(executor)
-        .card(trident::default_card(&name, "An agent served by Trident"))
+        .card(card)
         .store(store_spec(&args))
         .webhook_policy(webhook_policy)
         .engine_config(EngineConfig {
@@ -569,6 +595,9 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     };
     if let Some(authorizer) = security.authorizer.clone() {
         builder = builder.authorizer(authorizer);
+    }
+    if let Some(extended) = extended_card {
+        builder = builder.extended_card(extended);
     }
     if let Some(path) = &args.sign_key {
         match signing_key(path) {

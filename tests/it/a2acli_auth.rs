@@ -18,8 +18,8 @@ use axum::routing::post;
 use crate::process::{TempDir, Trident};
 
 const TRANSPORTS: [&str; 3] = ["JSONRPC", "HTTP+JSON", "GRPC"];
-const CLIENT_ID: &str = "trident-cli";
-const CLIENT_SECRET: &str = "cc-s3cret:&=";
+pub(crate) const CLIENT_ID: &str = "trident-cli";
+pub(crate) const CLIENT_SECRET: &str = "cc-s3cret:&=";
 
 /// The command for `trident ARGS…` with the configuration directory `config` and no
 /// inherited a2a-cli variables.
@@ -144,8 +144,8 @@ struct AuthState {
 /// An OAuth 2 authorization server for the tests: `/device` (RFC 8628 §3.1), `/token` (device
 /// code, client credentials with HTTP Basic client authentication, refresh token), and
 /// `/approve` `/deny` for the "user".
-struct AuthServer {
-    origin: String,
+pub(crate) struct AuthServer {
+    pub(crate) origin: String,
     state: Arc<Mutex<AuthState>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -160,8 +160,8 @@ impl Drop for AuthServer {
 /// the client credentials token.
 const DEVICE_TOKEN: &str = "dev-tok-1";
 const DEVICE_REFRESH: &str = "dev-refresh-1";
-const REFRESHED_TOKEN: &str = "dev-tok-2";
-const MACHINE_TOKEN: &str = "cc-tok-1";
+pub(crate) const REFRESHED_TOKEN: &str = "dev-tok-2";
+pub(crate) const MACHINE_TOKEN: &str = "cc-tok-1";
 
 fn oauth_error(status: StatusCode, error: &str) -> Response {
     (
@@ -339,12 +339,43 @@ async fn decide(state: &Arc<Mutex<AuthState>>, user_code: &str, approve: bool) -
 }
 
 impl AuthServer {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let state = Arc::new(Mutex::new(AuthState {
             device_lifetime: 60,
             ..Default::default()
         }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let origin = format!("http://{}", listener.local_addr().expect("addr"));
+        // The OpenID provider configuration (OpenID Connect Discovery 1.0 §3) of the same
+        // endpoints, for an openIdConnect scheme.
+        let discovery = serde_json::json!({
+            "issuer": origin,
+            "authorization_endpoint": format!("{origin}/authorize"),
+            "token_endpoint": format!("{origin}/token"),
+            "device_authorization_endpoint": format!("{origin}/device"),
+            "jwks_uri": format!("{origin}/jwks"),
+            "response_types_supported": ["code"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+            "grant_types_supported": [
+                "urn:ietf:params:oauth:grant-type:device_code",
+                "client_credentials",
+                "refresh_token"
+            ]
+        });
+        let mirrored = discovery.clone();
         let app = axum::Router::new()
+            .route(
+                "/.well-known/openid-configuration",
+                axum::routing::get(move || async move { axum::Json(discovery) }),
+            )
+            // The same document under a path that is not its issuer's.
+            .route(
+                "/mirror/.well-known/openid-configuration",
+                axum::routing::get(move || async move { axum::Json(mirrored) }),
+            )
             .route("/device", post(device_endpoint))
             .route("/token", post(token_endpoint))
             .route(
@@ -366,10 +397,6 @@ impl AuthServer {
                 ),
             )
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let origin = format!("http://{}", listener.local_addr().expect("addr"));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -385,7 +412,7 @@ impl AuthServer {
     }
 
     /// The "user" approves (or denies) the code at the verification URI.
-    async fn decide(&self, user_code: &str, approve: bool) {
+    pub(crate) async fn decide(&self, user_code: &str, approve: bool) {
         let path = if approve { "approve" } else { "deny" };
         let status = reqwest::Client::new()
             .post(format!("{}/{path}", self.origin))
@@ -441,7 +468,7 @@ async fn agent(auth: &AuthServer, dir: &TempDir) -> (Trident, String) {
 }
 
 /// Starts `auth login ARGS…` and returns it with the user code it printed on stderr.
-fn start_login(
+pub(crate) fn start_login(
     args: &[&str],
     config: &TempDir,
 ) -> (std::process::Child, String, std::thread::JoinHandle<String>) {
@@ -471,7 +498,7 @@ fn start_login(
 }
 
 /// Waits for a started login (bounded in time).
-async fn finish(
+pub(crate) async fn finish(
     child: std::process::Child,
     reader: std::thread::JoinHandle<String>,
 ) -> (Output, String) {

@@ -293,7 +293,7 @@ async fn signed_cards_and_notifications_verify_with_the_served_jwks() {
         .expect("trident card --verify");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && text.contains("Signature: valid"),
+        out.status.success() && text.contains("Signature: verified"),
         "{text}"
     );
     let gateway = Trident::gateway(&server.origin, &["--require-signed-upstream"]).await;
