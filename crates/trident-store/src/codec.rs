@@ -250,12 +250,12 @@ impl EventBlock {
     }
 }
 
-/// The events of the block `first_seq..=last_seq`, those after `after` only. A block that
-/// does not split into exactly its events is corrupt.
+/// The events of the block `first_seq..=last_seq` in `(after, upto]` (only those are
+/// decoded). A block that does not split into exactly its events is corrupt.
 pub(crate) fn decode_block(
     (first_seq, last_seq): (i64, i64),
     body: &[u8],
-    after: u64,
+    (after, upto): (u64, u64),
     out: &mut Vec<LoggedEvent>,
 ) -> Result<(), StoreError> {
     let corrupt = || StoreError::Backend(format!("corrupt event block at {first_seq}"));
@@ -268,7 +268,7 @@ pub(crate) fn decode_block(
             return Err(corrupt());
         }
         let (event, tail) = tail.split_at(len);
-        if to_u64(seq) > after {
+        if to_u64(seq) > after && to_u64(seq) <= upto {
             out.push(decode_event(seq, event)?);
         }
         seq = seq.checked_add(1).ok_or_else(corrupt)?;

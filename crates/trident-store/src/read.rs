@@ -231,13 +231,9 @@ where
                 decode_block(
                     seqs,
                     r.try_get::<&[u8], _>(2).map_err(backend)?,
-                    after,
+                    (after, upto),
                     &mut events,
                 )?;
-                if events.len() >= limit_n {
-                    events.truncate(limit_n);
-                    break;
-                }
             }
             return Ok(events);
         }

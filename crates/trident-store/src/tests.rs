@@ -1182,11 +1182,14 @@ fn an_event_block_splits_into_its_events_or_is_corrupt() {
     assert_eq!(EventBlock::encode(&[]).expect("encode"), None);
     let read = |seqs: (i64, i64), body: &[u8], after: u64| {
         let mut out = Vec::new();
-        decode_block(seqs, body, after, &mut out).map(|()| out)
+        decode_block(seqs, body, (after, u64::MAX), &mut out).map(|()| out)
     };
     assert_eq!(read((3, 6), &block.body, 0).expect("whole"), events);
     assert_eq!(read((3, 6), &block.body, 4).expect("after 4"), events[2..]);
     assert_eq!(read((3, 6), &block.body, 6).expect("after all"), vec![]);
+    let mut window = Vec::new();
+    decode_block((3, 6), &block.body, (3, 5), &mut window).expect("a window");
+    assert_eq!(window, events[1..3], "only (after, upto] is decoded");
     let single = EventBlock::single(7, &ev("b", 7).event.encode_to_vec()).expect("single");
     assert_eq!(
         read((7, 7), &single.body, 0).expect("single"),
