@@ -469,7 +469,6 @@ async fn postgres_lease_renewal_skips_a_task_a_transaction_holds() {
 /// and the requests queued with it commit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_request_failing_halfway_does_not_spoil_its_batch() {
-    use prost::Message as _;
     with_one_lane(
         "postgres_a_request_failing_halfway_does_not_spoil_its_batch",
         |url, schema, store| async move {
