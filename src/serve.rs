@@ -281,6 +281,12 @@ pub(crate) struct Serve {
     /// task whose process died ends FAILED within about 1.5 times this.
     #[arg(long, env = "TRIDENT_LEASE_TTL", default_value_t = 10.0)]
     lease_ttl: f64,
+    /// Recent events each running task keeps in memory for its streams. A stream further
+    /// behind (a slow reader, or an agent committing hundreds of events at once) reads the
+    /// store instead: more memory per running task against fewer store reads.
+    #[arg(long, env = "TRIDENT_LIVE_TAIL", default_value_t = u32::try_from(EngineConfig::default().tail_capacity).unwrap_or(128),
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000), value_name = "EVENTS")]
+    live_tail: u32,
     /// This process's id in task leases (default: a new UUIDv7 per start).
     #[arg(long, env = "TRIDENT_NODE_ID")]
     node_id: Option<String>,
@@ -578,6 +584,7 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         .engine_config(EngineConfig {
             strict_version: args.strict_version,
             lease_ttl,
+            tail_capacity: usize::try_from(args.live_tail).unwrap_or(usize::MAX),
             node_id: args.node_id.clone(),
             push_limits: PushLimits {
                 per_task: args.push_max_configs,

@@ -201,6 +201,63 @@ async fn exit_codes_tell_agent_errors_from_transport_failures() {
     assert_eq!(usage.status.code(), Some(2), "a usage error exits 2");
 }
 
+/// `serve --live-tail`: a stream further behind than a task's in-memory tail reads the rest
+/// from the store, so with a tail of one event every chunk still arrives once, in order, on
+/// every binding; a tail of none is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_tail_of_one_event_still_streams_every_chunk() {
+    let dir = crate::process::TempDir::new("trident-tail");
+    let store = format!("sqlite:{}", dir.0.join("tail.db").display());
+    let server = Trident::serve(&["--agent", "demo", "--store", &store, "--live-tail", "1"]).await;
+    for b in BINDINGS {
+        let events: Vec<pb::StreamResponse> = json_lines(
+            &trident(&[
+                "send",
+                &server.origin,
+                "stream 300 0",
+                "--stream",
+                "--json",
+                "--binding",
+                b,
+            ])
+            .await,
+        );
+        let chunks: Vec<String> = events
+            .iter()
+            .filter_map(|e| match &e.payload {
+                Some(pb::stream_response::Payload::ArtifactUpdate(u)) => u
+                    .artifact
+                    .as_ref()
+                    .and_then(|a| a.parts.first())
+                    .and_then(|p| p.as_text().map(str::to_owned)),
+                _ => None,
+            })
+            .collect();
+        let expected: Vec<String> = (0..300)
+            .map(|i| format!("chunk {i} of stream 300 0"))
+            .collect();
+        assert_eq!(chunks, expected, "{b}: every chunk once, in order");
+        assert!(
+            matches!(
+                events.last().and_then(|e| e.payload.as_ref()),
+                Some(pb::stream_response::Payload::StatusUpdate(u))
+                    if u.status.as_ref().is_some_and(|s| s.state() == pb::TaskState::Completed)
+            ),
+            "{b}: the stream ends COMPLETED"
+        );
+    }
+    let refused = trident(&["serve", "--live-tail", "0"]).await;
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "a tail of no event is a usage error"
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--live-tail"),
+        "the error names the flag"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_file_sets_what_flags_do_not() {
     let dir = crate::process::TempDir::new("trident-config");
