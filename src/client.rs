@@ -1082,6 +1082,24 @@ fn api_key_place(card: &pb::AgentCard) -> (String, KeyPlace) {
     ("X-API-Key".to_owned(), KeyPlace::Header)
 }
 
+/// The extensions to activate: `asked` (--extensions), then each extension `card` marks
+/// required that is not among them, in card order, without duplicates.
+fn with_required_extensions(asked: &[String], card: &pb::AgentCard) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    let required = card
+        .capabilities
+        .iter()
+        .flat_map(|c| &c.extensions)
+        .filter(|e| e.required)
+        .map(|e| &e.uri);
+    for uri in asked.iter().chain(required) {
+        if !uri.is_empty() && !all.contains(uri) {
+            all.push(uri.clone());
+        }
+    }
+    all
+}
+
 async fn connect(target: &Target) -> Result<Session, Failure> {
     let card = resolve_card(target).await?;
     connect_with(target, card).await
@@ -1164,7 +1182,9 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         .await
         .map_err(|e| Failure::from_a2a(e, credentials))?;
     let mut cx = CallContext::new();
-    cx.extensions = target.extensions.clone();
+    // The card's required extensions are declared on every call (A2A §4.6: a server refuses
+    // a call that does not activate one); --extensions adds more (A2ACLI_VER_002).
+    cx.extensions = with_required_extensions(&target.extensions, &card);
     if let Some(token) = &bearer {
         cx = cx.with_credentials(format!("Bearer {token}"));
     }
@@ -1193,6 +1213,9 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
             debug(&format!(
                 "credential: API key in {place} {name}: [redacted]"
             ));
+        }
+        if !cx.extensions.is_empty() {
+            debug(&format!("extensions: {}", cx.extensions.join(", ")));
         }
         for param in &target.svc_param {
             let key = param.split_once(':').map_or(param.as_str(), |(k, _)| k);
