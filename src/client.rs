@@ -299,6 +299,11 @@ pub(crate) struct Send {
     /// to follow); doubles while the task is unchanged, up to 4 times this.
     #[arg(long = "poll-interval", value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     poll_interval: Duration,
+    /// Host a webhook receiver on ADDR (e.g. 127.0.0.1:0), register it with a fresh token as
+    /// the task's push-notification config, and print each notification it receives until the
+    /// task ends or needs input (SPEC §9.2).
+    #[arg(long = "push-receiver", value_name = "ADDR")]
+    push_receiver: Option<String>,
 }
 
 /// `task …`
@@ -1082,6 +1087,24 @@ fn api_key_place(card: &pb::AgentCard) -> (String, KeyPlace) {
     ("X-API-Key".to_owned(), KeyPlace::Header)
 }
 
+/// The extensions to activate: `asked` (--extensions), then each extension `card` marks
+/// required that is not among them, in card order, without duplicates.
+fn with_required_extensions(asked: &[String], card: &pb::AgentCard) -> Vec<String> {
+    let mut all: Vec<String> = Vec::new();
+    let required = card
+        .capabilities
+        .iter()
+        .flat_map(|c| &c.extensions)
+        .filter(|e| e.required)
+        .map(|e| &e.uri);
+    for uri in asked.iter().chain(required) {
+        if !uri.is_empty() && !all.contains(uri) {
+            all.push(uri.clone());
+        }
+    }
+    all
+}
+
 async fn connect(target: &Target) -> Result<Session, Failure> {
     let card = resolve_card(target).await?;
     connect_with(target, card).await
@@ -1164,7 +1187,9 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         .await
         .map_err(|e| Failure::from_a2a(e, credentials))?;
     let mut cx = CallContext::new();
-    cx.extensions = target.extensions.clone();
+    // The card's required extensions are declared on every call (A2A §4.6: a server refuses
+    // a call that does not activate one); --extensions adds more (A2ACLI_VER_002).
+    cx.extensions = with_required_extensions(&target.extensions, &card);
     if let Some(token) = &bearer {
         cx = cx.with_credentials(format!("Bearer {token}"));
     }
@@ -1193,6 +1218,9 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
             debug(&format!(
                 "credential: API key in {place} {name}: [redacted]"
             ));
+        }
+        if !cx.extensions.is_empty() {
+            debug(&format!("extensions: {}", cx.extensions.join(", ")));
         }
         for param in &target.svc_param {
             let key = param.split_once(':').map_or(param.as_str(), |(k, _)| k);
@@ -1626,6 +1654,14 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         metadata,
         ..Default::default()
     };
+    if let Some(addr) = &args.push_receiver {
+        if args.stream || args.r#async {
+            return Err(Failure::usage(
+                "--push-receiver waits for the notifications: not with --stream or --async",
+            ));
+        }
+        return receive_pushes(&s, req, addr).await;
+    }
     let streams = s
         .card
         .capabilities
@@ -1690,6 +1726,154 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
             return print_json(&event);
         }
         return print_json(&resp);
+    }
+    print_text(&out)
+}
+
+/// `send --push-receiver ADDR`: listens on ADDR, sends with that receiver (and a fresh token)
+/// as the task's push-notification config, prints the task and then each notification that
+/// carries the token, and ends once the task ends or needs input (SPEC §9.2).
+async fn receive_pushes(
+    s: &Session,
+    mut req: pb::SendMessageRequest,
+    addr: &str,
+) -> Result<(), Failure> {
+    use pb::stream_response::Payload;
+    let push = s
+        .card
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.push_notifications)
+        .unwrap_or(false);
+    if !push {
+        return Err(Failure::usage(format!(
+            "the card of {} does not declare push notifications",
+            s.reference
+        )));
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::usage(format!("--push-receiver {addr}: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Failure::usage(format!("--push-receiver {addr}: {e}")))?;
+    let url = format!("http://{local}/");
+    let token = uuid::Uuid::new_v4().simple().to_string();
+    let config = req.configuration.get_or_insert_with(Default::default);
+    config.return_immediately = true;
+    config.task_push_notification_config = Some(pb::TaskPushNotificationConfig {
+        url: url.clone(),
+        token: token.clone(),
+        ..Default::default()
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<pb::StreamResponse>(64);
+    let receiver = axum::Router::new().route(
+        "/",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let (tx, token) = (tx.clone(), token.clone());
+                async move {
+                    let given = ["a2a-notification-token", "x-a2a-notification-token"]
+                        .iter()
+                        .find_map(|h| headers.get(*h))
+                        .and_then(|v| v.to_str().ok());
+                    if given != Some(token.as_str()) {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "warning: refused a notification without this receiver's token"
+                        );
+                        return axum::http::StatusCode::UNAUTHORIZED;
+                    }
+                    match serde_json::from_slice::<pb::StreamResponse>(&body) {
+                        Ok(event) => {
+                            let _ = tx.send(event).await;
+                            axum::http::StatusCode::OK
+                        }
+                        Err(e) => {
+                            let _ = writeln!(
+                                std::io::stderr(),
+                                "warning: a notification that is not a StreamResponse: {e}"
+                            );
+                            axum::http::StatusCode::BAD_REQUEST
+                        }
+                    }
+                }
+            },
+        ),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, receiver).await });
+    let _ = writeln!(std::io::stderr(), "receiving push notifications at {url}");
+    let call = s.svc.send_message(&s.cx, req.clone());
+    let sent = s.logged("SendMessage", &req, call).await;
+    let resp = match sent {
+        Ok(resp) => resp,
+        Err(e) => {
+            server.abort();
+            return Err(s.failed(e));
+        }
+    };
+    let first = pb::StreamResponse {
+        payload: resp.payload.map(|p| match p {
+            pb::send_message_response::Payload::Task(t) => Payload::Task(t),
+            pb::send_message_response::Payload::Message(m) => Payload::Message(m),
+        }),
+    };
+    let mut task = pb::Task::default();
+    let mut next = Some(first);
+    while let Some(event) = next.take() {
+        s.event(&event);
+        let state = match &event.payload {
+            Some(Payload::Task(t)) => {
+                task.id.clone_from(&t.id);
+                task.context_id.clone_from(&t.context_id);
+                Some(t.state())
+            }
+            Some(Payload::StatusUpdate(u)) => {
+                task.id.clone_from(&u.task_id);
+                task.context_id.clone_from(&u.context_id);
+                Some(render::state_of(u.status.as_ref().map_or(0, |st| st.state)))
+            }
+            Some(Payload::ArtifactUpdate(_)) => None,
+            Some(Payload::Message(_)) | None => Some(pb::TaskState::Completed),
+        };
+        if s.json {
+            print_json(&event)?;
+        } else {
+            let mut out = String::new();
+            render::event(&mut out, &event);
+            print_text(&out)?;
+        }
+        if let Some(state) = state {
+            task.status = Some(pb::TaskStatus {
+                state: state as i32,
+                ..Default::default()
+            });
+            if task.id.is_empty() || settled(state) {
+                break;
+            }
+        }
+        next = rx.recv().await;
+    }
+    server.abort();
+    if task.id.is_empty() {
+        return Ok(());
+    }
+    let mut out = String::new();
+    if !s.json {
+        // The tail restates what a caller needs to go on (SPEC §11.2).
+        render::field(&mut out, "Task ID", &task.id);
+        render::field(&mut out, "Context ID", &task.context_id);
+        render::field(&mut out, "State", render::state_name(task.state()));
+    }
+    outcome(
+        s,
+        &mut out,
+        &task.id,
+        task.state(),
+        pb::TaskState::Completed,
+    );
+    if s.json {
+        return Ok(());
     }
     print_text(&out)
 }

@@ -304,6 +304,16 @@ pub(crate) struct Serve {
     /// (loopback, private, link-local…). Repeat, or comma-separate. Default: public only.
     #[arg(long, env = "TRIDENT_PUSH_ALLOW", value_delimiter = ',')]
     push_allow: Vec<String>,
+    /// Declare this extension URI on the card as required
+    /// (`capabilities.extensions[].required`): a call that does not activate it is refused
+    /// with ExtensionSupportRequired. Repeat, or comma-separate.
+    #[arg(
+        long,
+        env = "TRIDENT_REQUIRE_EXTENSION",
+        value_delimiter = ',',
+        value_name = "URI"
+    )]
+    require_extension: Vec<String>,
     /// Push notification configurations one task may have; creating one more is refused
     /// (ResourceExhausted).
     #[arg(long, env = "TRIDENT_PUSH_MAX_CONFIGS", default_value_t = PushLimits::default().per_task)]
@@ -565,6 +575,17 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         };
     }
     let mut card = trident::default_card(&name, "An agent served by Trident");
+    for uri in &args.require_extension {
+        card.capabilities
+            .get_or_insert_with(Default::default)
+            .extensions
+            .push(trident_proto::AgentExtension {
+                uri: uri.clone(),
+                description: "Required by this server's --require-extension".into(),
+                required: true,
+                params: None,
+            });
+    }
     let extended_card = match &args.extended_card {
         Some(path) => match extended_card(path) {
             Ok(extended) => {
