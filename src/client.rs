@@ -608,6 +608,8 @@ struct Session {
     credentials: bool,
     /// Whether a client certificate (--cert) is presented.
     client_cert: bool,
+    /// In `chat`, where the reply to a waiting task is the next line typed, not a `send`.
+    chat: bool,
 }
 
 impl Session {
@@ -1209,6 +1211,7 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         reference,
         credentials,
         client_cert: target.cert.is_some(),
+        chat: false,
     })
 }
 
@@ -1554,6 +1557,9 @@ fn outcome(s: &Session, out: &mut String, id: &str, state: pb::TaskState, wanted
     let reference = shell_word(&s.reference);
     let mut err = std::io::stderr().lock();
     match state {
+        pb::TaskState::InputRequired if s.chat => {
+            let _ = writeln!(err, "note: task {id} is waiting: {name}; type your reply");
+        }
         pb::TaskState::InputRequired | pb::TaskState::AuthRequired => {
             let resume = format!("trident send -a {reference} --task-id {id} '<reply>'");
             let _ = writeln!(
@@ -2474,7 +2480,8 @@ pub(crate) async fn chat(args: &Chat) -> Result<(), Failure> {
              once, or use `trident send`",
         ));
     }
-    let s = connect(&args.target).await?;
+    let mut s = connect(&args.target).await?;
+    s.chat = interactive;
     let mut conversation = Conversation::default();
     if !interactive {
         if let Some(text) = &args.message {

@@ -143,6 +143,9 @@ fn conversation(card: &str, transport: &str, end: &str) {
     let s = tmux.until("the question", |s| prompts(s) == 2);
     let asked = after_prompt(&s, 1);
     assert!(asked.contains("State: INPUT_REQUIRED"), "{t}:\n{s}");
+    // The reply is the next line, not a `send` to run.
+    assert!(asked.contains("type your reply"), "{t}:\n{s}");
+    assert!(!asked.contains("Resume:"), "{t}:\n{s}");
     let task = field(&asked, "Task ID").expect("Task ID").to_owned();
     let context = field(&asked, "Context ID").expect("Context ID").to_owned();
 
