@@ -17,7 +17,7 @@ async fn demo() -> Trident {
 /// A tmux server of its own (its own socket) running one command in a detached session;
 /// killed on drop.
 struct Tmux {
-    socket: String,
+    socket: std::path::PathBuf,
 }
 
 impl Tmux {
@@ -27,7 +27,8 @@ impl Tmux {
         if Command::new("tmux").arg("-V").output().is_err() {
             return None;
         }
-        let socket = format!("trident-chat-{}", uuid::Uuid::new_v4());
+        // A socket path of its own (`-S`), removed on drop: none is left behind.
+        let socket = std::env::temp_dir().join(format!("trident-chat-{}", uuid::Uuid::new_v4()));
         let no_config = std::env::temp_dir().join("trident-tests-no-config");
         let words: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_trident"))
             .chain(args.iter().copied())
@@ -39,7 +40,9 @@ impl Tmux {
             words.join(" ")
         );
         let status = Command::new("tmux")
-            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d"])
+            .arg("-S")
+            .arg(&socket)
+            .args(["-f", "/dev/null", "new-session", "-d"])
             .args(["-x", "250", "-y", "80", "sh", "-c", &script])
             .env_remove("TMUX")
             .status()
@@ -51,7 +54,9 @@ impl Tmux {
     /// Types `keys` (tmux key names: text, `Enter`, `C-d`).
     fn keys(&self, keys: &[&str]) {
         let status = Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-t", "0"])
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["send-keys", "-t", "0"])
             .args(keys)
             .status()
             .expect("tmux send-keys");
@@ -67,7 +72,9 @@ impl Tmux {
     /// The whole screen with its history, wrapped lines joined.
     fn screen(&self) -> String {
         let o = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-J", "-S", "-"])
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["capture-pane", "-p", "-J", "-S", "-"])
             .args(["-t", "0"])
             .output()
             .expect("tmux capture-pane");
@@ -95,8 +102,11 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
+            .arg("-S")
+            .arg(&self.socket)
+            .args(["kill-server"])
             .status();
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
 
