@@ -69,12 +69,13 @@ impl Tmux {
         self.keys(&["Enter"]);
     }
 
-    /// The whole screen with its history, wrapped lines joined.
+    /// The whole screen with its history, wrapped lines joined, attributes kept as escape
+    /// sequences (`-e`).
     fn screen(&self) -> String {
         let o = Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
-            .args(["capture-pane", "-p", "-J", "-S", "-"])
+            .args(["capture-pane", "-p", "-e", "-J", "-S", "-"])
             .args(["-t", "0"])
             .output()
             .expect("tmux capture-pane");
@@ -212,7 +213,7 @@ fn conversation(card: &str, transport: &str, end: &str) {
         tail.contains(&format!("Context ID: {other}")),
         "{t}: the context to go on with is shown at the end:\n{s}"
     );
-    // Plain text only: no escape sequence reached the terminal from chat.
+    // Plain text only: the capture keeps attribute sequences (`-e`), and there are none.
     assert!(!s.contains('\u{1b}'), "{t}:\n{s}");
 }
 
