@@ -613,6 +613,8 @@ struct Session {
     credentials: bool,
     /// Whether a client certificate (--cert) is presented.
     client_cert: bool,
+    /// In `chat`, where the reply to a waiting task is the next line typed, not a `send`.
+    chat: bool,
 }
 
 impl Session {
@@ -1237,6 +1239,7 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         reference,
         credentials,
         client_cert: target.cert.is_some(),
+        chat: false,
     })
 }
 
@@ -1582,6 +1585,9 @@ fn outcome(s: &Session, out: &mut String, id: &str, state: pb::TaskState, wanted
     let reference = shell_word(&s.reference);
     let mut err = std::io::stderr().lock();
     match state {
+        pb::TaskState::InputRequired if s.chat => {
+            let _ = writeln!(err, "note: task {id} is waiting: {name}; type your reply");
+        }
         pb::TaskState::InputRequired | pb::TaskState::AuthRequired => {
             let resume = format!("trident send -a {reference} --task-id {id} '<reply>'");
             let _ = writeln!(
@@ -2500,11 +2506,17 @@ fn parse_state(name: &str) -> Result<pb::TaskState, Failure> {
 /// Prints a stream: with `live`, each event as it arrives (a line of JSON each with -o json)
 /// and, in text, a last summary of the identifiers and state; without it, only the task it
 /// ends with (or the message, for a direct reply).
-async fn follow(
+async fn follow(s: &Session, stream: trident_core::EventStream, live: bool) -> Result<(), Failure> {
+    follow_to_end(s, stream, live).await.map(|_| ())
+}
+
+/// [`follow`], returning the task as the events left it and the agent's direct reply, if
+/// any (`chat` carries the identifiers to its next turn).
+async fn follow_to_end(
     s: &Session,
     mut stream: trident_core::EventStream,
     live: bool,
-) -> Result<(), Failure> {
+) -> Result<(pb::Task, Option<pb::Message>), Failure> {
     use pb::stream_response::Payload;
     let mut task = pb::Task::default();
     let mut reply: Option<pb::Message> = None;
@@ -2580,15 +2592,16 @@ async fn follow(
     }
     let mut out = String::new();
     if task.id.is_empty() {
-        if let Some(m) = reply.filter(|_| !live) {
+        if let Some(m) = reply.as_ref().filter(|_| !live) {
             if s.json {
                 return print_json(&pb::StreamResponse {
-                    payload: Some(Payload::Message(m)),
-                });
+                    payload: Some(Payload::Message(m.clone())),
+                })
+                .map(|()| (task, reply));
             }
-            render::message(&mut out, &m);
+            render::message(&mut out, m);
         }
-        return print_text(&out);
+        return print_text(&out).map(|()| (task, reply));
     }
     if live {
         // The tail restates what a caller needs to go on (SPEC §11.2).
@@ -2606,9 +2619,213 @@ async fn follow(
         pb::TaskState::Completed,
     );
     if s.json {
-        return if live { Ok(()) } else { print_json(&task) };
+        if !live {
+            print_json(&task)?;
+        }
+        return Ok((task, reply));
     }
-    print_text(&out)
+    print_text(&out).map(|()| (task, reply))
+}
+
+/// `chat`
+#[derive(Args, Debug)]
+pub(crate) struct Chat {
+    /// A first message. Without a terminal on standard input and output, chat sends it once,
+    /// like `send`, and reads no input.
+    #[arg(value_name = "MESSAGE")]
+    message: Option<String>,
+    #[command(flatten)]
+    pub(crate) target: Target,
+}
+
+/// What a chat carries from one turn to the next (SPEC §8.1): the context, and the task
+/// while it waits for the caller.
+#[derive(Default)]
+struct Conversation {
+    context_id: String,
+    task_id: String,
+}
+
+/// The chat commands (a line that is one of these is not sent).
+const CHAT_QUIT: [&str; 2] = ["/quit", "/exit"];
+const CHAT_NEW: &str = "/new";
+
+/// `chat`: a read-send loop on a terminal (SPEC §7.1, §8.1). Each line is a message in one
+/// context; a task waiting for input is continued by the next line, a finished one is
+/// followed by a new task in the same context. `/quit` (or `/exit`) or end of input ends it,
+/// `/new` starts a new context. Without a terminal it never reads input (SPEC §6.1, §11.2):
+/// a message given on the command line is sent once, otherwise it is a usage error.
+pub(crate) async fn chat(args: &Chat) -> Result<(), Failure> {
+    use std::io::IsTerminal;
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if !interactive && args.message.is_none() {
+        return Err(Failure::usage(
+            "chat needs a terminal on standard input and output; pass a message to send it \
+             once, or use `trident send`",
+        ));
+    }
+    let mut s = connect(&args.target).await?;
+    s.chat = interactive;
+    let mut conversation = Conversation::default();
+    if !interactive {
+        if let Some(text) = &args.message {
+            chat_turn(&s, &mut conversation, text).await?;
+        }
+        return Ok(());
+    }
+    let ended = chat_loop(&s, &mut conversation, args.message.as_deref()).await;
+    // What a `send` needs to go on where the chat stopped (SPEC §8.2).
+    let mut err = std::io::stderr().lock();
+    if !conversation.context_id.is_empty() {
+        let _ = writeln!(err, "Context ID: {}", conversation.context_id);
+    }
+    if !conversation.task_id.is_empty() {
+        let _ = writeln!(err, "Task ID: {}", conversation.task_id);
+    }
+    ended
+}
+
+/// The prompt and the turns, until a quit, the end of input, or a failure.
+async fn chat_loop(
+    s: &Session,
+    conversation: &mut Conversation,
+    first: Option<&str>,
+) -> Result<(), Failure> {
+    use std::io::BufRead;
+    if let Some(text) = first
+        && !chat_turn(s, conversation, text).await?
+    {
+        return Ok(());
+    }
+    let mut line = String::new();
+    loop {
+        {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "> ");
+            let _ = err.flush();
+        }
+        line.clear();
+        let read = std::io::stdin().lock().read_line(&mut line);
+        match read {
+            Ok(0) => {
+                let _ = writeln!(std::io::stderr());
+                return Ok(());
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return Err(Failure::local(
+                    Local::Internal,
+                    format!("cannot read standard input: {e}"),
+                ));
+            }
+        }
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if CHAT_QUIT.contains(&text) {
+            return Ok(());
+        }
+        if text == CHAT_NEW {
+            *conversation = Conversation::default();
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: a new conversation; the next message starts a new context"
+            );
+            continue;
+        }
+        if !chat_turn(s, conversation, text).await? {
+            return Ok(());
+        }
+    }
+}
+
+/// One turn: sends `text` in the conversation, shows the reply (live when the card declares
+/// streaming), and carries the identifiers on. False when the chat cannot go on here (the
+/// agent wants credentials).
+async fn chat_turn(
+    s: &Session,
+    conversation: &mut Conversation,
+    text: &str,
+) -> Result<bool, Failure> {
+    let parts = message_parts(Some(text), &[])?;
+    let mut message = pb::Message::user(uuid::Uuid::new_v4().to_string(), parts);
+    message.context_id.clone_from(&conversation.context_id);
+    message.task_id.clone_from(&conversation.task_id);
+    let req = pb::SendMessageRequest {
+        message: Some(message),
+        ..Default::default()
+    };
+    let streams = s
+        .card
+        .capabilities
+        .as_ref()
+        .and_then(|c| c.streaming)
+        .unwrap_or(false);
+    let (task, reply) = if streams {
+        s.sending("SendStreamingMessage", &req);
+        let stream = s
+            .svc
+            .send_streaming_message(&s.cx, req)
+            .await
+            .map_err(|e| s.failed(e))?;
+        follow_to_end(s, stream, true).await?
+    } else {
+        let call = s.svc.send_message(&s.cx, req.clone());
+        let resp = s
+            .logged("SendMessage", &req, call)
+            .await
+            .map_err(|e| s.failed(e))?;
+        if s.json {
+            print_json(&resp)?;
+        }
+        let mut out = String::new();
+        let seen = match resp.payload {
+            Some(pb::send_message_response::Payload::Task(t)) => {
+                render::task(&mut out, &t, s.verbose);
+                outcome(s, &mut out, &t.id, t.state(), pb::TaskState::Completed);
+                (t, None)
+            }
+            Some(pb::send_message_response::Payload::Message(m)) => {
+                render::message(&mut out, &m);
+                (pb::Task::default(), Some(m))
+            }
+            None => {
+                return Err(Failure::Agent(
+                    A2aError::new(
+                        trident_core::ErrorKind::InvalidAgentResponse,
+                        "the agent answered with neither a task nor a message",
+                    ),
+                    None,
+                ));
+            }
+        };
+        if !s.json {
+            print_text(&out)?;
+        }
+        seen
+    };
+    conversation.task_id.clear();
+    if !task.id.is_empty() {
+        conversation.context_id.clone_from(&task.context_id);
+        match task.state() {
+            pb::TaskState::InputRequired => conversation.task_id.clone_from(&task.id),
+            pb::TaskState::AuthRequired => {
+                conversation.task_id.clone_from(&task.id);
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "note: the agent needs credentials to go on with task {}; supply them \
+                     (--bearer, --api-key, --svc-param) and reply with `trident send --task-id`",
+                    task.id
+                );
+                return Ok(false);
+            }
+            _ => {}
+        }
+    } else if let Some(m) = reply.filter(|m| !m.context_id.is_empty()) {
+        conversation.context_id = m.context_id;
+    }
+    Ok(true)
 }
 
 /// `task download`: the task's artifacts, one file per part ([`crate::download`]); prints

@@ -68,6 +68,10 @@ enum Command {
     Card(client::CardCommand),
     /// Send a message: a new task, or a reply to one with --task-id.
     Send(client::Send),
+    /// Chat with an agent on a terminal: each line a message in one context, a task waiting
+    /// for input continued by the next line; `/new` starts a new context, `/quit` or Ctrl-D
+    /// ends it. Without a terminal, sends MESSAGE once (like send) and reads no input.
+    Chat(client::Chat),
     /// Tasks: `task get|cancel|list|subscribe|download|push-config`.
     #[command(subcommand)]
     Task(client::TaskCommand),
@@ -323,6 +327,7 @@ async fn run(command: Command) -> ExitCode {
             (args.target.json(), client::card_get(&args).await)
         }
         Command::Send(args) => (args.target.json(), client::send(&args).await),
+        Command::Chat(args) => (args.target.json(), client::chat(&args).await),
         Command::Auth(cmd) => (cmd.json(), cmd.run().await),
         Command::Task(cmd) => (cmd.json(), cmd.run().await),
         Command::Get(old) => {

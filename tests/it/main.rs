@@ -3,6 +3,7 @@
 
 mod a2acli;
 mod a2acli_auth;
+mod a2acli_chat;
 mod a2acli_more;
 mod a2acli_push;
 mod a2acli_tls;
