@@ -1706,15 +1706,7 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
             outcome(&s, &mut out, &t.id, t.state(), pb::TaskState::Completed);
         }
         Some(pb::send_message_response::Payload::Message(m)) => render::message(&mut out, m),
-        None => {
-            return Err(Failure::Agent(
-                A2aError::new(
-                    trident_core::ErrorKind::InvalidAgentResponse,
-                    "the agent answered with neither a task nor a message",
-                ),
-                None,
-            ));
-        }
+        None => return Err(neither_task_nor_message()),
     }
     if s.json {
         if args.stream {
@@ -2790,15 +2782,7 @@ async fn chat_turn(
                 render::message(&mut out, &m);
                 (pb::Task::default(), Some(m))
             }
-            None => {
-                return Err(Failure::Agent(
-                    A2aError::new(
-                        trident_core::ErrorKind::InvalidAgentResponse,
-                        "the agent answered with neither a task nor a message",
-                    ),
-                    None,
-                ));
-            }
+            None => return Err(neither_task_nor_message()),
         };
         if !s.json {
             print_text(&out)?;
@@ -2929,6 +2913,17 @@ fn timestamp(ts: &trident_proto::wkt::Timestamp) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+/// A `SendMessage` answer with no payload.
+fn neither_task_nor_message() -> Failure {
+    Failure::Agent(
+        A2aError::new(
+            trident_core::ErrorKind::InvalidAgentResponse,
+            "the agent answered with neither a task nor a message",
+        ),
+        None,
+    )
 }
 
 #[cfg(test)]

@@ -291,17 +291,7 @@ struct Discovery {
 /// The OAuth 2 flow of an OpenID provider, from its discovery document at `url`: client
 /// credentials when the client has a secret, else the device flow, if the provider offers it.
 async fn discover(http: &reqwest::Client, url: &str, secret: bool) -> Result<Flow, Failure> {
-    let response = http
-        .get(url)
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(|e| unreachable_at(url, &e))?;
-    let status = response.status();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| unreachable_at(url, &e))?;
+    let (status, bytes) = exchange(http.get(url).header("accept", "application/json"), url).await?;
     let bad =
         |why: String| Failure::local(Local::AuthFailed, format!("OpenID discovery {url}: {why}"));
     if !status.is_success() {
@@ -548,16 +538,7 @@ async fn token_request(
             body.append_pair("client_id", client.id);
         }
     }
-    let response = request
-        .body(body.finish())
-        .send()
-        .await
-        .map_err(|e| unreachable_at(url, &e))?;
-    let status = response.status();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| unreachable_at(url, &e))?;
+    let (status, bytes) = exchange(request.body(body.finish()), url).await?;
     if status.is_success() {
         let token: TokenResponse = serde_json::from_slice(&bytes).map_err(|e| {
             Failure::local(
@@ -583,6 +564,20 @@ async fn token_request(
             format!("token endpoint {url}: HTTP {status}"),
         )),
     }
+}
+
+/// Sends `request` to `url` and reads the whole answer: its status and body.
+async fn exchange(
+    request: reqwest::RequestBuilder,
+    url: &str,
+) -> Result<(reqwest::StatusCode, bytes::Bytes), Failure> {
+    let response = request.send().await.map_err(|e| unreachable_at(url, &e))?;
+    let status = response.status();
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| unreachable_at(url, &e))?;
+    Ok((status, bytes))
 }
 
 fn unreachable_at(url: &str, e: &reqwest::Error) -> Failure {
@@ -752,19 +747,12 @@ async fn device_flow(
     if !scope.is_empty() {
         body.append_pair("scope", scope);
     }
-    let response = http
+    let request = http
         .post(device_url)
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
-        .body(body.finish())
-        .send()
-        .await
-        .map_err(|e| unreachable_at(device_url, &e))?;
-    let status = response.status();
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| unreachable_at(device_url, &e))?;
+        .body(body.finish());
+    let (status, bytes) = exchange(request, device_url).await?;
     if !status.is_success() {
         return Err(match serde_json::from_slice::<ErrorResponse>(&bytes) {
             Ok(e) => refused("the device authorization endpoint refused", &e),

@@ -77,6 +77,26 @@ fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
     A2aError::new(ErrorKind::InvalidAgentResponse, format!("{what}: {e}"))
 }
 
+/// The JSON of a response to method `what` that came with `status`. A body that is not JSON
+/// is the agent's fault on a success, and otherwise the HTTP error of whatever answered
+/// (a proxy's plain 401 is unauthenticated, not an invalid agent response).
+pub(crate) fn envelope(
+    what: &str,
+    status: reqwest::StatusCode,
+    body: &[u8],
+) -> Result<serde_json::Value, A2aError> {
+    serde_json::from_slice(body).map_err(|e| {
+        if status.is_success() {
+            invalid(what, e)
+        } else {
+            A2aError::new(
+                ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
+                format!("HTTP {status}"),
+            )
+        }
+    })
+}
+
 /// The chunks of a response body, their failures described with their cause.
 pub(crate) fn chunks(
     response: reqwest::Response,
@@ -239,16 +259,7 @@ impl JsonRpcClient {
             .map_err(|e| transport_error(op.name(), e))?;
         let status = response.status();
         let body = self.body(response).await?;
-        let envelope: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-            if status.is_success() {
-                invalid(op.name(), e)
-            } else {
-                A2aError::new(
-                    ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
-                    format!("HTTP {status}"),
-                )
-            }
-        })?;
+        let envelope = envelope(op.name(), status, &body)?;
         serde_json::from_value(result_of(envelope)?).map_err(|e| invalid(op.name(), e))
     }
 
@@ -285,17 +296,7 @@ impl JsonRpcClient {
             // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
             let status = response.status();
             let body = self.body(response).await?;
-            let envelope: serde_json::Value = serde_json::from_slice(&body).map_err(|e| {
-                if status.is_success() {
-                    invalid(op.name(), e)
-                } else {
-                    A2aError::new(
-                        ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
-                        format!("HTTP {status}"),
-                    )
-                }
-            })?;
-            result_of(envelope)?;
+            result_of(envelope(op.name(), status, &body)?)?;
             return Err(invalid(
                 op.name(),
                 "a streaming method answered without a stream",

@@ -13,7 +13,7 @@ use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, read_body};
 use trident_v03::client::{self as v03c, Call};
 use trident_v03::jsonrpc::{self as rpc, Method};
 
-use crate::client::{chunks, post_envelope, transport_error};
+use crate::client::{chunks, envelope, post_envelope, transport_error};
 
 /// A JSON-RPC client of one A2A v0.3 interface.
 #[derive(Debug)]
@@ -117,17 +117,7 @@ impl V03Client {
             .map_err(|e| transport_error(method.name(), e))?;
         let status = response.status();
         let body = self.body(response).await?;
-        let envelope: Value = serde_json::from_slice(&body).map_err(|e| {
-            if status.is_success() {
-                invalid(method.name(), e)
-            } else {
-                A2aError::new(
-                    ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
-                    format!("HTTP {status}"),
-                )
-            }
-        })?;
-        result_of(envelope)
+        result_of(envelope(method.name(), status, &body)?)
     }
 
     async fn open_stream(
@@ -149,17 +139,7 @@ impl V03Client {
             // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
             let status = response.status();
             let body = self.body(response).await?;
-            let envelope: Value = serde_json::from_slice(&body).map_err(|e| {
-                if status.is_success() {
-                    invalid(method.name(), e)
-                } else {
-                    A2aError::new(
-                        ErrorKind::from_http(status.as_u16()).unwrap_or(ErrorKind::Internal),
-                        format!("HTTP {status}"),
-                    )
-                }
-            })?;
-            result_of(envelope)?;
+            result_of(envelope(method.name(), status, &body)?)?;
             return Err(invalid(
                 method.name(),
                 "a streaming method answered without a stream",
