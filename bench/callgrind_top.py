@@ -2,21 +2,28 @@
 """Top functions of a callgrind dump, exclusive (self) and inclusive, per request.
 
 Usage: callgrind_top.py DUMP REQUESTS [K]
+       callgrind_top.py --allocations DUMP REQUESTS   (prints heap allocations per request)
 
 Reads the callgrind format directly (name compression, `calls=` lines), so it works on the
 dumps `callgrind_control --dump` writes. Inclusive cost = self + the cost of calls made
-(recursion counted once per call site, as callgrind records it).
+(recursion counted once per call site, as callgrind records it). Heap allocations per request
+are the calls made to the C allocator's entry points (`malloc`, `calloc`, `realloc`,
+`aligned_alloc`, `posix_memalign`, `memalign`): every Rust allocation goes through one of them.
 """
 import re
 import sys
 from collections import defaultdict
 
 
+ALLOCATORS = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign", "memalign"}
+
+
 def parse(path):
-    names = {"fn": {}, "cfn": {}}
     self_cost = defaultdict(int)
     incl_calls = defaultdict(int)
     fn = None
+    callee = None
+    allocations = 0
     after_calls = False
     total = 0
     comp = {}
@@ -52,17 +59,23 @@ def parse(path):
                 fn = name("fn", line[3:])
             elif line.startswith("cfn=") or line.startswith("cfi=") or line.startswith("cob="):
                 if line.startswith("cfn="):
-                    name("fn", line[4:])
+                    callee = name("fn", line[4:])
             elif line.startswith("calls="):
                 after_calls = True
-    return self_cost, incl_calls, total
+                if callee in ALLOCATORS and fn not in ALLOCATORS:
+                    allocations += int(line[6:].split()[0])
+    return self_cost, incl_calls, total, allocations
 
 
 def main():
+    if sys.argv[1] == "--allocations":
+        path, requests = sys.argv[2], int(sys.argv[3])
+        print(f"{parse(path)[3] / requests:.1f}")
+        return
     path, requests = sys.argv[1], int(sys.argv[2])
     k = int(sys.argv[3]) if len(sys.argv) > 3 else 25
-    self_cost, incl_calls, total = parse(path)
-    print(f"total: {total / requests:,.0f} Ir/request")
+    self_cost, incl_calls, total, allocations = parse(path)
+    print(f"total: {total / requests:,.0f} Ir/request, {allocations / requests:.1f} heap allocations/request")
     short = lambda n: (n if len(n) <= 110 else n[:107] + "...")
     print(f"\ntop {k} exclusive (Ir/request, share):")
     for fn, c in sorted(self_cost.items(), key=lambda x: -x[1])[:k]:

@@ -8,7 +8,8 @@
 # first (connections, caches, lazily built state), then the counters are zeroed
 # (`callgrind_control -z`), exactly REQUESTS more are sent (`trident-bench load --requests`),
 # and the counters are dumped (`callgrind_control --dump`). The dump holds the cost of those
-# REQUESTS requests alone (no start-up, no warm-up): Ir / REQUESTS is the figure. The dumps are
+# REQUESTS requests alone (no start-up, no warm-up): Ir / REQUESTS is the figure, and the calls
+# the dump records into malloc/calloc/realloc, over REQUESTS, are the heap allocations per request. The dumps are
 # kept in OUT; bench/callgrind_top.py prints their top functions per request, exclusive and
 # inclusive (callgrind_annotate 3.19 folds a dump taken with --dump into one entry).
 #
@@ -102,7 +103,7 @@ stop() {
     pid=
 }
 
-declare -A ir
+declare -A ir allocs
 for server in $servers; do
     start "$server"
     for binding in $bindings; do
@@ -117,6 +118,7 @@ for server in $servers; do
         mv "$dump" "$out/$server-$binding.out"
         total=$(grep -m1 '^summary:' "$out/$server-$binding.out" | awk '{print $2}')
         ir[$server-$binding]=$((total / requests))
+        allocs[$server-$binding]=$(python3 bench/callgrind_top.py --allocations "$out/$server-$binding.out" "$requests")
     done
     stop
     rm -f "$out/$server".*.start*
@@ -125,14 +127,14 @@ done
 echo
 echo "Instructions per blocking SendMessage (callgrind Ir; $requests requests after $warmup, $connections connections; store: $store)"
 echo
-echo "| binding | raw Ir/req | Trident Ir/req | Trident ÷ raw |"
-echo "|---|---:|---:|---:|"
+echo "| binding | raw Ir/req | Trident Ir/req | Trident ÷ raw | raw allocations/req | Trident allocations/req |"
+echo "|---|---:|---:|---:|---:|---:|"
 for binding in $bindings; do
     r=${ir[raw-$binding]:-}
     t=${ir[trident-$binding]:-}
     ratio=
     if [ -n "$r" ] && [ -n "$t" ]; then ratio=$(awk -v t="$t" -v r="$r" 'BEGIN{printf "%.2f×", t/r}'); fi
-    echo "| $binding | ${r:--} | ${t:--} | ${ratio:--} |"
+    echo "| $binding | ${r:--} | ${t:--} | ${ratio:--} | ${allocs[raw-$binding]:--} | ${allocs[trident-$binding]:--} |"
 done
 echo
 echo "Dumps: $out/<server>-<binding>.out (callgrind format). Top functions per request:"
