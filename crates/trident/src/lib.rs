@@ -176,12 +176,20 @@ pub use trident_engine::{
     PushConcurrency, PushLimits, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest,
     WebhookTransport,
 };
-// Listener settings.
+// Listener settings (the bindings' own are the builder's methods).
 pub use trident_core::JsonLimits;
 pub use trident_server::{
-    CallerLimits, ConnectionLimits, ForwardedHeader, GrpcOptions, Interfaces, IpNet,
-    JsonRpcOptions, Metrics, Protocols, ProxyOptions, RestOptions, ServerOptions,
+    CARD_PATH, CallerLimits, ConnectionLimits, ForwardedHeader, Interfaces, IpNet, JSONRPC_PATH,
+    JWKS_PATH, METRICS_PATH, Metrics, Protocols, ProxyOptions,
 };
+
+/// `serde_json`, for [`Part::data`](proto::Part::data), metadata and anything else the types
+/// carry as JSON, without a dependency of your own (`trident::serde_json::json!`).
+pub use serde_json;
+
+/// `futures`, for the streams the API returns ([`EventStream`]: `StreamExt::next`, …),
+/// without a dependency of your own.
+pub use futures;
 
 /// The A2A types, generated from the proto (`lf.a2a.v1`), with their ProtoJSON mapping and
 /// builders (`Part::raw(..).with_filename(..)`, `AgentCard::builder(..)`, …).
