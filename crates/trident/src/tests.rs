@@ -426,9 +426,19 @@ fn data_message() -> crate::proto::SendMessageRequest {
     }
 }
 
+/// The agent at `origin`, connected over JSON-RPC by a client of `builder`.
+async fn over_jsonrpc(builder: crate::client::ClientBuilder, origin: &str) -> crate::client::Agent {
+    builder
+        .build()
+        .expect("client")
+        .connect_with(origin, &[crate::client::Binding::JsonRpc])
+        .await
+        .expect("connect")
+}
+
 #[tokio::test]
 async fn jsonrpc_is_served_at_the_path_given_and_the_card_says_so() {
-    use crate::client::{Binding, ClientBuilder};
+    use crate::client::ClientBuilder;
     let server = Server::builder(Mirror)
         .jsonrpc_path("/a2a/jsonrpc")
         .bind("127.0.0.1:0")
@@ -446,13 +456,7 @@ async fn jsonrpc_is_served_at_the_path_given_and_the_card_says_so() {
     assert_eq!(listed.as_deref(), Some(jsonrpc.as_str()));
 
     let server = server.spawn();
-    let agent = ClientBuilder::new()
-        .prefer(&[Binding::JsonRpc])
-        .build()
-        .expect("client")
-        .connect(server.origin())
-        .await
-        .expect("connect");
+    let agent = over_jsonrpc(ClientBuilder::new(), server.origin()).await;
     assert_eq!(agent.interface.url, jsonrpc);
     let reply = agent
         .service
@@ -499,7 +503,7 @@ async fn the_card_url_serves_the_card() {
 
 #[tokio::test]
 async fn the_extended_card_gets_the_interfaces_and_security_of_the_public_one() {
-    use crate::client::{Binding, ClientBuilder};
+    use crate::client::ClientBuilder;
     let server = Server::builder(Done)
         .card(card().extended_agent_card(true).build())
         .extended_card(AgentCard::builder("Test", "More for members").build())
@@ -511,14 +515,7 @@ async fn the_extended_card_gets_the_interfaces_and_security_of_the_public_one() 
         .expect("build")
         .spawn();
     let public = server.card().clone();
-    let agent = ClientBuilder::new()
-        .bearer_token("secret")
-        .prefer(&[Binding::JsonRpc])
-        .build()
-        .expect("client")
-        .connect(server.origin())
-        .await
-        .expect("connect");
+    let agent = over_jsonrpc(ClientBuilder::new().bearer_token("secret"), server.origin()).await;
     let extended = agent
         .service
         .get_extended_agent_card(&CallContext::new(), Default::default())
