@@ -16,9 +16,9 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trident::client::{Binding, Client, ClientBuilder, TaskId, Texts};
+use trident::futures::StreamExt;
 use trident::proto as pb;
 use trident::{A2aError, AgentExecutor, CallContext, EventSink, RequestContext, Server};
 

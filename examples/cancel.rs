@@ -11,9 +11,9 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use tokio::sync::mpsc;
 use trident::client::{Binding, ClientBuilder, TaskId};
+use trident::futures::StreamExt;
 use trident::proto::stream_response::Payload;
 use trident::proto::{
     AgentCard, Artifact, CancelTaskRequest, Message, Part, SendMessageConfiguration,

@@ -7,8 +7,8 @@
 //! stream, a later `SubscribeToTask`, a webhook — sees the same events in the same order,
 //! each with its sequence number ([`StreamEvent::seq`], the SSE `id:` a client resumes from).
 
-use futures::StreamExt;
 use trident::client::{Binding, ClientBuilder, Texts};
+use trident::futures::StreamExt;
 use trident::proto::stream_response::Payload;
 use trident::proto::{AgentCard, Artifact, Message, Part, SendMessageRequest};
 use trident::{

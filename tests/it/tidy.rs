@@ -642,6 +642,33 @@ fn the_agent_crate_depends_on_the_facade_alone() {
     assert_eq!(trident, ["trident-a2a"], "scribe-agent names {trident:?}");
 }
 
+/// The examples (and the agent crate) reach `serde_json`, `futures` and every Trident crate
+/// through the facade (`trident::serde_json`, `trident::futures`), so a user's crate needs no
+/// dependency of its own for what the API hands out.
+#[test]
+fn the_examples_name_json_streams_and_trident_through_the_facade() {
+    let mut files = Vec::new();
+    rust_files(&root().join("examples"), &mut files);
+    assert!(files.len() > 5, "{files:?}");
+    for file in files {
+        let code = code_of(&read(&file));
+        for name in ["futures::", "serde_json::", "trident_"] {
+            for (at, _) in code.match_indices(name) {
+                let before = &code[..at];
+                let word_start = !before
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':');
+                assert!(
+                    !word_start,
+                    "{} names `{name}` directly: reach it through `trident::`",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn published_packages_carry_their_metadata_and_unpublished_ones_say_so() {
     // `cargo package` (run by .ci/run) needs these to publish; what is not meant for

@@ -342,14 +342,35 @@ impl Client {
     /// that it offers under the builder's [`Protocol`] (see [`choose_for`](crate::choose_for)),
     /// and connects. When it offers none, the error lists what it does offer.
     pub async fn connect(&self, origin: &str) -> Result<Agent, A2aError> {
+        self.connect_with(origin, &self.shared.preference).await
+    }
+
+    /// [`connect`](Self::connect) with the bindings of this call, best first, instead of the
+    /// builder's [`prefer`](ClientBuilder::prefer) (empty: [`Binding::ALL`] in that order):
+    /// one client, its options and card cache, speaking to each agent over the binding the
+    /// caller picks.
+    pub async fn connect_with(
+        &self,
+        origin: &str,
+        preference: &[Binding],
+    ) -> Result<Agent, A2aError> {
         let card = self.fetch_card(origin).await?;
-        self.connect_card(origin, card).await
+        self.connect_card_with(origin, card, preference).await
     }
 
     /// [`connect`](Self::connect) to the agent of a card already in hand (`origin` only names
     /// it in errors).
     pub async fn connect_card(&self, origin: &str, card: pb::AgentCard) -> Result<Agent, A2aError> {
-        let preference = &self.shared.preference;
+        self.connect_card_with(origin, card, &self.shared.preference)
+            .await
+    }
+
+    async fn connect_card_with(
+        &self,
+        origin: &str,
+        card: pb::AgentCard,
+        preference: &[Binding],
+    ) -> Result<Agent, A2aError> {
         let protocol = self.shared.protocol;
         let (binding, interface) = choose_for(&card, preference, protocol)
             .ok_or_else(|| no_match_for(origin, &card, preference, protocol))?;

@@ -51,7 +51,7 @@ pub use trident_rest::RestOptions;
 pub use trident_v03::push::task_body as v03_push_body;
 pub use trident_v03::version::Protocols;
 
-/// Where the JSON-RPC endpoint is mounted.
+/// Where the JSON-RPC endpoint is mounted by default ([`ServerOptions::jsonrpc_path`]).
 pub const JSONRPC_PATH: &str = "/";
 /// The well-known card path.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -86,6 +86,11 @@ pub struct ServerOptions {
     pub jsonrpc: JsonRpcOptions,
     /// gRPC settings.
     pub grpc: GrpcOptions,
+    /// Where JSON-RPC is served (default [`JSONRPC_PATH`], `/`); the card's JSONRPC URL must
+    /// name it (see [`Interfaces::with_jsonrpc_path`]). Refusals made before the JSON-RPC
+    /// adapter reads a request (hygiene, limits, authentication) answer in JSON-RPC's form
+    /// only at `/`.
+    pub jsonrpc_path: String,
     /// `Cache-Control: max-age` of the card, in seconds.
     pub card_max_age: u32,
     /// Which bindings this listener serves (all by default; gRPC can get a listener of its own).
@@ -150,6 +155,7 @@ impl Default for ServerOptions {
             rest: RestOptions::default(),
             jsonrpc: JsonRpcOptions::default(),
             grpc: GrpcOptions::default(),
+            jsonrpc_path: JSONRPC_PATH.to_owned(),
             card_max_age: 300,
             bindings: Bindings::ALL,
             metrics: None,
@@ -168,6 +174,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("rest", &self.rest)
             .field("jsonrpc", &self.jsonrpc)
             .field("grpc", &self.grpc)
+            .field("jsonrpc_path", &self.jsonrpc_path)
             .field("card_max_age", &self.card_max_age)
             .field("bindings", &self.bindings)
             .field("protocols", &self.protocols)
@@ -282,6 +289,14 @@ impl Interfaces {
             rest: origin.to_owned(),
             grpc,
         }
+    }
+
+    /// These interfaces with JSON-RPC at `path` of the HTTP+JSON origin instead of `/`
+    /// ([`ServerOptions::jsonrpc_path`]).
+    #[must_use]
+    pub fn with_jsonrpc_path(mut self, path: &str) -> Self {
+        self.jsonrpc = format!("{}{path}", self.rest.trim_end_matches('/'));
+        self
     }
 }
 
@@ -579,7 +594,11 @@ pub fn app(
         let mut jsonrpc = options.jsonrpc.clone();
         jsonrpc.v03 = v03;
         jsonrpc.v1 = options.protocols.v1;
-        router = router.merge(trident_jsonrpc::router(svc.clone(), JSONRPC_PATH, jsonrpc));
+        router = router.merge(trident_jsonrpc::router(
+            svc.clone(),
+            &options.jsonrpc_path,
+            jsonrpc,
+        ));
     }
     if bindings.grpc {
         let mut grpc = options.grpc.clone();

@@ -40,10 +40,15 @@
 //!
 //! [`Server::builder`] wires the engine, the store (`memory`, `sqlite:PATH`,
 //! `postgres://…`), the three bindings on one port (HTTP/1.1 and h2c; gRPC can get a port of
-//! its own), the card, push delivery, authentication, connection limits and graceful shutdown.
-//! [`ServerBuilder::build`] refuses a setup that cannot work with a [`BuildError`] that says
-//! why — push declared without a sender, an extended card without authentication, the
-//! interfaces given twice…
+//! its own, JSON-RPC a path other than `/` with [`ServerBuilder::jsonrpc_path`]), the card,
+//! push delivery, authentication, connection limits and graceful shutdown. The extended card
+//! gets the public card's interfaces and security unless it sets its own.
+//! [`ServerBuilder::build`] checks the setup, binds the listeners and assembles the server; it
+//! refuses a setup that cannot work with a [`BuildError`] that says why — push declared
+//! without a sender, an extended card without authentication, the interfaces given twice…
+//! [`Server::local_addr`] and [`Server::card_url`] say where it listens (the card is at
+//! [`CARD_PATH`]); to know the address before `build()`, bind a listener yourself and give it
+//! to [`ServerBuilder::listener`].
 //!
 //! ```no_run
 //! # use trident::{A2aError, AgentExecutor, EventSink, RequestContext};
@@ -86,20 +91,30 @@
 //! [`client`] (the `trident-client` crate) reads an agent's card, picks a binding and returns
 //! the agent as an `Arc<dyn` [`A2aService`]`>` — the same trait the engine implements, so code
 //! written against one runs against the other, and a gateway is a [`Server::service`] over a
-//! client ([`client::Upstream`]).
+//! client ([`client::Upstream`]). One configured [`client::Client`] (credentials, timeouts,
+//! card cache) picks the binding per agent with
+//! [`connect_with`](client::Client::connect_with). Streams are read with
+//! [`futures`]`::StreamExt` and data parts written with [`serde_json`], both re-exported here:
+//! a crate of yours needs this one and tokio only.
 //!
 //! ```no_run
 //! # async fn call() -> Result<(), trident::A2aError> {
+//! use trident::futures::StreamExt;
 //! use trident::proto::{Message, Part, SendMessageRequest};
 //! use trident::{A2aService, CallContext, client::Binding};
 //!
-//! let agent = trident::client::connect("http://127.0.0.1:8080", &[Binding::JsonRpc]).await?;
+//! let client = trident::client::ClientBuilder::new().bearer_token("secret").build()?;
+//! let agent = client.connect_with("http://127.0.0.1:8080", &[Binding::JsonRpc]).await?;
+//! let data = Part::data(trident::serde_json::json!({"city": "Lisbon"}));
 //! let request = SendMessageRequest {
-//!     message: Some(Message::user("m-1", vec![Part::text("hello")])),
+//!     message: Some(Message::user("m-1", vec![Part::text("hello"), data])),
 //!     ..Default::default()
 //! };
-//! let reply = agent.service.send_message(&CallContext::new(), request).await?;
-//! # let _ = reply; Ok(()) }
+//! let mut events = agent.service.send_streaming_message(&CallContext::new(), request).await?;
+//! while let Some(event) = events.next().await {
+//!     println!("{:?}", event?);
+//! }
+//! # Ok(()) }
 //! ```
 //!
 //! The whole round trip, serving and calling in one program:
@@ -176,12 +191,20 @@ pub use trident_engine::{
     PushConcurrency, PushLimits, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest,
     WebhookTransport,
 };
-// Listener settings.
+// Listener settings (the bindings' own are the builder's methods).
 pub use trident_core::JsonLimits;
 pub use trident_server::{
-    CallerLimits, ConnectionLimits, ForwardedHeader, GrpcOptions, Interfaces, IpNet,
-    JsonRpcOptions, Metrics, Protocols, ProxyOptions, RestOptions, ServerOptions,
+    CARD_PATH, CallerLimits, ConnectionLimits, ForwardedHeader, Interfaces, IpNet, JSONRPC_PATH,
+    JWKS_PATH, METRICS_PATH, Metrics, Protocols, ProxyOptions,
 };
+
+/// `serde_json`, for [`Part::data`](proto::Part::data), metadata and anything else the types
+/// carry as JSON, without a dependency of your own (`trident::serde_json::json!`).
+pub use serde_json;
+
+/// `futures`, for the streams the API returns ([`EventStream`]: `StreamExt::next`, …),
+/// without a dependency of your own.
+pub use futures;
 
 /// The A2A types, generated from the proto (`lf.a2a.v1`), with their ProtoJSON mapping and
 /// builders (`Part::raw(..).with_filename(..)`, `AgentCard::builder(..)`, …).

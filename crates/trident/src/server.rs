@@ -12,8 +12,8 @@ use trident_engine::{Engine, EngineConfig, WebhookPolicy, WebhookRequest, Webhoo
 use trident_proto as pb;
 use trident_security::SigningKey;
 use trident_server::{
-    Bindings, CallerLimits, ConnectionLimits, Interfaces, Limited, Metrics, Observed, ProxyOptions,
-    ServerError, ServerOptions,
+    Bindings, CARD_PATH, CallerLimits, ConnectionLimits, Interfaces, JWKS_PATH, Limited,
+    METRICS_PATH, Metrics, Observed, ProxyOptions, ServerError, ServerOptions,
 };
 
 /// The header carrying a push notification's signature (see [`ServerBuilder::signing_key`]).
@@ -77,10 +77,13 @@ pub enum BuildError {
     /// A setting of the engine was given for a service that is not an engine.
     #[error("`{0}` applies to an agent served by the engine, not to a service")]
     NotAnEngine(&'static str),
-    /// A field of [`ServerOptions`] that the builder sets itself was set in
-    /// [`ServerBuilder::server_options`].
-    #[error("ServerOptions::{0} is set by the builder (use its own method)")]
-    OptionOwnedByBuilder(&'static str),
+    /// The path given to [`ServerBuilder::jsonrpc_path`] is not an absolute path of plain
+    /// segments (`/`, letters, digits, `-`, `.`, `_`, `~`), or is one the server serves
+    /// something else at (the card, JWKS, metrics, OpenAPI).
+    #[error(
+        "JSON-RPC cannot be served at {0:?}: give an absolute path of plain segments not taken by the card, JWKS, metrics or OpenAPI"
+    )]
+    JsonRpcPath(String),
     /// The PROXY protocol is on but no proxy is trusted.
     #[error("the PROXY protocol needs trusted proxies (ProxyOptions::trusted)")]
     ProxyProtocolWithoutTrustedProxies,
@@ -132,9 +135,14 @@ pub struct Running {
 
 impl Running {
     /// `http://ADDR` of the main listener: what a client connects to (the card is at
-    /// `ORIGIN/.well-known/agent-card.json`).
+    /// [`card_url`](Self::card_url)).
     pub fn origin(&self) -> &str {
         &self.origin
+    }
+
+    /// Where the card is served: the origin and [`CARD_PATH`].
+    pub fn card_url(&self) -> String {
+        format!("{}{CARD_PATH}", self.origin)
     }
 
     /// The URLs the card lists.
@@ -179,26 +187,39 @@ enum StoreChoice {
     Stores(Stores),
 }
 
+/// Where the main listener comes from.
+enum Listen {
+    /// Bound by `build()` at this address.
+    At(String),
+    /// Bound by the caller ([`ServerBuilder::listener`]).
+    Bound(tokio::net::TcpListener),
+}
+
 type RouterLayer = Box<dyn Fn(axum::Router) -> axum::Router + Send + Sync>;
+
+/// A listener and the router it serves, assembled once by `build()`.
+struct Endpoint {
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+}
 
 /// An A2A server: one agent (or service), the card, the three bindings, bound and ready.
 /// Built with [`Server::builder`]; served with [`Server::with_graceful_shutdown`] or
 /// [`Server::serve`].
 pub struct Server {
-    svc: Arc<dyn A2aService>,
     engine: Option<Engine>,
     card: pb::AgentCard,
     interfaces: Interfaces,
     addr: SocketAddr,
     grpc_addr: Option<SocketAddr>,
-    main: tokio::net::TcpListener,
-    grpc: Option<tokio::net::TcpListener>,
-    options: ServerOptions,
+    /// The main listener (all bindings, or all but gRPC when `grpc` is set).
+    main: Endpoint,
+    /// gRPC's own listener.
+    grpc: Option<Endpoint>,
     metrics: Arc<Metrics>,
     limits: ConnectionLimits,
     proxies: ProxyOptions,
     drain: Duration,
-    layers: Vec<RouterLayer>,
 }
 
 impl std::fmt::Debug for Server {
@@ -215,17 +236,17 @@ impl std::fmt::Debug for Server {
 /// Builds a [`Server`]; see the [crate docs](crate) for the whole story.
 ///
 /// Defaults: listen on `127.0.0.1:8080` with all three bindings (HTTP/1.1 and h2c on one
-/// port), the in-memory store, [`trident_core::default_card`], the card's interfaces from the
-/// bound address, push notifications sent over HTTP(S) to public addresses only, no
-/// authentication, [`ConnectionLimits::default`], 10 s to drain at shutdown, metrics at
-/// `/metrics`.
+/// port, JSON-RPC at `/`), the in-memory store, [`trident_core::default_card`], the card's
+/// interfaces from the bound address, push notifications sent over HTTP(S) to public addresses
+/// only, no authentication, [`ConnectionLimits::default`], 10 s to drain at shutdown, metrics
+/// at `/metrics`.
 #[must_use = "a builder does nothing until `build()`"]
 pub struct ServerBuilder {
     source: Source,
     card: Option<pb::AgentCard>,
     extended_card: Option<pb::AgentCard>,
     store: Option<StoreChoice>,
-    listen: String,
+    listen: Listen,
     grpc_listen: Option<String>,
     public_url: Option<String>,
     webhook_policy: Option<WebhookPolicy>,
@@ -238,9 +259,9 @@ pub struct ServerBuilder {
     caller_limits: Option<CallerLimits>,
     connection_limits: ConnectionLimits,
     proxies: ProxyOptions,
+    /// The bindings' settings the builder's own methods set (never its authentication,
+    /// metrics, JWKS, caller limits or bindings, which `assemble` fills in).
     options: ServerOptions,
-    max_body: Option<usize>,
-    json_limits: Option<JsonLimits>,
     drain: Duration,
     serve_metrics: bool,
     signing_key: Option<SigningKey>,
@@ -268,8 +289,16 @@ impl Server {
     }
 
     /// The address the main listener is bound to (with the port the system chose for `:0`).
+    /// To know it before `build()` — to write it into another agent's configuration, say —
+    /// bind the listener yourself and give it to [`ServerBuilder::listener`].
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where the card is served on the main listener:
+    /// `http://` [`local_addr`](Self::local_addr) [`CARD_PATH`].
+    pub fn card_url(&self) -> String {
+        format!("http://{}{CARD_PATH}", self.addr)
     }
 
     /// The address of the gRPC listener, when gRPC has its own.
@@ -333,16 +362,12 @@ impl Server {
         signal: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), Error> {
         let Server {
-            svc,
             engine,
-            card,
             main,
             grpc,
-            options,
             limits,
             proxies,
             drain,
-            layers,
             ..
         } = self;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -358,65 +383,26 @@ impl Server {
                 engine.close_streams();
             }
         });
-        let stopped = move || {
+        let serve = |endpoint: Endpoint, proxies: ProxyOptions| {
             let mut rx = stop_rx.clone();
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            }
-        };
-        let layered = |router: axum::Router| layers.iter().fold(router, |r, layer| layer(r));
-        // The routers were checked to assemble in `build`; they are made again here (cheap)
-        // so that `Server` holds no half-built state.
-        let app = |bindings: Bindings| {
-            trident_server::app(
-                svc.clone(),
-                &card,
-                &ServerOptions {
-                    bindings,
-                    ..options.clone()
+            trident_server::serve_with_proxies(
+                endpoint.listener,
+                endpoint.router,
+                async move {
+                    let _ = rx.wait_for(|s| *s).await;
                 },
+                drain,
+                limits,
+                proxies,
             )
-            .map(&layered)
-            .map_err(|e| std::io::Error::other(e.to_string()))
         };
-        let served = async {
-            match grpc {
-                None => {
-                    trident_server::serve_with_proxies(
-                        main,
-                        app(Bindings::ALL)?,
-                        stopped(),
-                        drain,
-                        limits,
-                        proxies,
-                    )
-                    .await
-                }
-                Some(grpc) => {
-                    let (http, grpc_app) = (app(Bindings::HTTP)?, app(Bindings::GRPC)?);
-                    let (a, b) = tokio::join!(
-                        trident_server::serve_with_proxies(
-                            main,
-                            http,
-                            stopped(),
-                            drain,
-                            limits,
-                            proxies.clone()
-                        ),
-                        trident_server::serve_with_proxies(
-                            grpc,
-                            grpc_app,
-                            stopped(),
-                            drain,
-                            limits,
-                            proxies
-                        )
-                    );
-                    a.and(b)
-                }
+        let result = match grpc {
+            None => serve(main, proxies).await,
+            Some(grpc) => {
+                let (a, b) = tokio::join!(serve(main, proxies.clone()), serve(grpc, proxies));
+                a.and(b)
             }
         };
-        let result = served.await;
         // Tasks this process was running: handed to the other replicas now rather than when
         // their leases lapse (a store nobody else uses recovers them at the next start).
         if let Some(engine) = engine {
@@ -433,7 +419,7 @@ impl ServerBuilder {
             card: None,
             extended_card: None,
             store: None,
-            listen: "127.0.0.1:8080".to_owned(),
+            listen: Listen::At("127.0.0.1:8080".to_owned()),
             grpc_listen: None,
             public_url: None,
             webhook_policy: None,
@@ -447,8 +433,6 @@ impl ServerBuilder {
             connection_limits: ConnectionLimits::default(),
             proxies: ProxyOptions::default(),
             options: ServerOptions::default(),
-            max_body: None,
-            json_limits: None,
             drain: DEFAULT_DRAIN,
             serve_metrics: true,
             signing_key: None,
@@ -466,6 +450,9 @@ impl ServerBuilder {
 
     /// The card GetExtendedAgentCard returns to authenticated callers. The public card must
     /// declare `extendedAgentCard`, and an [`authenticator`](Self::authenticator) is required.
+    /// The builder fills it like the public card: without `supportedInterfaces` it gets the
+    /// public card's; without security schemes and requirements, the public card's (the
+    /// authenticator's); with a [`signing_key`](Self::signing_key) it is signed.
     pub fn extended_card(mut self, card: pb::AgentCard) -> Self {
         self.extended_card = Some(card);
         self
@@ -488,13 +475,29 @@ impl ServerBuilder {
     /// The address to listen on (`host:port`; port 0 picks a free one). HTTP/1.1 and h2c share
     /// the port; all three bindings are served there unless gRPC gets its own listener.
     pub fn bind(mut self, addr: impl ToString) -> Self {
-        self.listen = addr.to_string();
+        self.listen = Listen::At(addr.to_string());
+        self
+    }
+
+    /// Serves on a listener bound by the caller instead of [`bind`](Self::bind)ing one: its
+    /// address (the port chosen for `:0` too) is then known before `build()`, to put into
+    /// another agent's configuration or a card of one's own.
+    pub fn listener(mut self, listener: tokio::net::TcpListener) -> Self {
+        self.listen = Listen::Bound(listener);
         self
     }
 
     /// Serves gRPC on a listener of its own at `addr`.
     pub fn grpc_bind(mut self, addr: impl ToString) -> Self {
         self.grpc_listen = Some(addr.to_string());
+        self
+    }
+
+    /// Serves JSON-RPC at `path` (default `/`, [`JSONRPC_PATH`](crate::JSONRPC_PATH)); the card's JSONRPC
+    /// interface names it. `build()` refuses a path that is not plain
+    /// ([`BuildError::JsonRpcPath`]).
+    pub fn jsonrpc_path(mut self, path: impl Into<String>) -> Self {
+        self.options.jsonrpc_path = path.into();
         self
     }
 
@@ -588,26 +591,46 @@ impl ServerBuilder {
         self
     }
 
-    /// Settings of the bindings (`rest`, `jsonrpc`, `grpc`, `card_max_age`). The builder sets
-    /// `authenticator`, `allow_anonymous`, `metrics`, `jwks`, `caller_limits` and `bindings`
-    /// itself; `build()` refuses options that set them.
-    pub fn server_options(mut self, options: ServerOptions) -> Self {
-        self.options = options;
-        self
-    }
-
     /// The protocol generations served (default: 1.0 and 0.3). With 0.3 on, v0.3 clients are
     /// answered on every binding beside 1.0 clients, translated into the same calls, and the
-    /// card carries what they read. Set after [`server_options`](Self::server_options), which
-    /// replaces it.
+    /// card carries what they read.
     pub fn protocols(mut self, protocols: trident_server::Protocols) -> Self {
         self.options.protocols = protocols;
         self
     }
 
-    /// The largest request body on every binding, in bytes.
+    /// The largest request body on every binding, in bytes (default 4 MiB).
     pub fn max_body(mut self, bytes: usize) -> Self {
-        self.max_body = Some(bytes);
+        self.options.rest.max_body = bytes;
+        self.options.jsonrpc.max_body = bytes;
+        self.options.grpc.max_request_size = bytes;
+        self
+    }
+
+    /// The largest gRPC response or stream message, in bytes (default 16 MiB: tasks carry
+    /// artifacts).
+    pub fn grpc_max_response(mut self, bytes: usize) -> Self {
+        self.options.grpc.max_response_size = bytes;
+        self
+    }
+
+    /// Whether to serve gRPC server reflection (default: yes).
+    pub fn grpc_reflection(mut self, serve: bool) -> Self {
+        self.options.grpc.reflection = serve;
+        self
+    }
+
+    /// How often idle SSE streams (JSON-RPC and HTTP+JSON) get a keep-alive comment
+    /// (default 15 s).
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.options.rest.keep_alive = interval;
+        self.options.jsonrpc.keep_alive = interval;
+        self
+    }
+
+    /// The card's `Cache-Control: max-age`, in whole seconds (default 300 s).
+    pub fn card_max_age(mut self, max_age: Duration) -> Self {
+        self.options.card_max_age = u32::try_from(max_age.as_secs()).unwrap_or(u32::MAX);
         self
     }
 
@@ -615,7 +638,8 @@ impl ServerBuilder {
     /// to its size (default: 4 × the body + 1 MiB; see [`JsonLimits`]). A body over it is
     /// refused with `InvalidParams` before it is decoded.
     pub fn json_limits(mut self, limits: JsonLimits) -> Self {
-        self.json_limits = Some(limits);
+        self.options.rest.json = limits;
+        self.options.jsonrpc.json = limits;
         self
     }
 
@@ -651,141 +675,114 @@ impl ServerBuilder {
         self
     }
 
-    /// Checks the setup, opens the store, binds the listeners and assembles the server.
-    pub async fn build(self) -> Result<Server, BuildError> {
-        let ServerBuilder {
-            source,
-            card,
-            extended_card,
-            store,
-            listen,
-            grpc_listen,
-            public_url,
-            webhook_policy,
-            push,
-            authenticator,
-            allow_anonymous,
-            authorizer,
-            events,
-            config,
-            caller_limits,
-            connection_limits,
-            proxies,
-            options,
-            max_body,
-            json_limits,
-            drain,
-            serve_metrics,
-            signing_key,
-            layers,
-        } = self;
+    /// Checks the setup, binds the listeners and assembles the server, in three steps: the
+    /// setup is checked first (nothing is bound or opened for one that cannot work), then the
+    /// listeners are bound and the cards given the interfaces they serve, then the store is
+    /// opened and the engine, the service and the routers are assembled, once.
+    pub async fn build(mut self) -> Result<Server, BuildError> {
+        let card = self.check()?;
+        let bound = self.bind_listeners(card).await?;
+        self.assemble(bound).await
+    }
 
-        // Coherence first: nothing is bound or opened for a setup that cannot work.
-        let agent = matches!(source, Source::Agent(_));
+    /// Step 1: refuses a setup that cannot work, before anything is bound or opened. Returns
+    /// the public card (the default one for an agent given none), and leaves the one webhook
+    /// policy in the engine's configuration.
+    fn check(&mut self) -> Result<pb::AgentCard, BuildError> {
+        let agent = matches!(self.source, Source::Agent(_));
         if !agent {
             let engine_only = [
-                (store.is_some(), "store"),
-                (extended_card.is_some(), "extended_card"),
-                (push.is_some(), "webhooks"),
-                (webhook_policy.is_some(), "webhook_policy"),
-                (authorizer.is_some(), "authorizer"),
-                (events.is_some(), "events"),
-                (config.is_some(), "engine_config"),
+                (self.store.is_some(), "store"),
+                (self.extended_card.is_some(), "extended_card"),
+                (self.push.is_some(), "webhooks"),
+                (self.webhook_policy.is_some(), "webhook_policy"),
+                (self.authorizer.is_some(), "authorizer"),
+                (self.events.is_some(), "events"),
+                (self.config.is_some(), "engine_config"),
             ];
             if let Some((_, name)) = engine_only.iter().find(|(set, _)| *set) {
                 return Err(BuildError::NotAnEngine(name));
             }
         }
-        let mut card = match (card, agent) {
+        let card = match (self.card.take(), agent) {
             (Some(card), _) => card,
             (None, true) => {
                 trident_core::default_card("Trident agent", "An agent served by Trident")
             }
             (None, false) => return Err(BuildError::MissingCard),
         };
-        for (set, name) in [
-            (options.authenticator.is_some(), "authenticator"),
-            (options.allow_anonymous, "allow_anonymous"),
-            (options.metrics.is_some(), "metrics"),
-            (options.jwks.is_some(), "jwks"),
-            (options.caller_limits.is_some(), "caller_limits"),
-            (options.bindings != Bindings::ALL, "bindings"),
-        ] {
-            if set {
-                return Err(BuildError::OptionOwnedByBuilder(name));
-            }
-        }
-        if proxies.proxy_protocol && proxies.trusted.is_empty() {
+        if self.proxies.proxy_protocol && self.proxies.trusted.is_empty() {
             return Err(BuildError::ProxyProtocolWithoutTrustedProxies);
         }
-        if !card.supported_interfaces.is_empty() && public_url.is_some() {
+        if !card.supported_interfaces.is_empty() && self.public_url.is_some() {
             return Err(BuildError::InterfacesTwice);
         }
-        let capabilities = card.capabilities.clone().unwrap_or_default();
-        let mut config = config;
-        let policy = match (webhook_policy, config.as_mut()) {
-            (Some(p), Some(c)) if c.webhook_policy != WebhookPolicy::default() => {
-                if c.webhook_policy != p {
+        if !plain_path(&self.options.jsonrpc_path) {
+            return Err(BuildError::JsonRpcPath(self.options.jsonrpc_path.clone()));
+        }
+        if !agent {
+            return Ok(card);
+        }
+        let mut config = self.config.take().unwrap_or_default();
+        config.webhook_policy = match self.webhook_policy.take() {
+            Some(p) if config.webhook_policy != WebhookPolicy::default() => {
+                if config.webhook_policy != p {
                     return Err(BuildError::WebhookPolicyTwice);
                 }
                 p
             }
-            (Some(p), _) => p,
-            (None, Some(c)) => c.webhook_policy.clone(),
-            (None, None) => WebhookPolicy::default(),
+            Some(p) => p,
+            None => config.webhook_policy,
         };
-        if agent {
-            let declares_push = capabilities.push_notifications == Some(true);
-            match (&push, declares_push) {
-                (Some(Push::Off), true) => return Err(BuildError::PushWithoutSender),
-                (Some(Push::Custom(_)), false) => return Err(BuildError::SenderWithoutPush),
-                _ => {}
-            }
-            let declares_extended = capabilities.extended_agent_card == Some(true);
-            match (&extended_card, declares_extended) {
-                (None, true) => return Err(BuildError::ExtendedCardMissing),
-                (Some(_), false) => return Err(BuildError::ExtendedCardNotDeclared),
-                (Some(_), true) if authenticator.is_none() => {
-                    return Err(BuildError::ExtendedCardWithoutAuthentication);
-                }
-                _ => {}
-            }
+        self.config = Some(config);
+        let capabilities = card.capabilities.clone().unwrap_or_default();
+        let declares_push = capabilities.push_notifications == Some(true);
+        match (&self.push, declares_push) {
+            (Some(Push::Off), true) => return Err(BuildError::PushWithoutSender),
+            (Some(Push::Custom(_)), false) => return Err(BuildError::SenderWithoutPush),
+            _ => {}
         }
+        let declares_extended = capabilities.extended_agent_card == Some(true);
+        match (&self.extended_card, declares_extended) {
+            (None, true) => Err(BuildError::ExtendedCardMissing),
+            (Some(_), false) => Err(BuildError::ExtendedCardNotDeclared),
+            (Some(_), true) if self.authenticator.is_none() => {
+                Err(BuildError::ExtendedCardWithoutAuthentication)
+            }
+            _ => Ok(card),
+        }
+    }
 
-        // Listeners, and the interfaces they serve.
-        let main = tokio::net::TcpListener::bind(listen.as_str())
-            .await
-            .map_err(|source| BuildError::Bind {
-                addr: listen.clone(),
-                source,
-            })?;
+    /// Step 2: binds the listeners, and fills the cards with the interfaces they serve and
+    /// the authenticator's security schemes.
+    async fn bind_listeners(&mut self, mut card: pb::AgentCard) -> Result<Bound, BuildError> {
+        let listen = std::mem::replace(&mut self.listen, Listen::At(String::new()));
+        let (main, named) = match listen {
+            Listen::At(addr) => (listen_at(&addr).await?, addr),
+            Listen::Bound(listener) => (listener, "the listener given".to_owned()),
+        };
         let addr = main.local_addr().map_err(|source| BuildError::Bind {
-            addr: listen.clone(),
+            addr: named,
             source,
         })?;
-        let grpc =
-            match &grpc_listen {
-                Some(a) => Some(tokio::net::TcpListener::bind(a.as_str()).await.map_err(
-                    |source| BuildError::Bind {
-                        addr: a.clone(),
-                        source,
-                    },
-                )?),
-                None => None,
-            };
-        let grpc_addr = match &grpc {
-            Some(g) => Some(g.local_addr().map_err(|source| BuildError::Bind {
-                addr: grpc_listen.clone().unwrap_or_default(),
-                source,
-            })?),
+        let grpc = match &self.grpc_listen {
+            Some(at) => {
+                let listener = listen_at(at).await?;
+                let addr = listener.local_addr().map_err(|source| BuildError::Bind {
+                    addr: at.clone(),
+                    source,
+                })?;
+                Some((listener, addr))
+            }
             None => None,
         };
         let interfaces = if card.supported_interfaces.is_empty() {
-            let mut interfaces = match &public_url {
+            let mut interfaces = match &self.public_url {
                 Some(origin) => Interfaces::at(origin),
                 None => Interfaces::local(addr),
-            };
-            if let Some(g) = grpc_addr {
+            }
+            .with_jsonrpc_path(&self.options.jsonrpc_path);
+            if let Some((_, g)) = &grpc {
                 interfaces.grpc = g.to_string();
             }
             card = trident_server::card_with_interfaces(card, &interfaces);
@@ -793,10 +790,45 @@ impl ServerBuilder {
         } else {
             interfaces_of(&card, addr)
         };
-        if let Some(auth) = &authenticator {
+        if let Some(auth) = &self.authenticator {
             trident_core::auth::declare_security(&mut card, auth.as_ref());
         }
-        let signing = signing_key.map(|key| {
+        let extended = self.extended_card.take().map(|mut extended| {
+            if extended.supported_interfaces.is_empty() {
+                extended
+                    .supported_interfaces
+                    .clone_from(&card.supported_interfaces);
+            }
+            if extended.security_schemes.is_empty() && extended.security_requirements.is_empty() {
+                extended.security_schemes.clone_from(&card.security_schemes);
+                extended
+                    .security_requirements
+                    .clone_from(&card.security_requirements);
+            }
+            extended
+        });
+        Ok(Bound {
+            card,
+            extended,
+            interfaces,
+            main,
+            addr,
+            grpc,
+        })
+    }
+
+    /// Step 3: opens the store and assembles the engine (or takes the service), the signing
+    /// of cards and notifications, the per-caller limits, the metrics, and the routers, once.
+    async fn assemble(self, bound: Bound) -> Result<Server, BuildError> {
+        let Bound {
+            mut card,
+            mut extended,
+            interfaces,
+            main,
+            addr,
+            grpc,
+        } = bound;
+        let signing = self.signing_key.map(|key| {
             if key.jku().is_some() {
                 key
             } else {
@@ -808,47 +840,50 @@ impl ServerBuilder {
                 key.with_jku(jku)
             }
         });
-
         let metrics = Arc::new(Metrics::new());
-        let (svc, engine): (Arc<dyn A2aService>, Option<Engine>) = match source {
+        let (svc, engine): (Arc<dyn A2aService>, Option<Engine>) = match self.source {
             Source::Service(svc) => (svc, None),
             Source::Agent(executor) => {
-                let transport: Option<Arc<dyn WebhookTransport>> = match push {
+                let config = self.config.unwrap_or_default();
+                let transport: Option<Arc<dyn WebhookTransport>> = match self.push {
                     Some(Push::Off) => None,
                     Some(Push::Custom(t)) => Some(t),
-                    Some(Push::Http(timeout)) => Some(http_webhooks(
-                        timeout,
-                        &policy,
-                        signing.as_ref(),
-                        &interfaces,
-                        &mut card,
-                    )?),
-                    None => Some(http_webhooks(
-                        DEFAULT_WEBHOOK_TIMEOUT,
-                        &policy,
-                        signing.as_ref(),
-                        &interfaces,
-                        &mut card,
-                    )?),
+                    push => {
+                        let timeout = match push {
+                            Some(Push::Http(timeout)) => timeout,
+                            _ => DEFAULT_WEBHOOK_TIMEOUT,
+                        };
+                        let sender =
+                            http_webhooks(timeout, &config.webhook_policy, signing.as_ref())?;
+                        if signing.is_some() {
+                            let declared = signed_notifications(&interfaces);
+                            for card in std::iter::once(&mut card).chain(extended.as_mut()) {
+                                card.capabilities
+                                    .get_or_insert_with(Default::default)
+                                    .extensions
+                                    .push(declared.clone());
+                            }
+                        }
+                        Some(sender)
+                    }
                 };
-                let stores = match store {
+                let stores = match self.store {
                     Some(StoreChoice::Stores(s)) => s,
                     Some(StoreChoice::Spec(spec)) => crate::store::open(&spec).await?,
                     None => trident_engine::store::in_memory(),
                 };
                 // Known once the store is open: whether it is shared is the store's to say.
-                if events.is_some() && !stores.tasks.shared() {
+                if self.events.is_some() && !stores.tasks.shared() {
                     return Err(BuildError::EventsWithoutSharedStore);
                 }
                 let stores = trident_server::observed_stores(stores, metrics.clone());
                 if let Some(key) = &signing {
                     // Last: the signature covers everything above.
                     trident_security::sign_card(&mut card, key);
+                    if let Some(extended) = extended.as_mut() {
+                        trident_security::sign_card(extended, key);
+                    }
                 }
-                let config = EngineConfig {
-                    webhook_policy: policy,
-                    ..config.unwrap_or_default()
-                };
                 // Configurations created through v0.3 are notified in v0.3's shape (also
                 // those stored before 0.3 was turned off).
                 let mut builder = Engine::builder(executor)
@@ -859,13 +894,13 @@ impl ServerBuilder {
                 if let Some(t) = transport {
                     builder = builder.webhooks(t);
                 }
-                if let Some(extended) = extended_card {
+                if let Some(extended) = extended {
                     builder = builder.extended_card(extended);
                 }
-                if let Some(a) = authorizer {
+                if let Some(a) = self.authorizer {
                     builder = builder.authorizer(a);
                 }
-                if let Some(bus) = events {
+                if let Some(bus) = self.events {
                     builder = builder.bus(bus);
                 }
                 let engine = builder.build();
@@ -880,7 +915,7 @@ impl ServerBuilder {
 
         // The service behind the per-caller limits, observed; the server charges the limits
         // for every request at the HTTP layer too (malformed and refused ones included), once.
-        let (svc, limited): (Arc<dyn A2aService>, _) = match caller_limits {
+        let (svc, limited): (Arc<dyn A2aService>, _) = match self.caller_limits {
             Some(l) if l.rate > 0.0 || l.max_streams > 0 => {
                 let limited = Arc::new(Limited::new(svc, l));
                 (limited.clone(), Some(limited))
@@ -888,29 +923,47 @@ impl ServerBuilder {
             _ => (svc, None),
         };
         let svc: Arc<dyn A2aService> = Arc::new(Observed::new(svc, metrics.clone()));
-        let mut options = ServerOptions {
-            metrics: serve_metrics.then(|| metrics.clone()),
-            authenticator,
-            allow_anonymous,
+        let options = ServerOptions {
+            metrics: self.serve_metrics.then(|| metrics.clone()),
+            authenticator: self.authenticator,
+            allow_anonymous: self.allow_anonymous,
             jwks: signing
                 .as_ref()
                 .and_then(|k| serde_json::to_string(&k.jwks()).ok()),
             caller_limits: limited,
-            ..options
+            ..self.options
         };
-        if let Some(n) = max_body {
-            options.rest.max_body = n;
-            options.jsonrpc.max_body = n;
-            options.grpc.max_request_size = n;
-        }
-        if let Some(limits) = json_limits {
-            options.rest.json = limits;
-            options.jsonrpc.json = limits;
-        }
-        // Refuse now what would only fail once serving.
-        let _checked = trident_server::app(svc.clone(), &card, &options)?;
+        let layers = self.layers;
+        let router = |bindings: Bindings| -> Result<axum::Router, BuildError> {
+            let options = ServerOptions {
+                bindings,
+                ..options.clone()
+            };
+            let router = trident_server::app(svc.clone(), &card, &options)?;
+            Ok(layers.iter().fold(router, |r, layer| layer(r)))
+        };
+        let (main, grpc, grpc_addr) = match grpc {
+            None => (
+                Endpoint {
+                    listener: main,
+                    router: router(Bindings::ALL)?,
+                },
+                None,
+                None,
+            ),
+            Some((listener, grpc_addr)) => (
+                Endpoint {
+                    listener: main,
+                    router: router(Bindings::HTTP)?,
+                },
+                Some(Endpoint {
+                    listener,
+                    router: router(Bindings::GRPC)?,
+                }),
+                Some(grpc_addr),
+            ),
+        };
         Ok(Server {
-            svc,
             engine,
             card,
             interfaces,
@@ -918,24 +971,73 @@ impl ServerBuilder {
             grpc_addr,
             main,
             grpc,
-            options,
             metrics,
-            limits: connection_limits,
-            proxies,
-            drain,
-            layers,
+            limits: self.connection_limits,
+            proxies: self.proxies,
+            drain: self.drain,
         })
     }
 }
 
-/// The HTTP(S) webhook sender under `policy`, signing each notification with `signing` (and
-/// declaring so in `card`).
+/// What step 2 of `build()` hands to step 3: the cards filled with the interfaces the bound
+/// listeners serve.
+struct Bound {
+    card: pb::AgentCard,
+    extended: Option<pb::AgentCard>,
+    interfaces: Interfaces,
+    main: tokio::net::TcpListener,
+    addr: SocketAddr,
+    /// gRPC's own listener and its address.
+    grpc: Option<(tokio::net::TcpListener, SocketAddr)>,
+}
+
+/// A listener bound at `addr`.
+async fn listen_at(addr: &str) -> Result<tokio::net::TcpListener, BuildError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| BuildError::Bind {
+            addr: addr.to_owned(),
+            source,
+        })
+}
+
+/// Whether JSON-RPC may be served at `path`: absolute, of plain characters, and not a path the
+/// server serves something else at.
+fn plain_path(path: &str) -> bool {
+    let taken = [
+        CARD_PATH,
+        JWKS_PATH,
+        METRICS_PATH,
+        trident_rest::openapi::PATH,
+    ];
+    path.starts_with('/')
+        && !path.contains("//")
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/-._~".contains(c))
+        && !taken.contains(&path)
+}
+
+/// The card extension that announces signed push notifications, naming where the keys are.
+fn signed_notifications(interfaces: &Interfaces) -> pb::AgentExtension {
+    pb::AgentExtension {
+        uri: SIGNED_NOTIFICATIONS_EXTENSION.into(),
+        description: format!(
+            "Push notifications carry a compact JWS in the {NOTIFICATION_SIGNATURE_HEADER} \
+             header (claims taskId, seq, bodySha256, iat), verifiable with the keys at \
+             {}{}",
+            interfaces.rest, JWKS_PATH
+        ),
+        required: false,
+        params: None,
+    }
+}
+
+/// The HTTP(S) webhook sender under `policy`, signing each notification with `signing`.
 fn http_webhooks(
     timeout: Duration,
     policy: &WebhookPolicy,
     signing: Option<&SigningKey>,
-    interfaces: &Interfaces,
-    card: &mut pb::AgentCard,
 ) -> Result<Arc<dyn WebhookTransport>, BuildError> {
     let mut webhooks = trident_http::HttpWebhooks::with_policy(timeout, policy.clone())
         .map_err(BuildError::WebhookClient)?;
@@ -947,21 +1049,6 @@ fn http_webhooks(
                 trident_security::notification_jwt(&signer, &req.task_id, req.seq, &req.body),
             )
         }));
-        card.capabilities
-            .get_or_insert_with(Default::default)
-            .extensions
-            .push(pb::AgentExtension {
-                uri: SIGNED_NOTIFICATIONS_EXTENSION.into(),
-                description: format!(
-                    "Push notifications carry a compact JWS in the {NOTIFICATION_SIGNATURE_HEADER} \
-                     header (claims taskId, seq, bodySha256, iat), verifiable with the keys at \
-                     {}{}",
-                    interfaces.rest,
-                    trident_server::JWKS_PATH
-                ),
-                required: false,
-                params: None,
-            });
     }
     Ok(Arc::new(webhooks))
 }

@@ -3,8 +3,8 @@ use std::sync::Arc;
 use crate::auth::BearerTokens;
 use crate::proto::AgentCard;
 use crate::{
-    A2aError, AgentExecutor, BuildError, EngineConfig, EventSink, ProxyOptions, RequestContext,
-    Server, ServerOptions, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport,
+    A2aError, AgentExecutor, BuildError, CallContext, EngineConfig, EventSink, ProxyOptions,
+    RequestContext, Server, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport,
 };
 
 struct Done;
@@ -117,15 +117,20 @@ async fn incoherent_setups_are_refused_with_the_reason() {
         "{e}"
     );
 
-    let e = refused(Server::builder(Done).server_options(ServerOptions {
-        authenticator: Some(bearer()),
-        ..ServerOptions::default()
-    }))
-    .await;
-    assert!(
-        matches!(e, BuildError::OptionOwnedByBuilder("authenticator")),
-        "{e}"
-    );
+    for path in [
+        "rpc",
+        "/a//b",
+        "/{tenant}",
+        "/rpc:send",
+        crate::CARD_PATH,
+        crate::METRICS_PATH,
+    ] {
+        let e = refused(Server::builder(Done).jsonrpc_path(path)).await;
+        assert!(
+            matches!(e, BuildError::JsonRpcPath(ref p) if p == path),
+            "{e}"
+        );
+    }
 
     let e = refused(Server::builder(Done).store("mysql://nope")).await;
     assert!(matches!(e, BuildError::Store(_)), "{e}");
@@ -397,4 +402,194 @@ async fn store_open_takes_memory_and_the_durable_specs() {
     assert!(!stores.tasks.shared());
     drop(stores);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Answers with the data part it was sent, in an artifact.
+struct Mirror;
+
+#[async_trait::async_trait]
+impl AgentExecutor for Mirror {
+    async fn execute(&self, ctx: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+        let parts = ctx.message.parts.clone();
+        sink.artifact(crate::proto::Artifact::new("mirror", parts))
+            .await?;
+        sink.complete().await
+    }
+}
+
+fn data_message() -> crate::proto::SendMessageRequest {
+    // `Part::data` takes the facade's own `serde_json`: no dependency of the user's.
+    let part = crate::proto::Part::data(crate::serde_json::json!({"n": 1}));
+    crate::proto::SendMessageRequest {
+        message: Some(crate::proto::Message::user("m-1", vec![part])),
+        ..Default::default()
+    }
+}
+
+/// The agent at `origin`, connected over JSON-RPC by a client of `builder`.
+async fn over_jsonrpc(builder: crate::client::ClientBuilder, origin: &str) -> crate::client::Agent {
+    builder
+        .build()
+        .expect("client")
+        .connect_with(origin, &[crate::client::Binding::JsonRpc])
+        .await
+        .expect("connect")
+}
+
+#[tokio::test]
+async fn jsonrpc_is_served_at_the_path_given_and_the_card_says_so() {
+    use crate::client::ClientBuilder;
+    let server = Server::builder(Mirror)
+        .jsonrpc_path("/a2a/jsonrpc")
+        .bind("127.0.0.1:0")
+        .build()
+        .await
+        .expect("build");
+    let jsonrpc = format!("http://{}/a2a/jsonrpc", server.local_addr());
+    assert_eq!(server.interfaces().jsonrpc, jsonrpc);
+    let listed = server
+        .card()
+        .supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "JSONRPC")
+        .map(|i| i.url.clone());
+    assert_eq!(listed.as_deref(), Some(jsonrpc.as_str()));
+
+    let server = server.spawn();
+    let agent = over_jsonrpc(ClientBuilder::new(), server.origin()).await;
+    assert_eq!(agent.interface.url, jsonrpc);
+    let reply = agent
+        .service
+        .send_message(&CallContext::new(), data_message())
+        .await
+        .expect("an answer at the path");
+    assert!(format!("{reply:?}").contains("mirror"), "{reply:?}");
+    // Nothing is served at `/` any more.
+    let at_root = reqwest::Client::new()
+        .post(format!("{}/", server.origin()))
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}"#)
+        .send()
+        .await
+        .expect("POST /");
+    assert!(at_root.status().is_client_error(), "{}", at_root.status());
+    server.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn the_card_url_serves_the_card() {
+    let server = Server::builder(Done)
+        .card(card().build())
+        .bind("127.0.0.1:0")
+        .build()
+        .await
+        .expect("build");
+    let url = server.card_url();
+    assert_eq!(
+        url,
+        format!("http://{}{}", server.local_addr(), crate::CARD_PATH)
+    );
+    let running = server.spawn();
+    assert_eq!(running.card_url(), url);
+    let body: crate::serde_json::Value = reqwest::get(&url)
+        .await
+        .expect("GET the card")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(body["name"], "Test");
+    running.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn the_extended_card_gets_the_interfaces_and_security_of_the_public_one() {
+    use crate::client::ClientBuilder;
+    let server = Server::builder(Done)
+        .card(card().extended_agent_card(true).build())
+        .extended_card(AgentCard::builder("Test", "More for members").build())
+        .authenticator(bearer())
+        .signing_key(crate::security::SigningKey::generate())
+        .bind("127.0.0.1:0")
+        .build()
+        .await
+        .expect("build")
+        .spawn();
+    let public = server.card().clone();
+    let agent = over_jsonrpc(ClientBuilder::new().bearer_token("secret"), server.origin()).await;
+    let extended = agent
+        .service
+        .get_extended_agent_card(&CallContext::new(), Default::default())
+        .await
+        .expect("the extended card");
+    assert_eq!(extended.description, "More for members");
+    assert_eq!(extended.supported_interfaces, public.supported_interfaces);
+    assert!(!extended.security_schemes.is_empty());
+    assert_eq!(extended.security_schemes, public.security_schemes);
+    assert_eq!(extended.security_requirements, public.security_requirements);
+    assert_eq!(extended.signatures.len(), 1, "signed like the public card");
+    server.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_listener_bound_before_build_says_its_address_first() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    // Known before `build()`: e.g. written into a card of one's own.
+    let mine = card()
+        .interface(format!("http://{addr}/"), "JSONRPC")
+        .build();
+    let server = Server::builder(Done)
+        .card(mine)
+        .listener(listener)
+        .build()
+        .await
+        .expect("build");
+    assert_eq!(server.local_addr(), addr);
+    assert_eq!(server.interfaces().jsonrpc, format!("http://{addr}/"));
+    let running = server.spawn();
+    let agent = crate::client::connect(running.origin(), &[])
+        .await
+        .expect("served on the listener given");
+    assert_eq!(agent.card.name, "Test");
+    running.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn one_client_connects_over_the_binding_each_call_asks_for() {
+    use crate::client::{Binding, ClientBuilder};
+    use crate::futures::StreamExt;
+    let server = Server::builder(Mirror)
+        .bind("127.0.0.1:0")
+        .build()
+        .await
+        .expect("build")
+        .spawn();
+    let client = ClientBuilder::new()
+        .prefer(&[Binding::Grpc])
+        .build()
+        .expect("client");
+    for binding in Binding::ALL {
+        let agent = client
+            .connect_with(server.origin(), &[binding])
+            .await
+            .expect("connect");
+        assert_eq!(agent.binding, binding);
+        let mut stream = agent
+            .service
+            .send_streaming_message(&CallContext::new(), data_message())
+            .await
+            .expect("stream");
+        let mut events = 0;
+        while let Some(event) = stream.next().await {
+            event.expect("event");
+            events += 1;
+        }
+        assert!(events > 0);
+    }
+    // The builder's preference still holds for `connect`.
+    let agent = client.connect(server.origin()).await.expect("connect");
+    assert_eq!(agent.binding, Binding::Grpc);
+    server.shutdown().await.expect("shutdown");
 }
