@@ -1273,7 +1273,7 @@ impl Live {
     }
 
     /// The next events after `cursor`, from the tail or the log; empty when caught up.
-    pub(crate) async fn read_after(
+    async fn read_after(
         &self,
         inner: &Inner,
         cursor: u64,
