@@ -115,11 +115,13 @@ const HELD_INITIAL: usize = 4;
 
 impl Writer {
     /// Marks the task's current turn (`record.turn`) as running, stopped by `cancel`: the
-    /// turn's one token, the executor's [`trident_core::RequestContext::cancelled`].
-    pub(crate) fn start_turn(&mut self, cancel: CancellationToken) {
+    /// turn's one token, the executor's [`trident_core::RequestContext::cancelled`]. Returns
+    /// the turn.
+    pub(crate) fn start_turn(&mut self, cancel: CancellationToken) -> u64 {
         self.running = true;
         self.turn = self.record.turn;
         self.cancel = Some(cancel);
+        self.turn
     }
 
     /// Cancels the turn this process runs (or ran last) on the task, if any.
@@ -144,9 +146,10 @@ impl Writer {
         self.running
     }
 
-    /// The turn this process runs (or ran last) on the task.
-    pub(crate) fn turn(&self) -> u64 {
-        self.turn
+    /// Whether `turn` is the task's turn (the stored record's) and the one this process
+    /// started last ([`Writer::start_turn`]), running or not.
+    pub(crate) fn is_turn(&self, turn: u64) -> bool {
+        self.turn == turn && self.record.turn == turn
     }
 
     /// Whether the record may be behind the store (see [`Live::sync`]).

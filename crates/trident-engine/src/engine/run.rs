@@ -96,13 +96,13 @@ impl Run {
         w: &mut Writer,
         ctx: &RequestContext,
     ) -> Arc<Self> {
-        w.start_turn(ctx.cancel.clone());
+        let turn = w.start_turn(ctx.cancel.clone());
         Arc::new(Self {
             inner: inner.clone(),
             scope: live.scope().clone(),
             task_id: live.task_id().clone(),
             context_id: ctx.context_id.as_str().into(),
-            turn: w.turn(),
+            turn,
             cancel: ctx.cancel.clone(),
             creation: tokio::sync::Mutex::new(None),
             live: OnceLock::from(LiveGuard::new(inner.clone(), live.clone())),
@@ -197,7 +197,7 @@ impl Run {
             // ends it as any failed commit does).
             let _ = self.commit_event(live, &mut w, Vec::new()).await;
         }
-        if w.turn() == self.turn && w.record().turn == self.turn {
+        if w.is_turn(self.turn) {
             let state = w.task().state();
             let failure = match result {
                 Err(e) if !state.is_terminal() => Some(e.message().to_owned()),
@@ -287,7 +287,7 @@ impl Run {
                 .ok_or_else(|| A2aError::internal("no task"))?;
             let live = guard.live();
             let mut w = live.lock().await;
-            if w.turn() != self.turn || !w.running() || w.record().turn != self.turn {
+            if !w.is_turn(self.turn) || !w.running() {
                 return Err(A2aError::unsupported("this turn has ended"));
             }
             if w.is_stale() {
