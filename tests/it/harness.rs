@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+// A glob on purpose: the behaviour suite's helpers are the test modules' shared vocabulary.
 pub use trident_conformance::helpers::*;
 pub use trident_conformance::{REQUIRED_EXT, Variant};
 use trident_core::A2aService;

@@ -168,10 +168,15 @@ pub struct PeersConfig {
     pub pin: bool,
 }
 
+/// The line a server prints on stdout once it listens, followed by its address (here, beside
+/// the one reader of it, [`parse_ready`], so the server's module and this one do not import
+/// each other).
+pub const READY: &str = "listening on ";
+
 /// The first line a server prints: `listening on ADDR`, or `listening on ADDR grpc ADDR` when
 /// gRPC has a port of its own.
 pub fn parse_ready(line: &str) -> Option<(SocketAddr, SocketAddr)> {
-    let rest = line.trim().strip_prefix(crate::server::READY)?;
+    let rest = line.trim().strip_prefix(READY)?;
     match rest.split_once(" grpc ") {
         Some((http, grpc)) => Some((http.trim().parse().ok()?, grpc.trim().parse().ok()?)),
         None => {

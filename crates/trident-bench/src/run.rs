@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::cpu::Clock;
 use crate::load::{Binding, Load, Summary, Target, Window, measure};
-use crate::server::{Mode, READY, Store};
+use crate::peers::READY;
+use crate::server::{Mode, Store};
 
 /// Settings of a run.
 #[derive(Debug, Clone)]

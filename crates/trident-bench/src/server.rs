@@ -13,6 +13,8 @@ use trident_engine::Engine;
 use trident_server::{Interfaces, ServerOptions};
 use trident_testkit::agents;
 
+use crate::peers::READY;
+
 /// Which server to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
@@ -94,9 +96,6 @@ impl Store {
         }
     }
 }
-
-/// The line a server prints on stdout once it listens, followed by its address.
-pub const READY: &str = "listening on ";
 
 /// The router of `mode` for a server reachable at `addr` (`stores` are Trident's).
 pub fn router(mode: Mode, addr: SocketAddr, stores: Stores) -> Result<axum::Router, String> {

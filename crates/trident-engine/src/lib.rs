@@ -1,7 +1,7 @@
 //! The A2A task engine and the in-memory store.
 //!
-//! - [`Engine`]: the default [`A2aService`] — every operation
-//!   implemented once on an [`AgentExecutor`] and the
+//! - [`Engine`]: the default [`A2aService`](trident_core::A2aService) — every operation
+//!   implemented once on an [`AgentExecutor`](trident_core::AgentExecutor) and the
 //!   [`store`] traits: task lifecycle, the per-task ordered event log, streams that resume,
 //!   push delivery from an outbox, and the background work of a cluster (recovery, leases).
 //! - [`store`]: the store traits (from `trident-core`) and [`MemoryStore`](store::MemoryStore),
@@ -10,22 +10,20 @@
 //! The engine knows no transport and no database: bindings call it through `A2aService`,
 //! webhooks leave through [`WebhookTransport`], durable stores plug in through the traits.
 
-// The engine is written against the vocabulary crate as if it were this crate's own root
-// (`crate::A2aError`, `crate::auth::…`), so its modules name `trident-core`'s items unchanged.
-#[allow(unused_imports)]
-use trident_core::*;
-
 pub mod engine;
 
 pub mod store {
     //! The store traits (re-exported from `trident-core`) and the in-memory store.
 
+    // A glob on purpose: this module is the store vocabulary as the engine's users see it,
+    // `trident-core`'s whole `store` module plus the in-memory store, and grows with it.
     pub use trident_core::store::*;
 
     mod memory;
+    mod shard;
 
     pub use memory::{Clock, MemoryParamError, MemoryStore, Retention};
-    pub(crate) use memory::{ShardExt, Sharded, lock as lock_std};
+    pub(crate) use shard::{ShardExt, Sharded, lock as lock_std};
 
     /// All three stores backed by one new in-memory store (the engine's default).
     pub fn in_memory() -> Stores {

@@ -215,6 +215,8 @@ pub use trident_client as client;
 
 /// Who may call: authenticators (bearer tokens, API keys; JWT in [`security`]), authorizers.
 pub mod auth {
+    // A glob on purpose: this module is `trident-core`'s `auth` as the facade shows it, and
+    // grows with it.
     pub use trident_core::auth::*;
 }
 

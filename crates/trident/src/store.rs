@@ -5,6 +5,8 @@
 //!
 //! [`Server::builder().store(…)`]: crate::ServerBuilder::store
 
+// A glob on purpose: the engine's `store` (the traits and the in-memory store) is the first
+// part of this module, and grows with it.
 pub use trident_engine::store::*;
 pub use trident_store::{PgOptions, PgStore, SqliteStore, WriterStats, describe};
 

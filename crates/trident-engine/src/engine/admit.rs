@@ -1,12 +1,13 @@
 //! Admission: the checks every operation starts with (version, required extensions,
-//! tenant, authorization) and the capability switches of the card.
+//! tenant, authorization), the capability switches of the card, and the room a principal
+//! and a task have for push configurations.
 
 use trident_proto as pb;
 
-use super::{Inner, validate};
-use crate::auth::Access;
-use crate::store::Scope;
-use crate::{A2aError, CallContext, ErrorKind, Operation};
+use super::{Inner, store_error, validate};
+use crate::store::{Generation, Scope};
+use trident_core::auth::Access;
+use trident_core::{A2aError, CallContext, ErrorKind, Operation};
 
 impl Inner {
     /// Version, required extensions, authorization, scope: the checks every operation starts
@@ -29,7 +30,7 @@ impl Inner {
                     ErrorKind::VersionNotSupported,
                     "A2A-Version is missing, which means 0.3; this server speaks 1.0",
                 )
-                .with_meta("supportedVersions", crate::PROTOCOL_VERSION));
+                .with_meta("supportedVersions", trident_core::PROTOCOL_VERSION));
             }
             None => {}
             Some(v) if validate::is_v1(v) => {}
@@ -39,7 +40,7 @@ impl Inner {
                     format!("A2A-Version {v} is not supported; this server speaks 1.0"),
                 )
                 .with_meta("requestedVersion", v)
-                .with_meta("supportedVersions", crate::PROTOCOL_VERSION));
+                .with_meta("supportedVersions", trident_core::PROTOCOL_VERSION));
             }
         }
         if let Some(caps) = &self.card.capabilities {
@@ -105,5 +106,88 @@ impl Inner {
         } else {
             Err(A2aError::of(ErrorKind::PushNotificationNotSupported))
         }
+    }
+}
+
+/// How many locks [`Inner::push_admission`] spreads principals over.
+pub(super) const PUSH_ADMISSION_LOCKS: usize = 32;
+
+impl Inner {
+    /// Stores a push configuration, within [`EngineConfig::push_limits`] unless it replaces
+    /// one (the same id).
+    pub(crate) async fn put_push(
+        &self,
+        scope: &Scope,
+        config: &pb::TaskPushNotificationConfig,
+        generation: Generation,
+    ) -> Result<(), A2aError> {
+        // A fixed hasher: the same scope must find the same lock every time.
+        let hasher =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let i = (std::hash::BuildHasher::hash_one(&hasher, scope) as usize)
+            % self.push_admission.len().max(1);
+        let _admitted = match self.push_admission.get(i) {
+            Some(lock) => Some(lock.lock().await),
+            None => None,
+        };
+        self.check_push_room(scope, &config.task_id, Some(&config.id))
+            .await?;
+        self.stores
+            .push
+            .put(scope, config, generation)
+            .await
+            .map_err(store_error)
+    }
+
+    /// Whether `scope` may add a push configuration to task `task_id` (`id`: the one it would
+    /// replace, which needs no room): `ResourceExhausted` past either limit.
+    pub(crate) async fn check_push_room(
+        &self,
+        scope: &Scope,
+        task_id: &str,
+        id: Option<&str>,
+    ) -> Result<(), A2aError> {
+        if let Some(id) = id
+            && self
+                .stores
+                .push
+                .get(scope, task_id, id)
+                .await
+                .map_err(store_error)?
+                .is_some()
+        {
+            return Ok(());
+        }
+        let limits = self.config.push_limits;
+        let count = self
+            .stores
+            .push
+            .count(scope, task_id)
+            .await
+            .map_err(store_error)?;
+        if count.task >= limits.per_task as u64 {
+            return Err(A2aError::new(
+                ErrorKind::ResourceExhausted,
+                format!(
+                    "task {task_id} has {} push notification configs, the most one task may \
+                     have ({}); delete one first",
+                    count.task, limits.per_task
+                ),
+            )
+            .with_meta("taskId", task_id.to_owned())
+            .with_meta("limit", "pushConfigsPerTask"));
+        }
+        if count.active >= limits.per_principal as u64 {
+            return Err(A2aError::new(
+                ErrorKind::ResourceExhausted,
+                format!(
+                    "the caller has {} push notification configs on tasks in progress, the \
+                     most one principal may have ({}); delete some, or wait for tasks to end",
+                    count.active, limits.per_principal
+                ),
+            )
+            .with_meta("limit", "pushConfigsPerPrincipal"));
+        }
+        Ok(())
     }
 }

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use super::{
-    Engine, EngineConfig, Inner, PUSH_ADMISSION_LOCKS, V03TaskBody, WebhookTransport, cluster, push,
-};
-use crate::AgentExecutor;
-use crate::auth::Authorizer;
+use super::admit::PUSH_ADMISSION_LOCKS;
+use super::config::EngineConfig;
+use super::push::{self, V03TaskBody, WebhookTransport};
+use super::{Engine, Inner, cluster};
 use crate::store::{EventBus, Sharded, Stores};
+use trident_core::AgentExecutor;
+use trident_core::auth::Authorizer;
 
 /// Builds an [`Engine`].
 pub struct EngineBuilder {
@@ -143,7 +144,7 @@ impl Engine {
     pub fn builder(executor: Arc<dyn AgentExecutor>) -> EngineBuilder {
         EngineBuilder {
             executor,
-            card: crate::default_card("Trident agent", "An A2A agent served by Trident"),
+            card: trident_core::default_card("Trident agent", "An A2A agent served by Trident"),
             extended_card: None,
             stores: None,
             webhooks: None,

@@ -5,7 +5,7 @@
 //!   start-up every lease of a store nobody else uses is an orphan; on a shared store a lease
 //!   that was not renewed in time is. An orphaned task ends `FAILED` with a message saying so,
 //!   or runs again from its last user message when the executor is
-//!   [`retry_safe`](crate::AgentExecutor::retry_safe).
+//!   [`retry_safe`](trident_core::AgentExecutor::retry_safe).
 //! - **Heartbeat** (shared stores): this process's leases are renewed every `lease_ttl / 3`.
 //! - **One clock** (shared stores): leases and delivery claims are written and judged by the
 //!   store's clock, which each heartbeat and sweep measure this process's clock against
@@ -32,11 +32,11 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
-use super::live::{LiveGuard, News};
+use super::Inner;
+use super::live::{Hold, LiveGuard, News};
 use super::run::Run;
-use super::{Inner, push};
-use crate::store::{Notice, NoticeFeed, Scope, StoreError};
-use crate::{Principal, RequestContext};
+use crate::store::{Lease, Notice, NoticeFeed, Scope, StoreError, now_ms};
+use trident_core::{Principal, RequestContext};
 
 /// Tasks examined per sweep and kind.
 const SWEEP_BATCH: usize = 100;
@@ -57,6 +57,68 @@ pub(super) fn start(inner: &Arc<Inner>) {
         if let Some(feed) = feed {
             tokio::spawn(follow_notices(weak, feed));
         }
+    }
+}
+
+impl Inner {
+    /// The lease a commit records for a task in `state`: this process's while the task is in
+    /// progress, none once it waits for the client or has ended.
+    pub(crate) fn lease_for(&self, state: pb::TaskState) -> Option<Lease> {
+        state.is_in_progress().then(|| Lease {
+            node: self.node.clone(),
+            until_ms: self.clock_ms().saturating_add(self.lease_ttl_ms()),
+        })
+    }
+
+    /// Now by the clock leases and delivery claims are written and judged in: the store's
+    /// ([`TaskStore::clock_ms`](crate::store::TaskStore::clock_ms)), read as this process's
+    /// clock plus the offset last measured ([`Inner::sync_clock`]). Replicas whose clocks
+    /// disagree then agree on every lease: none takes a healthy task from another, and a dead
+    /// one's tasks are recovered within the lease bound, whichever clock is off.
+    pub(crate) fn clock_ms(&self) -> i64 {
+        now_ms().saturating_add(
+            self.clock_offset_ms
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// Whether leases are judged by the store's clock and its offset from this process's has
+    /// not been measured yet ([`Inner::sync_clock`]): the first lease or claim a request
+    /// writes may come before the first heartbeat or sweep.
+    pub(crate) fn clock_unmeasured(&self) -> bool {
+        self.stores.tasks.shared()
+            && !self
+                .clock_measured
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Measures the store's clock against this process's (on a shared store; a store nobody
+    /// else uses is judged by this process's clock alone). Called before every heartbeat and
+    /// every sweep, so a clock stepped or drifting since is caught before leases are renewed
+    /// or judged again. The offset is taken against the middle of the round trip: its error
+    /// is at most half of it. On failure the last offset stays.
+    pub(crate) async fn sync_clock(&self) {
+        if !self.stores.tasks.shared() {
+            return;
+        }
+        let before = now_ms();
+        match self.stores.tasks.clock_ms().await {
+            Ok(store) => {
+                let after = now_ms();
+                let middle = before.saturating_add(after.saturating_sub(before) / 2);
+                self.clock_offset_ms.store(
+                    store.saturating_sub(middle),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                self.clock_measured
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not read the store's clock"),
+        }
+    }
+
+    pub(crate) fn lease_ttl_ms(&self) -> i64 {
+        i64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
     }
 }
 
@@ -164,10 +226,11 @@ async fn resume_deliveries(inner: &Arc<Inner>) {
                     }
                     fresh = true;
                     if let Ok(guard) = inner.live(&scope, &id).await {
-                        let mut w = guard.live.writer.lock().await;
+                        let live = guard.live();
+                        let mut w = live.lock().await;
                         // The record may be behind what was published (see `Live::catch_up`).
-                        let from = w.record.last_seq.max(guard.live.published());
-                        push::kick_from(inner, &guard.live, &mut w, from).await;
+                        let from = w.record().last_seq.max(live.published());
+                        live.deliver_from(inner, &mut w, from).await;
                     }
                 }
                 if !full || !fresh {
@@ -187,7 +250,7 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
     let Ok(guard) = inner.live(scope, id).await else {
         return;
     };
-    let live = &guard.live;
+    let live = guard.live();
     // A turn of this process may hold commits on the task (an inline follow-up of a task the
     // start-up sweep lists): they are stored first, or the reload below would drop them.
     let mut w = match live.lock_seen(inner).await {
@@ -197,19 +260,18 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
             return;
         }
     };
-    w.stale = true;
-    if let Err(e) = live.sync(inner, &mut w).await {
+    if let Err(e) = live.reload(inner, &mut w).await {
         tracing::warn!(task = %id, error = %e, "could not read an orphaned task");
         return;
     }
-    let Some(lease) = w.record.lease.clone() else {
+    let Some(lease) = w.record().lease.clone() else {
         return;
     };
     let expired = !inner.stores.tasks.shared() || lease.until_ms < inner.clock_ms();
-    if lease.node == inner.node || !expired || !w.record.task.state().is_in_progress() {
+    if lease.node == inner.node || !expired || !w.task().state().is_in_progress() {
         return;
     }
-    let task = w.record.task.clone();
+    let task = w.task().clone();
     let retry_from = inner
         .executor
         .retry_safe()
@@ -224,7 +286,7 @@ async fn recover(inner: &Arc<Inner>, scope: &Scope, id: &str) {
     match retry_from {
         Some(message) => {
             tracing::info!(task = %id, node = %lease.node, "re-running a task whose process stopped");
-            match live.begin_turn(inner, &mut w, None).await {
+            match live.begin_turn(inner, &mut w, None, Hold::Off).await {
                 Ok(_) => {}
                 Err(StoreError::Conflict) => return,
                 Err(e) => {
@@ -297,18 +359,17 @@ async fn follow_notices(weak: Weak<Inner>, mut feed: NoticeFeed) {
 /// Posts `news` to a live task, and schedules its catch-up unless one is pending (which then
 /// takes this news too: a burst of news is published by one catch-up, in order).
 pub(super) fn tell(guard: &LiveGuard, news: News) {
-    if guard.live.post(news) {
-        let guard = LiveGuard::new(guard.inner.clone(), guard.live.clone());
-        tokio::spawn(catch_up(guard));
+    if guard.live().post(news) {
+        tokio::spawn(catch_up(guard.another()));
     }
 }
 
 /// Publishes what other processes committed to a task, as the news posted to it says (see
 /// [`Live::catch_up`](super::live::Live::catch_up)).
 async fn catch_up(guard: LiveGuard) {
-    let LiveGuard { inner, live } = &guard;
-    let mut w = live.writer.lock().await;
+    let (inner, live) = (guard.inner(), guard.live());
+    let mut w = live.lock().await;
     if let Err(e) = live.catch_up(inner, &mut w).await {
-        tracing::warn!(task = %live.task_id, error = %e, "could not follow a task written elsewhere");
+        tracing::warn!(task = %live.task_id(), error = %e, "could not follow a task written elsewhere");
     }
 }

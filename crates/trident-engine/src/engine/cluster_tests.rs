@@ -15,9 +15,10 @@ use crate::store::{
     EventLog, LoggedEvent, MemoryStore, Notice, NoticeFeed, Scope, StoreError, Stores, TaskPage,
     TaskQuery, TaskRecord, TaskStore,
 };
-use crate::{
-    A2aError, A2aService, AgentExecutor, CallContext, Engine, EngineConfig, EventSink, EventStream,
-    RequestContext, StreamEvent,
+use crate::{Engine, EngineConfig};
+use trident_core::{
+    A2aError, A2aService, AgentExecutor, CallContext, EventSink, EventStream, RequestContext,
+    StreamEvent,
 };
 
 /// How long a test waits for something that should happen at once.

@@ -2,7 +2,30 @@
 
 pub use trident_core::Limits;
 
-use super::{RetryPolicy, WebhookPolicy};
+use std::time::Duration;
+
+use super::policy::WebhookPolicy;
+
+/// How often and how patiently to retry a failed delivery.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts per event and webhook, including the first.
+    pub attempts: u32,
+    /// Wait before the first retry; doubles after each.
+    pub initial_backoff: Duration,
+    /// Upper bound of the wait.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 5,
+            initial_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(10),
+        }
+    }
+}
 
 /// How many push configurations one task, and one principal's tasks in progress, may have:
 /// each configuration is a delivery lane, every event a POST per lane. Creating one more is

@@ -9,9 +9,11 @@ use trident_proto as pb;
 use super::live::{LiveGuard, StreamEnd, follow};
 use super::send::Started;
 use super::tokens::{decode_config_token, decode_cursor, encode_config_token, encode_cursor};
-use super::{Engine, push, set_status, store_error, validate};
+use super::{Engine, set_status, store_error, validate};
 use crate::store::{StoreError, TaskQuery};
-use crate::{A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
+use trident_core::{
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+};
 
 /// A push configuration as Create, Get and List return it: its secrets (`token` and
 /// `authentication.credentials`) are write-only — kept for delivery, never read back — so a
@@ -60,7 +62,7 @@ impl A2aService for Engine {
                 let mut task = if return_immediately {
                     match snapshot {
                         Some(t) => t,
-                        None => guard.live.lock_seen(&self.inner).await?.record.task.clone(),
+                        None => guard.live().lock_seen(&self.inner).await?.task().clone(),
                     }
                 } else {
                     self.inner.settle(guard, after, cx).await?
@@ -94,7 +96,7 @@ impl A2aService for Engine {
                 after,
                 snapshot,
             } => {
-                let LiveGuard { inner, live } = &guard;
+                let (inner, live) = (guard.inner(), guard.live());
                 let lead = snapshot.map(|t| StreamEvent {
                     seq: Some(after),
                     response: Arc::new(pb::StreamResponse::new(
@@ -201,8 +203,8 @@ impl A2aService for Engine {
             .admit(cx, &req.tenant, Operation::CancelTask, None)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
         let guard = self.inner.live(&scope, &req.id).await?;
-        let live = &guard.live;
-        let snapshot = live.lock_current(&self.inner).await?.record.task.clone();
+        let live = guard.live();
+        let snapshot = live.lock_current(&self.inner).await?.task().clone();
         let check = |task: &pb::Task| -> Result<bool, A2aError> {
             match task.state() {
                 pb::TaskState::Canceled => Ok(true),
@@ -221,17 +223,16 @@ impl A2aService for Engine {
         // Through `lock_current`: what this process's turn committed behind it is stored
         // first (see `Live::commit_behind`), and the record is the store's.
         let mut w = live.lock_current(&self.inner).await?;
-        if check(&w.record.task)? {
-            return Ok(w.record.task.clone());
+        if check(w.task())? {
+            return Ok(w.task().clone());
         }
         w.cancel_turn();
-        let event = set_status(
-            &mut w.record.task,
+        let event = w.set_status(
             pb::TaskStatus::now(pb::TaskState::Canceled, None),
             req.metadata.clone(),
         );
         match live.commit(&self.inner, &mut w, vec![event]).await {
-            Ok(_) => return Ok(w.record.task.clone()),
+            Ok(_) => return Ok(w.task().clone()),
             Err(StoreError::Conflict) => {}
             Err(e) => return Err(store_error(e)),
         }
@@ -246,8 +247,8 @@ impl A2aService for Engine {
         loop {
             // Stamped now: it follows the events the other process committed meanwhile.
             let mut status = pb::Task {
-                id: w.record.task.id.clone(),
-                context_id: w.record.task.context_id.clone(),
+                id: w.task().id.clone(),
+                context_id: w.task().context_id.clone(),
                 ..Default::default()
             };
             let event = set_status(
@@ -256,11 +257,11 @@ impl A2aService for Engine {
                 req.metadata.clone(),
             );
             match live.append_final(&self.inner, &mut w, event).await {
-                Ok(true) => return Ok(w.record.task.clone()),
+                Ok(true) => return Ok(w.task().clone()),
                 // Ended meanwhile, by another process: canceled too, or not cancelable.
                 Ok(false) => {
-                    check(&w.record.task)?;
-                    return Ok(w.record.task.clone());
+                    check(w.task())?;
+                    return Ok(w.task().clone());
                 }
                 Err(e) if e.kind() == ErrorKind::Unavailable && attempts < 3 => attempts += 1,
                 Err(e) => return Err(e),
@@ -282,10 +283,10 @@ impl A2aService for Engine {
         let (task, last_seq) = {
             // The task as stored: one that another process writes is followed here without
             // being read again (only its events), so it is read now if it moved on.
-            let w = guard.live.lock_current(&self.inner).await?;
-            (w.record.task.clone(), w.record.last_seq)
+            let w = guard.live().lock_current(&self.inner).await?;
+            (w.task().clone(), w.record().last_seq)
         };
-        let LiveGuard { inner, live } = &guard;
+        let (inner, live) = (guard.inner(), guard.live());
         match cx.last_event_id {
             Some(resume) if resume > last_seq => Err(A2aError::invalid_field(
                 "Last-Event-ID",
@@ -339,13 +340,13 @@ impl A2aService for Engine {
         validate::bind_push(&mut req, &task_id, &scope)?;
         self.inner.check_webhook(&req.url).await?;
         let guard = self.inner.live(&scope, &task_id).await?;
-        let live = &guard.live;
+        let live = guard.live();
         let mut w = live.lock_current(&self.inner).await?;
         self.inner.put_push(&scope, &req, cx.generation).await?;
-        w.has_push = Some(true);
-        let from = w.record.last_seq;
-        if !w.record.task.state().is_terminal() {
-            push::kick_from(&self.inner, live, &mut w, from).await;
+        w.push_configured();
+        let from = w.record().last_seq;
+        if !w.task().state().is_terminal() {
+            live.deliver_from(&self.inner, &mut w, from).await;
         }
         Ok(redact_push_secrets(req))
     }
@@ -478,7 +479,7 @@ impl A2aService for Engine {
         if let Some(live) = self.inner.live_now(&scope, &req.task_id) {
             // A guard: the last holder lets the task go from the registry.
             let guard = LiveGuard::new(self.inner.clone(), live);
-            guard.live.writer.lock().await.has_push = None;
+            guard.live().lock().await.forget_push();
         }
         Ok(())
     }

@@ -4,11 +4,20 @@
 //! Readers never block the writer: they follow the task with a cursor (a sequence number),
 //! take events from the tail while they keep up, and read back from the event log when they
 //! fall behind it. Memory per task is the tail plus one batch per reader, however slow.
+//!
+//! [`Live`] is one type with private state: the writer's state ([`Writer`]) is changed only
+//! through the methods here, under the writer's lock. Two parts of it have files of their
+//! own: `follow.rs`, the streams that read a live task ([`follow`]), and `outbox.rs`, its
+//! push delivery worker, which a commit starts when the task has webhooks.
+
+mod follow;
+mod outbox;
+
+pub(crate) use follow::{StreamEnd, follow};
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use prost::Message;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -16,14 +25,14 @@ use trident_proto as pb;
 
 use super::Inner;
 use crate::store::{BusWatch, LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
-use crate::{A2aError, ErrorKind, EventStream, StreamEvent};
+use trident_core::{A2aError, ErrorKind};
 
 /// Events a reader takes per step.
 const BATCH: usize = 64;
 
 /// Bytes of events a task's log may hold after its last stored snapshot before a commit
 /// stores a new one, when the snapshot is smaller than this.
-pub(crate) const COMPACT_MIN_BYTES: usize = 64 * 1024;
+const COMPACT_MIN_BYTES: usize = 64 * 1024;
 
 /// The latest committed position of a task.
 #[derive(Debug, Clone, Copy)]
@@ -36,45 +45,46 @@ pub(crate) struct Progress {
 }
 
 /// The single writer's state. Held (through the async mutex) across the store writes of a
-/// commit, so a task's events are ordered and its snapshot never races.
+/// commit, so a task's events are ordered and its snapshot never races. Read through its
+/// getters; changed only by its own methods and [`Live`]'s.
 #[derive(Debug)]
 pub(crate) struct Writer {
-    pub(crate) record: TaskRecord,
+    record: TaskRecord,
     /// An executor is running a turn.
-    pub(crate) running: bool,
+    running: bool,
     /// Increments per turn; a sink of an ended turn is refused.
-    pub(crate) turn: u64,
+    turn: u64,
     /// Cancels the running turn: the token [`Writer::start_turn`] was given (none before
     /// the first turn this process runs, so a task loaded to be read allocates none).
     cancel: Option<CancellationToken>,
     /// Whether the task has push configurations (`None`: not looked up yet).
-    pub(crate) has_push: Option<bool>,
+    has_push: Option<bool>,
     /// A webhook worker is delivering this task's events.
-    pub(crate) pushing: bool,
+    pushing: bool,
     /// `record` may be behind the store: a store write failed midway, or events another
     /// process committed were published here without reloading the task ([`Live::catch_up`]).
     /// [`Live::sync`] reloads it before the next write.
-    pub(crate) stale: bool,
+    stale: bool,
     /// Encoded bytes of the events committed since the last stored snapshot (as far as this
     /// process knows: 0 after loading the task).
-    pub(crate) unsnapshotted: usize,
+    unsnapshotted: usize,
     /// Encoded size of the task when its last snapshot was stored (or loaded).
-    pub(crate) snapshot_len: usize,
+    snapshot_len: usize,
     /// Events committed but not stored yet (see [`Hold`]): applied to `record` and numbered,
     /// seen by nobody.
-    pub(crate) held: Vec<LoggedEvent>,
+    held: Vec<LoggedEvent>,
     /// Encoded bytes of `held`.
     held_bytes: usize,
     /// The held events do not describe every change (a snapshot must be stored with them).
     held_snapshot: bool,
     /// The task has never been stored: nobody but its turn knows it, and it is not in the
     /// registry (see [`Live::new_unstored`]).
-    pub(crate) unstored: bool,
+    unstored: bool,
     /// Which commits may be held back.
-    pub(crate) hold: Hold,
+    hold: Hold,
     /// A flusher stores the turn's commits behind it ([`Live::commit_behind`]): it takes
     /// what `held` has before it stops, so commits made meanwhile need not start another.
-    pub(crate) flying: bool,
+    flying: bool,
 }
 
 /// Whether a task keeps its commits in memory instead of storing them at once. A held event is
@@ -105,11 +115,13 @@ const HELD_INITIAL: usize = 4;
 
 impl Writer {
     /// Marks the task's current turn (`record.turn`) as running, stopped by `cancel`: the
-    /// turn's one token, the executor's [`crate::RequestContext::cancelled`].
-    pub(crate) fn start_turn(&mut self, cancel: CancellationToken) {
+    /// turn's one token, the executor's [`trident_core::RequestContext::cancelled`]. Returns
+    /// the turn.
+    pub(crate) fn start_turn(&mut self, cancel: CancellationToken) -> u64 {
         self.running = true;
         self.turn = self.record.turn;
         self.cancel = Some(cancel);
+        self.turn
     }
 
     /// Cancels the turn this process runs (or ran last) on the task, if any.
@@ -117,6 +129,77 @@ impl Writer {
         if let Some(cancel) = &self.cancel {
             cancel.cancel();
         }
+    }
+
+    /// The task as this process last committed or loaded it, and its position.
+    pub(crate) fn record(&self) -> &TaskRecord {
+        &self.record
+    }
+
+    /// The task (`record().task`).
+    pub(crate) fn task(&self) -> &pb::Task {
+        &self.record.task
+    }
+
+    /// Whether an executor of this process is running a turn of the task.
+    pub(crate) fn running(&self) -> bool {
+        self.running
+    }
+
+    /// Whether `turn` is the task's turn (the stored record's) and the one this process
+    /// started last ([`Writer::start_turn`]), running or not.
+    pub(crate) fn is_turn(&self, turn: u64) -> bool {
+        self.turn == turn && self.record.turn == turn
+    }
+
+    /// Whether the record may be behind the store (see [`Live::sync`]).
+    pub(crate) fn is_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// Whether events the turn committed are kept here, not stored yet, while its commits are
+    /// no longer held ([`Live::commit_behind`]): a flusher is storing them, or will.
+    pub(crate) fn keeps_behind(&self) -> bool {
+        self.flying || (self.hold == Hold::Off && !self.held.is_empty())
+    }
+
+    /// Applies `event` to the task, as the stores rebuild it ([`crate::store::apply`]): the
+    /// events a commit stores describe exactly what it changed. Commit it next.
+    pub(crate) fn apply(&mut self, event: &pb::StreamResponse) {
+        crate::store::apply(&mut self.record.task, event);
+    }
+
+    /// Moves the task to `status` ([`super::set_status`]) and returns the event that says so,
+    /// to commit.
+    pub(crate) fn set_status(
+        &mut self,
+        status: pb::TaskStatus,
+        metadata: Option<trident_proto::wkt::Struct>,
+    ) -> pb::StreamResponse {
+        super::set_status(&mut self.record.task, status, metadata)
+    }
+
+    /// Takes the task out of the writer, for the last holder of a live task nobody can find
+    /// any more ([`Inner::release_sole`]), which answers with it instead of a copy.
+    pub(crate) fn take_task(&mut self) -> pb::Task {
+        std::mem::take(&mut self.record.task)
+    }
+
+    /// No delivery worker runs for the task any more ([`outbox`]): the next commit starts one
+    /// if there is something to deliver.
+    fn stop_pushing(&mut self) {
+        self.pushing = false;
+    }
+
+    /// The task has a push configuration now (one was just stored).
+    pub(crate) fn push_configured(&mut self) {
+        self.has_push = Some(true);
+    }
+
+    /// Whether the task has push configurations is unknown (one was deleted): looked up again
+    /// at the next commit that may deliver.
+    pub(crate) fn forget_push(&mut self) {
+        self.has_push = None;
     }
 
     /// Numbers `events` after the record's last, keeps them in `held` (see [`Hold`]) and moves
@@ -174,11 +257,11 @@ struct Tail {
 /// One live task.
 #[derive(Debug)]
 pub(crate) struct Live {
-    pub(crate) scope: Scope,
-    pub(crate) task_id: Arc<str>,
-    pub(crate) writer: tokio::sync::Mutex<Writer>,
+    scope: Scope,
+    task_id: Arc<str>,
+    writer: tokio::sync::Mutex<Writer>,
     /// Signalled when a turn's executor has returned.
-    pub(crate) turn_ended: tokio::sync::Notify,
+    turn_ended: tokio::sync::Notify,
     tail: Mutex<Tail>,
     progress: watch::Sender<Progress>,
     capacity: usize,
@@ -327,6 +410,81 @@ impl Live {
         }
     }
 
+    /// Whose task it is.
+    pub(crate) fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The task's id.
+    pub(crate) fn task_id(&self) -> &Arc<str> {
+        &self.task_id
+    }
+
+    /// Locks the writer as it is: for the task's own turn and its bookkeeping (the writer may
+    /// keep events nobody has seen yet). A request that reads or changes the task beside its
+    /// turn locks it with [`Live::lock_seen`] or [`Live::lock_current`] instead.
+    pub(crate) async fn lock(&self) -> tokio::sync::MutexGuard<'_, Writer> {
+        self.writer.lock().await
+    }
+
+    /// Resolves once the turn that runs now has ended ([`Live::end_turn`]); enable it before
+    /// letting the writer go, so the end is not missed.
+    pub(crate) fn turn_ended(&self) -> tokio::sync::futures::Notified<'_> {
+        self.turn_ended.notified()
+    }
+
+    /// Ends turn `turn` in `w`, if it is the one running: the task is not running any more,
+    /// and whoever waits for the turn's end ([`Live::turn_ended`]) is woken.
+    pub(crate) fn end_turn(&self, w: &mut Writer, turn: u64) {
+        if w.turn == turn {
+            w.running = false;
+            self.turn_ended.notify_waiters();
+        }
+    }
+
+    /// Reads the task again from the store, whatever the writer thinks of its record
+    /// ([`Live::sync`] of a stale writer): for a request that must judge the stored task
+    /// (recovery of an orphan).
+    pub(crate) async fn reload(&self, inner: &Inner, w: &mut Writer) -> Result<(), A2aError> {
+        w.stale = true;
+        self.sync(inner, w).await
+    }
+
+    /// Starts a worker delivering the task's events after `from` to its webhooks, if it has
+    /// any and no worker delivers them yet ([`outbox`]): a commit does after it stores, and so
+    /// do a new push configuration and the sweep that resumes undelivered notifications.
+    pub(crate) async fn deliver_from(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        from: u64,
+    ) {
+        if w.pushing || !self.has_push(inner, w).await {
+            return;
+        }
+        w.pushing = true;
+        let guard = LiveGuard::new(inner.clone(), self.clone());
+        tokio::spawn(outbox::deliver_all(guard, from));
+    }
+
+    /// Whether the task's events go to webhooks: the engine delivers them and the task has
+    /// push configurations (looked up once, then known to the writer; an unreadable list
+    /// counts as some).
+    pub(crate) async fn has_push(&self, inner: &Inner, w: &mut Writer) -> bool {
+        if inner.webhooks.is_none() {
+            return false;
+        }
+        if w.has_push.is_none() {
+            let found = inner
+                .stores
+                .push
+                .list(&self.scope, &self.task_id, None, 1)
+                .await;
+            w.has_push = Some(found.map(|(c, _)| !c.is_empty()).unwrap_or(true));
+        }
+        w.has_push == Some(true)
+    }
+
     /// Keeps the task watched on the engine's bus until [`Live::unwatch`] (see
     /// [`Inbox::watch`]).
     pub(crate) fn watch(&self, watch: BusWatch) {
@@ -369,12 +527,14 @@ impl Live {
         record: TaskRecord,
         capacity: usize,
         hold: Hold,
+        has_push: bool,
     ) -> Self {
         let submitted = pb::TaskState::Submitted;
         let mut live = Self::with(scope, task_id, record, submitted, 0, capacity, Vec::new());
         let w = live.writer.get_mut();
         w.unstored = true;
         w.hold = hold;
+        w.has_push = Some(has_push);
         live
     }
 
@@ -433,9 +593,8 @@ impl Live {
         why: String,
     ) -> Result<(), StoreError> {
         let task = &w.record.task;
-        let message = super::run::agent_text(&task.id, &task.context_id, why);
-        let event = super::set_status(
-            &mut w.record.task,
+        let message = super::agent_text(&task.id, &task.context_id, why);
+        let event = w.set_status(
             pb::TaskStatus::now(pb::TaskState::Failed, Some(message)),
             None,
         );
@@ -479,20 +638,24 @@ impl Live {
             }];
             bus.publish(&self.scope, &self.task_id, &logged).await;
         }
-        super::push::kick_from(inner, self, w, seq - 1).await;
+        self.deliver_from(inner, w, seq - 1).await;
         Ok(true)
     }
 
     /// Begins the next turn of this existing task: `WORKING`, with `message` (a follow-up)
     /// joining the history, committed at once (the turn is visible before its executor
     /// runs). The one place a turn on an existing task begins; [`super::run::Run::spawn_existing`]
-    /// then runs it. Returns the sequence number of the `WORKING` event.
+    /// then runs it. `hold` says whether the turn's commits, this one first, are held (see
+    /// [`Hold`]; off again when this commit fails). Returns the sequence number of the
+    /// `WORKING` event.
     pub(crate) async fn begin_turn(
         self: &Arc<Self>,
         inner: &Arc<Inner>,
         w: &mut Writer,
         message: Option<pb::Message>,
+        hold: Hold,
     ) -> Result<u64, StoreError> {
+        w.hold = hold;
         w.record.turn += 1;
         let event = super::set_status(
             &mut w.record.task,
@@ -505,7 +668,11 @@ impl Live {
         if let Some(m) = message {
             w.record.task.history.push(m);
         }
-        self.commit_as(inner, w, vec![event], snapshot).await
+        let committed = self.commit_as(inner, w, vec![event], snapshot).await;
+        if committed.is_err() {
+            w.hold = Hold::Off;
+        }
+        committed
     }
 
     fn clear_fault(&self) {
@@ -727,7 +894,7 @@ impl Live {
         // last to hold the live task and lets it go from the registry as it ends.
         let guard = LiveGuard::new(inner.clone(), self.clone());
         let stored = tokio::spawn(async move {
-            let (inner, live) = (&guard.inner, &guard.live);
+            let (inner, live) = (guard.inner(), guard.live());
             let mut w = live.writer.lock().await;
             live.end_hold(inner, &mut w).await
         });
@@ -874,7 +1041,7 @@ impl Live {
             // The task was stored as ended after all (the store came back): nothing waits.
             self.clear_fault();
         }
-        super::push::kick_from(inner, self, w, prev).await;
+        self.deliver_from(inner, w, prev).await;
         Ok(())
     }
 
@@ -1109,7 +1276,7 @@ impl Live {
     }
 
     /// The next events after `cursor`, from the tail or the log; empty when caught up.
-    pub(crate) async fn read_after(
+    async fn read_after(
         &self,
         inner: &Inner,
         cursor: u64,
@@ -1148,210 +1315,50 @@ fn state_after(state: pb::TaskState, event: &pb::StreamResponse) -> pb::TaskStat
 
 /// Keeps a [`Live`] registered while held; the last holder's drop unregisters it.
 pub(crate) struct LiveGuard {
-    pub(crate) inner: Arc<Inner>,
-    pub(crate) live: Held,
+    inner: Arc<Inner>,
+    /// Only the drop takes it, to let it go under the registry's lock ([`Inner::release`]).
+    live: Option<Arc<Live>>,
 }
 
 impl LiveGuard {
     pub(crate) fn new(inner: Arc<Inner>, live: Arc<Live>) -> Self {
         Self {
             inner,
-            live: Held(Some(live)),
+            live: Some(live),
         }
+    }
+
+    /// The engine the task is registered with.
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
+    /// The task.
+    pub(crate) fn live(&self) -> &Arc<Live> {
+        self.live
+            .as_ref()
+            .expect("a guard holds its task until it is dropped")
+    }
+
+    /// Another guard of the same task.
+    pub(crate) fn another(&self) -> Self {
+        Self::new(self.inner.clone(), self.live().clone())
     }
 }
 
 impl Drop for LiveGuard {
     fn drop(&mut self) {
-        if let Some(live) = self.live.0.take() {
+        if let Some(live) = self.live.take() {
             self.inner.release(live);
         }
     }
-}
-
-/// A guard's reference to its task. Only the guard's drop takes it, to let it go under the
-/// registry's lock ([`Inner::release`]).
-pub(crate) struct Held(Option<Arc<Live>>);
-
-impl std::ops::Deref for Held {
-    type Target = Arc<Live>;
-
-    fn deref(&self) -> &Arc<Live> {
-        self.0
-            .as_ref()
-            .expect("a guard holds its task until it is dropped")
-    }
-}
-
-/// Whether a stream ends after this event: a direct message, or a task reaching a terminal
-/// state or `INPUT_REQUIRED` (streams stay open through `AUTH_REQUIRED`).
-pub(crate) fn closes_stream(event: &pb::StreamResponse) -> bool {
-    use pb::stream_response::Payload;
-    let ends = |s: pb::TaskState| s.is_terminal() || s == pb::TaskState::InputRequired;
-    match &event.payload {
-        Some(Payload::Message(_)) | None => true,
-        Some(Payload::Task(t)) => ends(t.state()),
-        Some(Payload::StatusUpdate(u)) => u
-            .status
-            .as_ref()
-            .is_some_and(|s| ends(pb::TaskState::try_from(s.state).unwrap_or_default())),
-        Some(Payload::ArtifactUpdate(_)) => false,
-    }
-}
-
-/// Whether the event moves the task to a terminal state.
-fn ends_task(event: &pb::StreamResponse) -> bool {
-    use pb::stream_response::Payload;
-    match &event.payload {
-        Some(Payload::Task(t)) => t.state().is_terminal(),
-        Some(Payload::StatusUpdate(u)) => u.status.as_ref().is_some_and(|s| {
-            pb::TaskState::try_from(s.state)
-                .unwrap_or_default()
-                .is_terminal()
-        }),
-        _ => false,
-    }
-}
-
-/// Where a stream of a task ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StreamEnd {
-    /// With the turn: at a terminal state or `INPUT_REQUIRED` (SendStreamingMessage; a direct
-    /// message ends it too).
-    Turn,
-    /// At a terminal state only, through interruptions and their follow-up turns
-    /// (SubscribeToTask, spec §3.1.6).
-    Terminal,
-}
-
-impl StreamEnd {
-    fn ends_at(self, event: &pb::StreamResponse) -> bool {
-        match self {
-            StreamEnd::Turn => closes_stream(event),
-            StreamEnd::Terminal => ends_task(event),
-        }
-    }
-}
-
-struct Reader {
-    guard: LiveGuard,
-    /// Keeps the task's log from eviction while this stream may still read it.
-    _hold: Option<crate::store::LogHold>,
-    end: StreamEnd,
-    cursor: u64,
-    lead: Option<StreamEvent>,
-    pending: VecDeque<LoggedEvent>,
-    progress: watch::Receiver<Progress>,
-    done: bool,
-}
-
-impl Reader {
-    async fn next(&mut self) -> Option<Result<StreamEvent, A2aError>> {
-        if let Some(lead) = self.lead.take() {
-            self.done = self.end.ends_at(&lead.response);
-            return Some(Ok(lead));
-        }
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                self.cursor = e.seq;
-                // A replay from an old cursor passes an INPUT_REQUIRED the task has since
-                // answered; only a terminal state or the latest interruption ends the stream.
-                let latest = self.progress.borrow().seq;
-                if self.end.ends_at(&e.event) && (e.seq >= latest || ends_task(&e.event)) {
-                    self.done = true;
-                    self.pending.clear();
-                }
-                return Some(Ok(StreamEvent {
-                    seq: Some(e.seq),
-                    response: e.event,
-                }));
-            }
-            if self.done {
-                return None;
-            }
-            if self.guard.inner.closing.is_cancelled() {
-                self.done = true;
-                return Some(Err(super::shutting_down()));
-            }
-            let progress = *self.progress.borrow_and_update();
-            let live = &self.guard.live;
-            if let Err(e) = live
-                .read_after(&self.guard.inner, self.cursor, &mut self.pending)
-                .await
-            {
-                self.done = true;
-                return Some(Err(e));
-            }
-            if !self.pending.is_empty() {
-                continue;
-            }
-            if progress.state.is_terminal() {
-                if self.cursor >= progress.seq {
-                    return None;
-                }
-                // The task ended and nothing is left to read before its end: its log is gone
-                // (evicted before this stream held it). Waiting would wait forever.
-                self.done = true;
-                return Some(Err(A2aError::internal(format!(
-                    "task {}'s events after {} are no longer held",
-                    live.task_id, self.cursor
-                ))));
-            }
-            if progress.fault
-                && let Some(e) = live.fault_error()
-            {
-                self.done = true;
-                return Some(Err(e));
-            }
-            // Caught up: an idle stream may wait here for hours, so it keeps no batch buffer
-            // meanwhile (the next batch allocates its own).
-            if self.pending.capacity() > 0 {
-                self.pending = VecDeque::new();
-            }
-            tokio::select! {
-                changed = self.progress.changed() => if changed.is_err() {
-                    return None;
-                },
-                () = self.guard.inner.closing.cancelled() => {
-                    self.done = true;
-                    return Some(Err(super::shutting_down()));
-                }
-            }
-        }
-    }
-}
-
-/// A stream of a live task's events after `cursor`, optionally led by a snapshot.
-pub(crate) fn follow(
-    inner: Arc<Inner>,
-    live: Arc<Live>,
-    cursor: u64,
-    lead: Option<StreamEvent>,
-    end: StreamEnd,
-) -> EventStream {
-    let progress = live.progress();
-    let hold = inner.stores.events.hold(&live.scope, &live.task_id);
-    let reader = Reader {
-        guard: LiveGuard::new(inner, live),
-        _hold: hold,
-        end,
-        cursor,
-        lead,
-        pending: VecDeque::new(),
-        progress,
-        done: false,
-    };
-    futures::stream::unfold(reader, |mut r| async move {
-        r.next().await.map(|item| (item, r))
-    })
-    .boxed()
 }
 
 /// Records a faulted task as `FAILED` once the store accepts writes again: retries with
 /// backoff (100 ms doubling to 5 s) while the process runs. Ends when the task is terminal,
 /// however it got there.
 async fn recover_fault(guard: LiveGuard, cause: A2aError) {
-    let LiveGuard { inner, live } = &guard;
+    let (inner, live) = (guard.inner(), guard.live());
     let mut backoff = std::time::Duration::from_millis(100);
     loop {
         tokio::time::sleep(backoff).await;
@@ -1390,7 +1397,7 @@ async fn recover_fault(guard: LiveGuard, cause: A2aError) {
 /// meanwhile; whoever else locks the writer waits for the write in flight
 /// ([`Live::wait_flight`]) and stores the rest itself.
 async fn fly(guard: LiveGuard) {
-    let LiveGuard { inner, live } = &guard;
+    let (inner, live) = (guard.inner(), guard.live());
     loop {
         let (logged, record, snapshot, bytes, state, cancel) = {
             let mut w = live.writer.lock().await;

@@ -10,6 +10,24 @@
 //! - Streams end after a terminal state or `INPUT_REQUIRED`, and stay open through
 //!   `AUTH_REQUIRED`.
 //! - Deleting a push configuration that does not exist succeeds.
+//!
+//! Where things are. Every module below names its siblings directly (`super::live::…`,
+//! never a re-export of this one), and no two import each other (a tidy test checks):
+//!
+//! | file | holds |
+//! |---|---|
+//! | `mod.rs` | [`Engine`] and its state `Inner`; task-event helpers (`set_status`, `agent_text`) |
+//! | `handlers.rs` | the `A2aService` operations: each decodes a request and shapes its answer |
+//! | `send.rs` | `impl Inner`: SendMessage's turn (`start`, a follow-up) and the blocking caller's wait (`settle`) |
+//! | `run.rs` | one executor turn (`Run`): the task its first event creates, the end-of-turn rules |
+//! | `live.rs` | the live task (`Live`): its single writer, commits, holds, tail and progress; `live/follow.rs` its streams, `live/outbox.rs` its push delivery worker |
+//! | `registry.rs` | `impl Inner`: the live tasks in memory, loaded on demand, released by their last holder |
+//! | `admit.rs` | `impl Inner`: admission (version, extensions, tenant, authorization, capabilities) and push configuration room |
+//! | `cluster.rs` | `impl Inner`: the store's clock and leases; background work (recovery, heartbeat, following other processes, outbox sweep) |
+//! | `push.rs` | webhook calls: request, transport, retries, slots |
+//! | `policy.rs` | which hosts a webhook URL may name |
+//! | `builder.rs`, `config.rs` | building an engine, its settings |
+//! | `validate.rs`, `tokens.rs` | request checks; page tokens |
 
 use std::sync::Arc;
 
@@ -21,11 +39,11 @@ mod builder;
 mod cluster;
 mod config;
 mod handlers;
-pub(crate) mod live;
+mod live;
 mod policy;
-pub(crate) mod push;
+mod push;
 mod registry;
-pub(crate) mod run;
+mod run;
 mod send;
 mod tokens;
 mod validate;
@@ -39,18 +57,18 @@ mod tests;
 
 use live::Live;
 
-use crate::auth::Authorizer;
-use crate::store::{EventBus, Generation, Lease, Scope, Sharded, StoreError, Stores, now_ms};
-use crate::{A2aError, AgentExecutor, ErrorKind};
+use crate::store::{EventBus, Sharded, StoreError, Stores};
+use trident_core::auth::Authorizer;
+use trident_core::{A2aError, AgentExecutor, ErrorKind};
 
 pub use builder::EngineBuilder;
-pub use config::{EngineConfig, Limits, PushConcurrency, PushLimits};
+pub use config::{EngineConfig, Limits, PushConcurrency, PushLimits, RetryPolicy};
 pub use policy::{
     AllowEntryError, Destination, PolicyError, WebhookPolicy, non_public, webhook_destination,
 };
 pub use push::{
-    NOTIFICATION_ID_HEADER, RetryPolicy, V03TaskBody, WebhookError, WebhookRequest,
-    WebhookTransport, webhook_request,
+    NOTIFICATION_ID_HEADER, V03TaskBody, WebhookError, WebhookRequest, WebhookTransport,
+    webhook_request,
 };
 
 /// The A2A engine: implements [`A2aService`](trident_core::A2aService) for one agent.
@@ -100,89 +118,6 @@ pub(crate) struct Inner {
     pub(crate) deliveries: push::Slots,
 }
 
-/// How many locks [`Inner::push_admission`] spreads principals over.
-const PUSH_ADMISSION_LOCKS: usize = 32;
-
-impl Inner {
-    /// Stores a push configuration, within [`EngineConfig::push_limits`] unless it replaces
-    /// one (the same id).
-    pub(crate) async fn put_push(
-        &self,
-        scope: &Scope,
-        config: &pb::TaskPushNotificationConfig,
-        generation: Generation,
-    ) -> Result<(), A2aError> {
-        // A fixed hasher: the same scope must find the same lock every time.
-        let hasher =
-            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
-        let i = (std::hash::BuildHasher::hash_one(&hasher, scope) as usize)
-            % self.push_admission.len().max(1);
-        let _admitted = match self.push_admission.get(i) {
-            Some(lock) => Some(lock.lock().await),
-            None => None,
-        };
-        self.check_push_room(scope, &config.task_id, Some(&config.id))
-            .await?;
-        self.stores
-            .push
-            .put(scope, config, generation)
-            .await
-            .map_err(store_error)
-    }
-
-    /// Whether `scope` may add a push configuration to task `task_id` (`id`: the one it would
-    /// replace, which needs no room): `ResourceExhausted` past either limit.
-    pub(crate) async fn check_push_room(
-        &self,
-        scope: &Scope,
-        task_id: &str,
-        id: Option<&str>,
-    ) -> Result<(), A2aError> {
-        if let Some(id) = id
-            && self
-                .stores
-                .push
-                .get(scope, task_id, id)
-                .await
-                .map_err(store_error)?
-                .is_some()
-        {
-            return Ok(());
-        }
-        let limits = self.config.push_limits;
-        let count = self
-            .stores
-            .push
-            .count(scope, task_id)
-            .await
-            .map_err(store_error)?;
-        if count.task >= limits.per_task as u64 {
-            return Err(A2aError::new(
-                ErrorKind::ResourceExhausted,
-                format!(
-                    "task {task_id} has {} push notification configs, the most one task may \
-                     have ({}); delete one first",
-                    count.task, limits.per_task
-                ),
-            )
-            .with_meta("taskId", task_id.to_owned())
-            .with_meta("limit", "pushConfigsPerTask"));
-        }
-        if count.active >= limits.per_principal as u64 {
-            return Err(A2aError::new(
-                ErrorKind::ResourceExhausted,
-                format!(
-                    "the caller has {} push notification configs on tasks in progress, the \
-                     most one principal may have ({}); delete some, or wait for tasks to end",
-                    count.active, limits.per_principal
-                ),
-            )
-            .with_meta("limit", "pushConfigsPerPrincipal"));
-        }
-        Ok(())
-    }
-}
-
 /// What a stream still open at shutdown ends with.
 pub(crate) fn shutting_down() -> A2aError {
     A2aError::new(
@@ -199,68 +134,6 @@ pub(crate) fn store_error(e: StoreError) -> A2aError {
             "the task was changed concurrently; retry",
         ),
         other => A2aError::internal(format!("store: {other}")),
-    }
-}
-
-impl Inner {
-    /// The lease a commit records for a task in `state`: this process's while the task is in
-    /// progress, none once it waits for the client or has ended.
-    pub(crate) fn lease_for(&self, state: pb::TaskState) -> Option<Lease> {
-        state.is_in_progress().then(|| Lease {
-            node: self.node.clone(),
-            until_ms: self.clock_ms().saturating_add(self.lease_ttl_ms()),
-        })
-    }
-
-    /// Now by the clock leases and delivery claims are written and judged in: the store's
-    /// ([`TaskStore::clock_ms`](crate::store::TaskStore::clock_ms)), read as this process's
-    /// clock plus the offset last measured ([`Inner::sync_clock`]). Replicas whose clocks
-    /// disagree then agree on every lease: none takes a healthy task from another, and a dead
-    /// one's tasks are recovered within the lease bound, whichever clock is off.
-    pub(crate) fn clock_ms(&self) -> i64 {
-        now_ms().saturating_add(
-            self.clock_offset_ms
-                .load(std::sync::atomic::Ordering::Relaxed),
-        )
-    }
-
-    /// Whether leases are judged by the store's clock and its offset from this process's has
-    /// not been measured yet ([`Inner::sync_clock`]): the first lease or claim a request
-    /// writes may come before the first heartbeat or sweep.
-    pub(crate) fn clock_unmeasured(&self) -> bool {
-        self.stores.tasks.shared()
-            && !self
-                .clock_measured
-                .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Measures the store's clock against this process's (on a shared store; a store nobody
-    /// else uses is judged by this process's clock alone). Called before every heartbeat and
-    /// every sweep, so a clock stepped or drifting since is caught before leases are renewed
-    /// or judged again. The offset is taken against the middle of the round trip: its error
-    /// is at most half of it. On failure the last offset stays.
-    pub(crate) async fn sync_clock(&self) {
-        if !self.stores.tasks.shared() {
-            return;
-        }
-        let before = now_ms();
-        match self.stores.tasks.clock_ms().await {
-            Ok(store) => {
-                let after = now_ms();
-                let middle = before.saturating_add(after.saturating_sub(before) / 2);
-                self.clock_offset_ms.store(
-                    store.saturating_sub(middle),
-                    std::sync::atomic::Ordering::Relaxed,
-                );
-                self.clock_measured
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-            Err(e) => tracing::warn!(error = %e, "could not read the store's clock"),
-        }
-    }
-
-    pub(crate) fn lease_ttl_ms(&self) -> i64 {
-        i64::try_from(self.config.lease_ttl.as_millis()).unwrap_or(i64::MAX)
     }
 }
 
@@ -341,4 +214,12 @@ pub(crate) fn set_status(
     ));
     crate::store::apply(task, &event);
     event
+}
+
+/// A `ROLE_AGENT` text message of task `task_id` in context `context_id`, with a fresh id.
+pub(crate) fn agent_text(task_id: &str, context_id: &str, text: String) -> pb::Message {
+    let mut m = pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
+    m.context_id = context_id.to_owned();
+    m.task_id = task_id.to_owned();
+    m
 }

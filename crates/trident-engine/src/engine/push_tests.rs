@@ -11,10 +11,8 @@ use crate::store::{
 };
 use trident_core::Generation;
 
-use crate::{
-    A2aService, CallContext, Engine, EngineConfig, WebhookError, WebhookPolicy, WebhookRequest,
-    WebhookTransport,
-};
+use crate::{Engine, EngineConfig, WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport};
+use trident_core::{A2aService, CallContext};
 
 /// A webhook whose first POST waits for `first` and then succeeds, and whose later POSTs never
 /// answer; each of those, when dropped unanswered (its lane stopped), says so on `abandoned`.

@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 
 use super::live::{Live, LiveGuard, News};
 use super::{Inner, store_error};
-use crate::A2aError;
 use crate::store::{Scope, ShardExt, TaskRecord};
+use trident_core::A2aError;
 
 impl Inner {
     /// The live task `id` if it is in memory.
@@ -45,11 +45,11 @@ impl Inner {
     /// Registers a new live task (watched on the bus, if any).
     pub(crate) fn register(&self, live: &Arc<Live>) {
         if let Some(bus) = &self.bus {
-            live.watch(bus.watch(&live.scope, &live.task_id));
+            live.watch(bus.watch(live.scope(), live.task_id()));
         }
         self.live
-            .shard(&live.task_id)
-            .slot(&live.scope, &live.task_id)
+            .shard(live.task_id())
+            .slot(live.scope(), live.task_id())
             .insert_entry(live.clone());
     }
 
@@ -66,7 +66,7 @@ impl Inner {
         if Arc::strong_count(&live) == 1 {
             return;
         }
-        let mut shard = self.live.shard(&live.task_id);
+        let mut shard = self.live.shard(live.task_id());
         let removed = take_if_sole(&mut *shard, &live);
         drop(live);
         drop(shard);
@@ -85,7 +85,7 @@ impl Inner {
         }
         // Counted under the shard's lock: nobody takes a reference from the map meanwhile,
         // and guards let theirs go under it.
-        let mut shard = self.live.shard(&live.task_id);
+        let mut shard = self.live.shard(live.task_id());
         let Some(removed) = take_if_sole(&mut *shard, live) else {
             return false;
         };
@@ -156,12 +156,12 @@ impl Inner {
                 // the registry (a bare reference would leave it registered for good).
                 let guard = LiveGuard::new(self.clone(), live);
                 // A turn holding commits stores them before this request reads the task.
-                let mut w = guard.live.lock_seen(self).await?;
-                if w.running || !self.stores.tasks.shared() {
+                let mut w = guard.live().lock_seen(self).await?;
+                if w.running() || !self.stores.tasks.shared() {
                     // Never a change that was not stored: a record left stale by a failed
                     // write (or by following another process) is read again first.
-                    guard.live.sync(self, &mut w).await?;
-                    Some(w.record.clone())
+                    guard.live().sync(self, &mut w).await?;
+                    Some(w.record().clone())
                 } else {
                     None
                 }
@@ -186,9 +186,9 @@ impl Inner {
 fn take_if_sole(shard: &mut impl ShardExt<Arc<Live>>, live: &Arc<Live>) -> Option<Arc<Live>> {
     let sole = Arc::strong_count(live) <= 2
         && shard
-            .get_in(&live.scope, &live.task_id)
+            .get_in(live.scope(), live.task_id())
             .is_some_and(|l| Arc::ptr_eq(l, live));
-    sole.then(|| shard.remove_in(&live.scope, &live.task_id))
+    sole.then(|| shard.remove_in(live.scope(), live.task_id()))
         .flatten()
 }
 

@@ -10,9 +10,9 @@ use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
 use super::live::{Hold, Live, LiveGuard, Writer};
-use super::{Inner, store_error};
+use super::{Inner, agent_text, store_error};
 use crate::store::{Generation, Scope, StoreError, TaskRecord, lock_std};
-use crate::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
+use trident_core::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
 
 /// What the caller of SendMessage waits for.
 pub(crate) enum First {
@@ -34,15 +34,7 @@ pub(crate) struct Creation {
 }
 
 /// An event an agent publishes.
-pub(crate) use crate::TurnUpdate as Update;
-
-/// A `ROLE_AGENT` text message of task `task_id` in context `context_id`, with a fresh id.
-pub(crate) fn agent_text(task_id: &str, context_id: &str, text: String) -> pb::Message {
-    let mut m = pb::Message::agent(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
-    m.context_id = context_id.to_owned();
-    m.task_id = task_id.to_owned();
-    m
-}
+pub(crate) use trident_core::TurnUpdate as Update;
 
 pub(crate) struct Run {
     inner: Arc<Inner>,
@@ -104,13 +96,13 @@ impl Run {
         w: &mut Writer,
         ctx: &RequestContext,
     ) -> Arc<Self> {
-        w.start_turn(ctx.cancel.clone());
+        let turn = w.start_turn(ctx.cancel.clone());
         Arc::new(Self {
             inner: inner.clone(),
-            scope: live.scope.clone(),
-            task_id: live.task_id.clone(),
+            scope: live.scope().clone(),
+            task_id: live.task_id().clone(),
             context_id: ctx.context_id.as_str().into(),
-            turn: w.turn,
+            turn,
             cancel: ctx.cancel.clone(),
             creation: tokio::sync::Mutex::new(None),
             live: OnceLock::from(LiveGuard::new(inner.clone(), live.clone())),
@@ -131,8 +123,8 @@ impl Run {
         let Some(guard) = self.live.get() else {
             return;
         };
-        let live = &guard.live;
-        let mut w = live.writer.lock().await;
+        let live = guard.live();
+        let mut w = live.lock().await;
         // A failure stops the turn (`Live::fault` cancels the writer's token, this turn's
         // own) and is what waiting callers and readers get: nothing is left to do here.
         let _ = live.end_hold(&self.inner, &mut w).await;
@@ -198,15 +190,15 @@ impl Run {
             }
             return;
         };
-        let live = &guard.live;
-        let mut w = live.writer.lock().await;
-        if w.flying || (w.hold == Hold::Off && !w.held.is_empty()) {
+        let live = guard.live();
+        let mut w = live.lock().await;
+        if w.keeps_behind() {
             // What the turn committed behind it is stored before the turn ends (a failure
             // ends it as any failed commit does).
             let _ = self.commit_event(live, &mut w, Vec::new()).await;
         }
-        if w.turn == self.turn && w.record.turn == self.turn {
-            let state = w.record.task.state();
+        if w.is_turn(self.turn) {
+            let state = w.task().state();
             let failure = match result {
                 Err(e) if !state.is_terminal() => Some(e.message().to_owned()),
                 Ok(()) if state.is_in_progress() => {
@@ -235,10 +227,7 @@ impl Run {
                 }
             }
         }
-        if w.turn == self.turn {
-            w.running = false;
-            live.turn_ended.notify_waiters();
-        }
+        live.end_turn(&mut w, self.turn);
     }
 
     /// A `ROLE_AGENT` text message carrying this turn's ids.
@@ -296,12 +285,12 @@ impl Run {
                 .live
                 .get()
                 .ok_or_else(|| A2aError::internal("no task"))?;
-            let live = &guard.live;
-            let mut w = live.writer.lock().await;
-            if w.turn != self.turn || !w.running || w.record.turn != self.turn {
+            let live = guard.live();
+            let mut w = live.lock().await;
+            if !w.is_turn(self.turn) || !w.running() {
                 return Err(A2aError::unsupported("this turn has ended"));
             }
-            if w.stale {
+            if w.is_stale() {
                 // Boxed: a cold branch (a store write failed or another process wrote the
                 // task) whose future, inline, would size every event's.
                 Box::pin(live.sync(&self.inner, &mut w)).await?;
@@ -337,8 +326,8 @@ impl Run {
             .live
             .get()
             .ok_or_else(|| A2aError::internal("no task"))?;
-        let live = &guard.live;
-        if w.stale {
+        let live = guard.live();
+        if w.is_stale() {
             Box::pin(live.sync(&self.inner, w)).await?;
         }
         let event = self.checked_event(w, update)?;
@@ -352,12 +341,12 @@ impl Run {
         w: &mut Writer,
         update: Update,
     ) -> Result<pb::StreamResponse, A2aError> {
-        if w.record.turn != self.turn {
+        if w.record().turn != self.turn {
             return Err(A2aError::unsupported(
                 "this turn was superseded by a newer message to the task",
             ));
         }
-        let current = w.record.task.state();
+        let current = w.task().state();
         if current.is_terminal() {
             return Err(A2aError::unsupported(format!(
                 "task {} is already {}",
@@ -365,7 +354,9 @@ impl Run {
                 current.as_str_name()
             )));
         }
-        self.event(&mut w.record.task, update)
+        let event = self.event(update)?;
+        w.apply(&event);
+        Ok(event)
     }
 
     /// Commits `events`, which [`Run::checked_event`] applied to the task in `w` (a `Vec`,
@@ -412,8 +403,10 @@ impl Run {
         }
     }
 
-    /// Applies an agent event to `task` and returns the event that says so.
-    fn event(&self, task: &mut pb::Task, update: Update) -> Result<pb::StreamResponse, A2aError> {
+    /// The event that says what an agent's update changes, to apply to the task
+    /// ([`crate::store::apply`]: the same function the stores rebuild tasks with, so the
+    /// events of a commit describe exactly what it changed).
+    fn event(&self, update: Update) -> Result<pb::StreamResponse, A2aError> {
         let event = match update {
             Update::Status { state, message } => {
                 if state == pb::TaskState::Unspecified {
@@ -428,12 +421,18 @@ impl Run {
                     m.task_id = String::from(&*self.task_id);
                     m
                 });
-                let status = pb::TaskStatus {
-                    state: state as i32,
-                    message,
-                    timestamp: Some(Timestamp::now()),
-                };
-                super::set_status(task, status, None)
+                pb::StreamResponse::new(pb::stream_response::Payload::StatusUpdate(
+                    pb::TaskStatusUpdateEvent {
+                        task_id: String::from(&*self.task_id),
+                        context_id: String::from(&*self.context_id),
+                        status: Some(pb::TaskStatus {
+                            state: state as i32,
+                            message,
+                            timestamp: Some(Timestamp::now()),
+                        }),
+                        metadata: None,
+                    },
+                ))
             }
             Update::Artifact {
                 artifact,
@@ -446,7 +445,7 @@ impl Run {
                         "an artifact needs an artifactId",
                     ));
                 }
-                let event = pb::StreamResponse::new(pb::stream_response::Payload::ArtifactUpdate(
+                pb::StreamResponse::new(pb::stream_response::Payload::ArtifactUpdate(
                     pb::TaskArtifactUpdateEvent {
                         task_id: String::from(&*self.task_id),
                         context_id: String::from(&*self.context_id),
@@ -455,11 +454,7 @@ impl Run {
                         last_chunk,
                         metadata: None,
                     },
-                ));
-                // The same function the stores rebuild tasks with: the events of a commit
-                // describe exactly what it changed.
-                crate::store::apply(task, &event);
-                event
+                ))
             }
         };
         Ok(event)
@@ -498,8 +493,11 @@ impl Run {
             ..Default::default()
         };
         let mut task = submitted.clone();
-        let first = match self.event(&mut task, update) {
-            Ok(event) => event,
+        let first = match self.event(update) {
+            Ok(event) => {
+                crate::store::apply(&mut task, &event);
+                event
+            }
             Err(e) => {
                 // Nothing was created: the turn may still reply or send a valid event.
                 *creation = Some(Creation {
@@ -527,10 +525,10 @@ impl Run {
             record,
             self.inner.config.tail_capacity,
             hold,
+            has_push,
         ));
-        let mut w = live.writer.lock().await;
+        let mut w = live.lock().await;
         w.start_turn(self.cancel.clone());
-        w.has_push = Some(has_push);
         // The task as submitted, then `update`: one commit stores the snapshot and both
         // events (and registers the task), now or when the hold ends.
         let submitted = pb::StreamResponse::new(pb::stream_response::Payload::Task(submitted));
@@ -548,7 +546,7 @@ impl Run {
 
 /// What the agent's [`EventSink`] delivers to: this turn.
 #[async_trait::async_trait]
-impl crate::TurnEvents for Run {
+impl trident_core::TurnEvents for Run {
     fn task_id(&self) -> &str {
         Run::task_id(self)
     }

@@ -11,7 +11,7 @@ use super::live::{Hold, Live, LiveGuard, Progress, Writer};
 use super::run::{Creation, First, Run};
 use super::{Inner, store_error, validate};
 use crate::store::{Scope, StoreError};
-use crate::{A2aError, CallContext, Operation, RequestContext};
+use trident_core::{A2aError, CallContext, Operation, RequestContext};
 
 impl Inner {
     /// Starts a turn for `req` and returns what the caller waits for first.
@@ -165,7 +165,7 @@ impl Inner {
         if !(finished && new_task) {
             return live.end_hold_detached(self).await;
         }
-        let mut w = live.writer.lock().await;
+        let mut w = live.lock().await;
         live.end_hold_finished(self, &mut w).await
     }
 
@@ -181,7 +181,7 @@ impl Inner {
         inline: bool,
     ) -> Result<Started, A2aError> {
         let guard = self.live(&scope, &message.task_id).await?;
-        let live = guard.live.clone();
+        let live = guard.live().clone();
         let wait_until = tokio::time::Instant::now() + self.config.turn_end_wait;
         // Another process may take the same turn at the same time: the store lets one commit
         // win; the others re-read the task and answer from its new state.
@@ -191,7 +191,7 @@ impl Inner {
                 // This request reads the task: a turn holding commits stores them first.
                 let mut w = live.lock_seen(self).await?;
                 live.sync(self, &mut w).await?;
-                let task = &w.record.task;
+                let task = w.task();
                 let state = task.state();
                 if state.is_terminal() {
                     return Err(A2aError::unsupported(format!(
@@ -209,7 +209,7 @@ impl Inner {
                 }
                 // A task still working is busy, whichever process runs it.
                 let busy = !state.is_interrupted();
-                if !busy && !w.running {
+                if !busy && !w.running() {
                     break w;
                 }
                 // An interrupted task whose executor is still returning: wait for its turn to
@@ -222,13 +222,13 @@ impl Inner {
                     ))
                     .with_meta("taskId", task.id.clone()));
                 }
-                let ended = live.turn_ended.notified();
+                let ended = live.turn_ended();
                 tokio::pin!(ended);
                 ended.as_mut().enable();
                 drop(w);
                 let _ = tokio::time::timeout_at(wait_until, ended).await;
             };
-            let task = &w.record.task;
+            let task = w.task();
             message.context_id = task.context_id.clone();
             if let Some(p) = push.as_mut() {
                 validate::bind_push(p, &task.id, &scope)?;
@@ -238,28 +238,28 @@ impl Inner {
             ctx.task = Some(task.clone());
 
             if let Some(p) = &push {
-                self.put_push(&live.scope, p, cx.generation).await?;
-                w.has_push = Some(true);
+                self.put_push(live.scope(), p, cx.generation).await?;
+                w.push_configured();
             }
-            if inline && self.may_hold(&live, &mut w).await {
-                w.hold = Hold::Turn;
-            }
-            match live.begin_turn(self, &mut w, Some(message.clone())).await {
+            let hold = if inline && self.may_hold(&live, &mut w).await {
+                Hold::Turn
+            } else {
+                Hold::Off
+            };
+            match live
+                .begin_turn(self, &mut w, Some(message.clone()), hold)
+                .await
+            {
                 Ok(after) => break (w, after),
-                Err(e) => {
-                    w.hold = Hold::Off;
-                    match e {
-                        StoreError::Conflict if attempts < 3 => attempts += 1,
-                        e => return Err(store_error(e)),
-                    }
-                }
+                Err(StoreError::Conflict) if attempts < 3 => attempts += 1,
+                Err(e) => return Err(store_error(e)),
             }
         };
         // The history holds its copy; the executor gets the message itself.
         ctx.message = message;
         let run = Run::existing(self, &live, &mut w, &ctx);
         // The task as the turn begins, for a caller that answers before the turn settles.
-        let snapshot = (!inline).then(|| w.record.task.clone());
+        let snapshot = (!inline).then(|| w.task().clone());
         drop(w);
         let finished = self.drive(run, ctx, inline).await;
         if inline {
@@ -283,7 +283,7 @@ impl Inner {
         const OURS: usize = 3;
         Arc::strong_count(live) <= OURS
             && !self.stores.tasks.shared()
-            && !super::push::has_push(self, live, w).await
+            && !live.has_push(self, w).await
     }
 
     /// Waits until the task is terminal or interrupted (after `after`), the caller leaves, or
@@ -296,7 +296,7 @@ impl Inner {
         after: u64,
         cx: &CallContext,
     ) -> Result<pb::Task, A2aError> {
-        let live = &guard.live;
+        let live = guard.live();
         if !settled(&live.progress_now(), after) {
             // Boxed: a turn that ran inline to its end (the hot path) has settled already and
             // need not carry the wait's future.
@@ -308,9 +308,9 @@ impl Inner {
         if self.release_sole(live) {
             // Nobody else holds the task nor can find it in memory any more (requests read
             // it from the store, which has all of it): the answer takes it instead of a copy.
-            return Ok(std::mem::take(&mut w.record.task));
+            return Ok(w.take_task());
         }
-        Ok(w.record.task.clone())
+        Ok(w.task().clone())
     }
 
     /// Waits until the task is settled after `after` ([`Inner::settle`]), the caller leaves,

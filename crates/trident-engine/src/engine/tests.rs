@@ -7,11 +7,12 @@ use futures::StreamExt as _;
 use prost::Message as _;
 use trident_proto as pb;
 
+use crate::Engine;
 use crate::store::{
     EventLog, LoggedEvent, MemoryStore, Scope, StoreError, Stores, TaskPage, TaskQuery, TaskRecord,
     TaskStore,
 };
-use crate::{A2aError, A2aService, AgentExecutor, CallContext, Engine, EventSink, RequestContext};
+use trident_core::{A2aError, A2aService, AgentExecutor, CallContext, EventSink, RequestContext};
 
 /// The in-memory store, counting the encoded bytes it is handed (a snapshot per `commit`, the
 /// events of every write) and refusing every write once `failing` is set.

@@ -4,8 +4,8 @@
 
 use base64::Engine as _;
 
-use crate::A2aError;
 use crate::store::ListCursor;
+use trident_core::A2aError;
 
 const TOKEN_PREFIX: &str = "v1:";
 

@@ -4,9 +4,9 @@
 use trident_proto as pb;
 use trident_proto::wkt::Struct;
 
-use super::Limits;
-use crate::A2aError;
 use crate::store::Scope;
+use trident_core::A2aError;
+use trident_core::Limits;
 
 /// Whether an `A2A-Version` value means 1.0 (`1`, `1.0`, or `1.0.x`).
 pub(super) fn is_v1(v: &str) -> bool {

@@ -451,12 +451,12 @@ struct Burst {
 }
 
 #[async_trait::async_trait]
-impl crate::AgentExecutor for Burst {
+impl trident_core::AgentExecutor for Burst {
     async fn execute(
         &self,
-        _ctx: crate::RequestContext,
-        sink: crate::EventSink,
-    ) -> Result<(), crate::A2aError> {
+        _ctx: trident_core::RequestContext,
+        sink: trident_core::EventSink,
+    ) -> Result<(), trident_core::A2aError> {
         sink.working().await?;
         for i in 0..self.n {
             let artifact = pb::Artifact::new("answer", vec![pb::Part::text(format!("{i} "))]);
@@ -474,8 +474,8 @@ impl crate::AgentExecutor for Burst {
 /// every event to the end, and the task goes once the stream is done.
 #[tokio::test]
 async fn a_stream_draining_an_ended_task_keeps_it_from_eviction() {
-    use crate::A2aService as _;
     use futures::StreamExt as _;
+    use trident_core::A2aService as _;
 
     // More than a reader fetches at once (64), far more than the tail holds (4).
     const CHUNKS: usize = 300;
@@ -496,7 +496,7 @@ async fn a_stream_draining_an_ended_task_keeps_it_from_eviction() {
         ..Default::default()
     })
     .build();
-    let cx = crate::CallContext::new();
+    let cx = trident_core::CallContext::new();
     let request = |id: &str| pb::SendMessageRequest {
         message: Some(pb::Message::user(id, vec![pb::Part::text("go")])),
         ..Default::default()
