@@ -22,6 +22,8 @@ use trident_proto as pb;
 use crate::failure::{Failure, Local};
 use crate::render;
 
+pub(crate) mod oauth;
+
 /// The options every client command takes: which agent, how to reach it, how to print.
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct Target {
@@ -626,7 +628,7 @@ impl Session {
         }
         let failure = Failure::from_a2a(e, self.credentials);
         // The hint Appendix B asks for: the login command, when the card says how.
-        match crate::oauth::login_hint(&self.card, &self.reference) {
+        match oauth::login_hint(&self.card, &self.reference) {
             Some(hint)
                 if matches!(
                     failure.code(),
@@ -1124,7 +1126,7 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
     // A token `auth login` kept for this agent, unless a bearer token is given (§12.2).
     let (bearer, stored_scheme) = match target.bearer() {
         Some(token) => (Some(token), None),
-        None => match crate::oauth::stored_token(target, &card).await? {
+        None => match oauth::stored_token(target, &card).await? {
             Some((scheme, token)) => (Some(token), Some(scheme)),
             None => (None, None),
         },

@@ -13,7 +13,6 @@ mod config;
 mod conformance;
 mod download;
 mod failure;
-mod oauth;
 mod openapi;
 mod render;
 mod serve;
@@ -62,7 +61,7 @@ enum Command {
     Gateway(serve::Gateway),
     /// OAuth 2 sign-in for agents whose card declares it: `auth login|status|logout`.
     #[command(subcommand)]
-    Auth(oauth::AuthCommand),
+    Auth(client::oauth::AuthCommand),
     /// Agent Cards: `card get`.
     #[command(subcommand)]
     Card(client::CardCommand),

@@ -225,7 +225,7 @@ const SERVICE_PARAMS: [&str; 8] = [
     "authorization",
     "traceparent",
     "tracestate",
-    crate::deadline::TIMEOUT_HEADER,
+    crate::timeout::TIMEOUT_HEADER,
 ];
 
 fn param_index(name: &str) -> Option<usize> {
@@ -383,13 +383,13 @@ impl CallContext {
             .filter(|v| !v.is_empty())
             .map(str::to_owned);
         cx.trace = text("traceparent").and_then(|t| TraceContext::parse(t, text("tracestate")));
-        let timeout = match get(crate::deadline::TIMEOUT_HEADER) {
+        let timeout = match get(crate::timeout::TIMEOUT_HEADER) {
             None => None,
-            Some(raw) => match text(crate::deadline::TIMEOUT_HEADER)
-                .and_then(crate::deadline::parse_timeout)
+            Some(raw) => match text(crate::timeout::TIMEOUT_HEADER)
+                .and_then(crate::timeout::parse_timeout)
             {
                 Some(timeout) => Some(timeout),
-                None if strict => return Err(crate::deadline::malformed_timeout(raw)),
+                None if strict => return Err(crate::timeout::malformed_timeout(raw)),
                 None => None,
             },
         };
@@ -439,8 +439,8 @@ impl CallContext {
         if let Some(deadline) = self.deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             params.push((
-                crate::deadline::TIMEOUT_HEADER,
-                crate::deadline::format_timeout(left),
+                crate::timeout::TIMEOUT_HEADER,
+                crate::timeout::format_timeout(left),
             ));
         }
         if let Some(v) = &self.version {

@@ -17,6 +17,7 @@ mod json_scan;
 mod limits;
 mod operation;
 mod service;
+mod timeout;
 
 pub mod store;
 

@@ -17,35 +17,8 @@ use trident_core::{
 };
 use trident_http::{JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 
-/// Settings of the JSON-RPC endpoint.
-#[derive(Debug, Clone)]
-pub struct JsonRpcOptions {
-    /// Largest request body accepted, in bytes.
-    pub max_body: usize,
-    /// Interval of SSE keep-alive comments on idle streams.
-    pub keep_alive: Duration,
-    /// Also answer the A2A v0.3 methods (`message/send`, `tasks/get`, ...) on the same
-    /// endpoint, through `trident-v03` (see [`crate::v03`]).
-    pub v03: bool,
-    /// Answer the 1.0 methods (default `true`; off, with `v03` on, the endpoint is a v0.3-only
-    /// agent's: 1.0 methods are refused as unknown, in v0.3's error form).
-    pub v1: bool,
-    /// How much memory decoding a request's `params` may take relative to their size (the
-    /// scan before decoding, [`trident_core::check_json`]; default 4 × their size + 1 MiB).
-    pub json: JsonLimits,
-}
+use crate::{JsonRpcOptions, json};
 
-impl Default for JsonRpcOptions {
-    fn default() -> Self {
-        Self {
-            max_body: 4 << 20,
-            keep_alive: Duration::from_secs(15),
-            v03: true,
-            v1: true,
-            json: JsonLimits::default(),
-        }
-    }
-}
 
 #[derive(Clone)]
 struct AppState {
@@ -85,9 +58,6 @@ pub fn error_reply(body: &[u8], e: &A2aError) -> Response {
     json(error_json(id, e))
 }
 
-pub(crate) fn json(body: String) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
 
 /// Splices a serialized result into a response envelope without re-parsing it.
 pub(crate) fn success_envelope(id: &str, result: &[u8]) -> Vec<u8> {

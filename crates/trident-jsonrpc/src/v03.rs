@@ -18,7 +18,7 @@ use futures::StreamExt;
 use trident_core::{A2aService, CallContext};
 use trident_v03::jsonrpc::{self as rpc, Method, Reply};
 
-use crate::server::json;
+use crate::json;
 
 /// Serves one v0.3 call whose envelope has been read: `id_json` is the id as written.
 pub(crate) async fn handle(

@@ -93,7 +93,7 @@ async fn call(
     let query = parts
         .uri
         .query()
-        .map(crate::server::serde_urlencoded_pairs)
+        .map(crate::serde_urlencoded_pairs)
         .unwrap_or_default();
     let request = rest::request(&route, &query, &body, options.json)?;
     rest::reply(trident_v03::call::call(svc, cx, request).await?)
