@@ -7,9 +7,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
-use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
-};
+use trident_core::{A2aError, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
 use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, SseEvent, read_body};
 use trident_proto as pb;
 
@@ -233,7 +231,7 @@ impl JsonRpcClient {
 
     /// One unary call, within the caller's deadline and until it goes away (dropping the
     /// request either way).
-    async fn call<T: Serialize, R: DeserializeOwned>(
+    async fn unary<T: Serialize, R: DeserializeOwned>(
         &self,
         cx: &CallContext,
         op: Operation,
@@ -334,102 +332,14 @@ fn sse_event(event: SseEvent) -> Result<StreamEvent, A2aError> {
     })
 }
 
-#[async_trait::async_trait]
-impl A2aService for JsonRpcClient {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        self.call(cx, Operation::SendMessage, &req).await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(cx, Operation::SendStreamingMessage, &req).await
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.call(cx, Operation::GetTask, &req).await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        self.call(cx, Operation::ListTasks, &req).await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.call(cx, Operation::CancelTask, &req).await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(cx, Operation::SubscribeToTask, &req).await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.call(cx, Operation::CreateTaskPushNotificationConfig, &req)
-            .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.call(cx, Operation::GetTaskPushNotificationConfig, &req)
-            .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        self.call(cx, Operation::ListTaskPushNotificationConfigs, &req)
-            .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        self.call(cx, Operation::GetExtendedAgentCard, &req).await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        let _: serde_json::Value = self
-            .call(cx, Operation::DeleteTaskPushNotificationConfig, &req)
-            .await?;
-        Ok(())
-    }
+/// Every RPC is one request of the method named as the operation, its ProtoJSON the params.
+macro_rules! jsonrpc_client {
+    ($($rpc:tt)*) => {
+        trident_http::json_client!(JsonRpcClient; $($rpc)*);
+    };
 }
+
+trident_proto::for_each_rpc!(jsonrpc_client);
 
 #[cfg(test)]
 mod tests {

@@ -7,9 +7,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
-use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
-};
+use trident_core::{A2aError, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
 use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, SseEvent, read_body};
 use trident_proto as pb;
 
@@ -127,17 +125,23 @@ impl RestClient {
             .map_err(|e| e.into_described(format_args!("HTTP+JSON response")))
     }
 
+    /// The HTTP request of `op`: its route's path variables (`{id}`, `{task_id}`, `{tenant}`)
+    /// from the request's fields of those names, the rest in the body or the query.
     fn request<T: Serialize>(
         &self,
         cx: &CallContext,
         op: Operation,
-        req_tenant: &str,
-        mut bound: Bound,
         req: &T,
         stream: bool,
     ) -> Result<reqwest::RequestBuilder, A2aError> {
-        let tenant = cx.resolve_tenant(req_tenant, &self.tenant)?;
-        bound.tenant = (!tenant.is_empty()).then(|| tenant.to_owned());
+        let json = serde_json::to_value(req).map_err(|e| A2aError::internal(e.to_string()))?;
+        let field = |name: &str| json.get(name).and_then(|v| v.as_str());
+        let tenant = cx.resolve_tenant(field("tenant").unwrap_or_default(), &self.tenant)?;
+        let bound = Bound {
+            tenant: (!tenant.is_empty()).then(|| tenant.to_owned()),
+            id: field("id").map(str::to_owned),
+            task_id: field("taskId").map(str::to_owned),
+        };
         let route = self
             .routes
             .for_op(op, bound.tenant.is_some())
@@ -157,7 +161,6 @@ impl RestClient {
                 "application/json"
             },
         );
-        let json = serde_json::to_value(req).map_err(|e| A2aError::internal(e.to_string()))?;
         if route.body {
             builder = builder
                 .header("content-type", "application/json")
@@ -184,11 +187,9 @@ impl RestClient {
         &self,
         cx: &CallContext,
         op: Operation,
-        tenant: &str,
-        bound: Bound,
         req: &T,
     ) -> Result<R, A2aError> {
-        let request = self.request(cx, op, tenant, bound, req, false)?;
+        let request = self.request(cx, op, req, false)?;
         bounded(
             cx,
             format!("HTTP+JSON {}", op.name()),
@@ -234,11 +235,9 @@ impl RestClient {
         &self,
         cx: &CallContext,
         op: Operation,
-        tenant: &str,
-        bound: Bound,
         req: &T,
     ) -> Result<EventStream, A2aError> {
-        let request = self.request(cx, op, tenant, bound, req, true)?;
+        let request = self.request(cx, op, req, true)?;
         let what = format!("HTTP+JSON {}", op.name());
         let events = bounded(cx, &what, self.open_stream(op, request)).await?;
         Ok(bounded_stream(cx, what, events))
@@ -293,178 +292,14 @@ fn sse_event(event: SseEvent) -> Result<StreamEvent, A2aError> {
     })
 }
 
-fn id(id: &str) -> Bound {
-    Bound {
-        id: Some(id.to_owned()),
-        ..Bound::default()
-    }
+/// Every RPC is one request on its route from the proto's HTTP rules.
+macro_rules! rest_client {
+    ($($rpc:tt)*) => {
+        trident_http::json_client!(RestClient; $($rpc)*);
+    };
 }
 
-fn task(task_id: &str, id: Option<&str>) -> Bound {
-    Bound {
-        task_id: Some(task_id.to_owned()),
-        id: id.map(str::to_owned),
-        ..Bound::default()
-    }
-}
-
-#[async_trait::async_trait]
-impl A2aService for RestClient {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        self.unary(
-            cx,
-            Operation::SendMessage,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(
-            cx,
-            Operation::SendStreamingMessage,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.unary(cx, Operation::GetTask, &req.tenant, id(&req.id), &req)
-            .await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        self.unary(
-            cx,
-            Operation::ListTasks,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.unary(cx, Operation::CancelTask, &req.tenant, id(&req.id), &req)
-            .await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(
-            cx,
-            Operation::SubscribeToTask,
-            &req.tenant,
-            id(&req.id),
-            &req,
-        )
-        .await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.unary(
-            cx,
-            Operation::CreateTaskPushNotificationConfig,
-            &req.tenant,
-            task(&req.task_id, None),
-            &req,
-        )
-        .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.unary(
-            cx,
-            Operation::GetTaskPushNotificationConfig,
-            &req.tenant,
-            task(&req.task_id, Some(&req.id)),
-            &req,
-        )
-        .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        self.unary(
-            cx,
-            Operation::ListTaskPushNotificationConfigs,
-            &req.tenant,
-            task(&req.task_id, None),
-            &req,
-        )
-        .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        self.unary(
-            cx,
-            Operation::GetExtendedAgentCard,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        let _: serde_json::Value = self
-            .unary(
-                cx,
-                Operation::DeleteTaskPushNotificationConfig,
-                &req.tenant,
-                task(&req.task_id, Some(&req.id)),
-                &req,
-            )
-            .await?;
-        Ok(())
-    }
-}
+trident_proto::for_each_rpc!(rest_client);
 
 #[cfg(test)]
 mod tests {
