@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{A2aError, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
-use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, SseEvent, read_body};
+use trident_http::{HttpClient, SseEvent};
 use trident_proto as pb;
 
 use crate::error::decode_error;
@@ -17,112 +17,42 @@ use crate::routes::{Bound, Routes, path_of};
 /// An HTTP+JSON client of one agent interface.
 #[derive(Debug, Clone)]
 pub struct RestClient {
-    http: reqwest::Client,
+    http: HttpClient,
     base: String,
     routes: Arc<Routes>,
     tenant: String,
-    max_response: usize,
-    headers: reqwest::header::HeaderMap,
-    query: Vec<(String, String)>,
 }
 
-/// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
-/// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
-pub(crate) fn transport_error(what: impl std::fmt::Display, mut e: reqwest::Error) -> A2aError {
-    // A query may carry a credential (an API key the card wants there).
-    if let Some(url) = e.url_mut() {
-        url.set_query(None);
-    }
-    let timed_out = e.is_timeout();
-    A2aError::caused_by(format_args!("HTTP+JSON {what}"), e, timed_out)
-}
-
-/// `builder` with the client's `defaults` headers, then the call's service parameters
-/// ([`CallContext::outgoing_service_params`]), which win over a default of the same name. The
-/// 1.0 and the v0.3 client both send through it.
-pub(crate) fn with_call_headers(
-    mut builder: reqwest::RequestBuilder,
-    defaults: &reqwest::header::HeaderMap,
-    cx: &CallContext,
-) -> reqwest::RequestBuilder {
-    let params = cx.outgoing_service_params();
-    for (name, value) in defaults {
-        if !params.iter().any(|(n, _)| name.as_str() == *n) {
-            builder = builder.header(name, value);
-        }
-    }
-    for (name, value) in params {
-        builder = builder.header(name, value);
-    }
-    builder
-}
-
-/// The chunks of a response body, their failures described with their cause.
-pub(crate) fn chunks(
-    response: reqwest::Response,
-    what: &'static str,
-) -> impl futures::Stream<Item = Result<bytes::Bytes, A2aError>> {
-    use futures::TryStreamExt;
-    response
-        .bytes_stream()
-        .map_err(move |e| transport_error(what, e))
-}
+/// The name of this binding in its clients' errors.
+pub(crate) const BINDING: &str = "HTTP+JSON";
 
 impl RestClient {
     /// A client of the interface at `base_url` (the card's HTTP+JSON `url`).
     pub fn new(base_url: &str) -> Result<Self, A2aError> {
-        let http = reqwest::Client::builder()
-            .build()
-            .map_err(|e| transport_error("client", e))?;
-        Self::with_client(http, base_url)
+        Self::with_http(HttpClient::new(BINDING)?, base_url)
     }
 
     /// A client sharing an existing reqwest client.
     pub fn with_client(http: reqwest::Client, base_url: &str) -> Result<Self, A2aError> {
+        Self::with_http(HttpClient::with_client(http, BINDING), base_url)
+    }
+
+    fn with_http(http: HttpClient, base_url: &str) -> Result<Self, A2aError> {
         let routes = Routes::from_descriptor().map_err(|e| A2aError::internal(e.to_string()))?;
         Ok(Self {
             http,
             base: base_url.trim_end_matches('/').to_owned(),
             routes: Arc::new(routes),
             tenant: String::new(),
-            max_response: DEFAULT_MAX_RESPONSE_BYTES,
-            headers: reqwest::header::HeaderMap::new(),
-            query: Vec::new(),
         })
     }
 
-    /// Sends `headers` (authentication, an API key, ...) with every request, except those the
-    /// call sets itself from its [`CallContext`] (a call's own credentials win).
-    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
-    /// request. Their values never appear in this client's errors: the query is cut from the
-    /// URL of every transport error.
-    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
-        self.query = query;
-        self
-    }
+    trident_http::http_client_setters!();
 
     /// Sends `tenant` (the interface's) on every request that names none.
     pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
         self.tenant = tenant.into();
         self
-    }
-
-    /// Reads at most `bytes` of a response body, or of one event of a stream (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`]); a larger one is an `InvalidAgentResponse` error.
-    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
-        self.max_response = bytes;
-        self
-    }
-
-    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        read_body(chunks(response, "response body"), self.max_response)
-            .await
-            .map_err(|e| e.into_described(format_args!("HTTP+JSON response")))
     }
 
     /// The HTTP request of `op`: its route's path variables (`{id}`, `{task_id}`, `{tenant}`)
@@ -149,10 +79,7 @@ impl RestClient {
         let url = format!("{}{}", self.base, path_of(route, &bound));
         let method = reqwest::Method::from_bytes(route.method.as_bytes())
             .map_err(|e| A2aError::internal(e.to_string()))?;
-        let mut builder = with_call_headers(self.http.request(method, url), &self.headers, cx);
-        if !self.query.is_empty() {
-            builder = builder.query(&self.query);
-        }
+        let mut builder = self.http.with_call(self.http.request(method, &url), cx);
         builder = builder.header(
             "accept",
             if stream {
@@ -203,12 +130,9 @@ impl RestClient {
         op: Operation,
         request: reqwest::RequestBuilder,
     ) -> Result<R, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(op.name(), e))?;
+        let response = self.http.send(op.name(), request).await?;
         let status = response.status().as_u16();
-        let body = self.body(response).await?;
+        let body = self.http.body(response).await?;
         // Any 2xx is a success: the digest asks servers for 200 everywhere, but a server that
         // answers a create with `201 Created` (the JS SDK) or a delete with `204 No Content`
         // has still done what was asked (RFC 9110 §15.3).
@@ -248,32 +172,18 @@ impl RestClient {
         op: Operation,
         request: reqwest::RequestBuilder,
     ) -> Result<EventStream, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(op.name(), e))?;
+        let response = self.http.send(op.name(), request).await?;
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            let body = self.body(response).await?;
+            let body = self.http.body(response).await?;
             return Err(decode_error(status, &body));
         }
-        Ok(sse_events(chunks(response, "SSE stream"), self.max_response).boxed())
+        Ok(self
+            .http
+            .sse(response)
+            .map(|event| sse_event(event?))
+            .boxed())
     }
-}
-
-/// The events of an SSE body, as the stream's items.
-pub(crate) fn sse_events<S, B, E>(
-    body: S,
-    max_event: usize,
-) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>> + use<S, B, E>
-where
-    S: futures::Stream<Item = Result<B, E>>,
-    B: AsRef<[u8]>,
-    E: Into<A2aError>,
-{
-    trident_http::sse_events(body, max_event).map(|item| {
-        sse_event(item.map_err(|e| e.into_described(format_args!("HTTP+JSON SSE event")))?)
-    })
 }
 
 /// One SSE event of a stream: `data` is a bare `StreamResponse`, or an AIP-193 error body
@@ -314,7 +224,9 @@ mod tests {
             let (a, b) = body.as_bytes().split_at(cut);
             let chunks = [a.to_vec(), b.to_vec()].map(Ok::<_, std::convert::Infallible>);
             let events: Vec<_> = futures::executor::block_on(
-                super::sse_events(futures::stream::iter(chunks), 1 << 10).collect(),
+                trident_http::sse_events(futures::stream::iter(chunks), 1 << 10)
+                    .map(|item| super::sse_event(item.map_err(|e| e.into_described("SSE"))?))
+                    .collect(),
             );
             let [Ok(event)] = events.as_slice() else {
                 panic!("cut at {cut}: {events:?}");
