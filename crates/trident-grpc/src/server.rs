@@ -220,40 +220,6 @@ async fn streaming(r: Result<EventStream, A2aError>) -> Result<Response<GrpcStre
     Ok(response)
 }
 
-/// The response type of an RPC of `kind` in tonic's server trait.
-macro_rules! grpc_reply {
-    (unary, $resp:ident) => {
-        pb::$resp
-    };
-    (stream, $resp:ident) => {
-        GrpcStream
-    };
-    (empty, $resp:ident) => {
-        pbjson_types::Empty
-    };
-}
-
-/// The service's answer `$r` of `kind` as tonic's response.
-macro_rules! grpc_answer {
-    (unary, $r:expr) => {
-        unary($r)
-    };
-    (stream, $r:expr) => {
-        streaming($r).await
-    };
-    (empty, $r:expr) => {
-        unary($r.map(|()| pbjson_types::Empty {}))
-    };
-}
-
-/// tonic's associated stream type of a streaming RPC; nothing for the others.
-macro_rules! grpc_stream_type {
-    (stream, $stream:ident) => {
-        type $stream = GrpcStream;
-    };
-    ($other:ident, $stream:ident) => {};
-}
-
 /// tonic's generated `A2aService` trait, one method per RPC of the list: split the request,
 /// call the service, map the answer by the RPC's kind.
 macro_rules! grpc_server {
@@ -261,14 +227,14 @@ macro_rules! grpc_server {
         #[async_trait::async_trait]
         impl GrpcService for GrpcServer {
             $(
-                grpc_stream_type!($kind, $stream);
+                by_kind!(stream_type $kind, $stream, GrpcStream);
 
                 async fn $method(
                     &self,
                     req: Request<pb::$req>,
-                ) -> Result<Response<grpc_reply!($kind, $resp)>, Status> {
+                ) -> Result<Response<by_kind!(reply $kind, pb::$resp, GrpcStream)>, Status> {
                     let (cx, req) = split(req)?;
-                    grpc_answer!($kind, self.svc.$method(&cx, req).await)
+                    by_kind!(answer $kind, self.svc.$method(&cx, req).await)
                 }
             )*
         }

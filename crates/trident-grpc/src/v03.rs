@@ -109,41 +109,6 @@ macro_rules! v1_call {
     };
 }
 
-/// The response type of a v0.3 RPC of `kind` in tonic's server trait.
-macro_rules! v03_reply {
-    (unary, $resp:ident) => {
-        v03::$resp
-    };
-    (stream, $resp:ident) => {
-        V03Stream
-    };
-    (empty, $resp:ident) => {
-        pbjson_types::Empty
-    };
-}
-
-/// The 1.0 answer `$r` of `kind` translated back, as tonic's response.
-macro_rules! v03_answer {
-    (unary, $r:expr) => {
-        unary($r)
-    };
-    (stream, $r:expr) => {
-        streaming($r).await
-    };
-    (empty, $r:expr) => {
-        $r.map(|()| Response::new(pbjson_types::Empty {}))
-            .map_err(|e| status(&e))
-    };
-}
-
-/// tonic's associated stream type of a streaming RPC; nothing for the others.
-macro_rules! v03_stream_type {
-    (stream, $stream:ident) => {
-        type $stream = V03Stream;
-    };
-    ($other:ident, $stream:ident) => {};
-}
-
 /// tonic's generated v0.3 `A2aService` trait, one method per RPC of v0.3's list: admit the
 /// request as v0.3, translate it, make the 1.0 call, translate the answer back.
 macro_rules! v03_server {
@@ -151,15 +116,15 @@ macro_rules! v03_server {
         #[async_trait::async_trait]
         impl GrpcService for V03Server {
             $(
-                v03_stream_type!($kind, $stream);
+                by_kind!(stream_type $kind, $stream, V03Stream);
 
                 async fn $method(
                     &self,
                     req: Request<v03::$req>,
-                ) -> Result<Response<v03_reply!($kind, $resp)>, Status> {
+                ) -> Result<Response<by_kind!(reply $kind, v03::$resp, V03Stream)>, Status> {
                     let (cx, req) = split(req, stringify!($op))?;
                     let req = req.try_to_v1().map_err(bad)?;
-                    v03_answer!($kind, v1_call!($op, $method, self.svc, &cx, req))
+                    by_kind!(answer $kind, v1_call!($op, $method, self.svc, &cx, req))
                 }
             )*
         }
