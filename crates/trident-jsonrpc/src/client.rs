@@ -227,12 +227,24 @@ impl JsonRpcClient {
                 "a streaming method answered without a stream",
             ));
         }
-        Ok(self
-            .http
-            .sse(response)
-            .map(|event| sse_event(event?))
-            .boxed())
+        let body = self.http.chunks(response, "SSE stream");
+        Ok(sse_events(body, self.http.max_response_size()).boxed())
     }
+}
+
+/// The events of an SSE body, as the stream's items (the fuzz target `sse_parser` runs it).
+pub(crate) fn sse_events<S, B, E>(
+    body: S,
+    max_event: usize,
+) -> impl futures::Stream<Item = Result<StreamEvent, A2aError>> + use<S, B, E>
+where
+    S: futures::Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: Into<A2aError>,
+{
+    trident_http::sse_events(body, max_event).map(|item| {
+        sse_event(item.map_err(|e| e.into_described(format_args!("{BINDING} SSE event")))?)
+    })
 }
 
 /// One SSE event of a stream: `data` is a JSON-RPC response wrapping a `StreamResponse` (or
@@ -270,9 +282,7 @@ mod tests {
             let (a, b) = body.as_bytes().split_at(cut);
             let chunks = [a.to_vec(), b.to_vec()].map(Ok::<_, std::convert::Infallible>);
             let events: Vec<_> = futures::executor::block_on(
-                trident_http::sse_events(futures::stream::iter(chunks), 1 << 10)
-                    .map(|item| super::sse_event(item.map_err(|e| e.into_described("SSE"))?))
-                    .collect(),
+                super::sse_events(futures::stream::iter(chunks), 1 << 10).collect(),
             );
             let [Ok(event)] = events.as_slice() else {
                 panic!("cut at {cut}: {events:?}");
