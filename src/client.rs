@@ -620,6 +620,16 @@ struct Session {
 }
 
 impl Session {
+    /// Whether the agent's card declares the capability `flag` reads (`false` when it says
+    /// nothing).
+    fn declares(&self, flag: impl FnOnce(&pb::AgentCapabilities) -> Option<bool>) -> bool {
+        self.card
+            .capabilities
+            .as_ref()
+            .and_then(flag)
+            .unwrap_or(false)
+    }
+
     /// A failure of a call, classified.
     fn failed(&self, e: A2aError) -> Failure {
         let chain = trident_core::error_chain(&e);
@@ -1670,12 +1680,7 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         }
         return receive_pushes(&s, req, addr).await;
     }
-    let streams = s
-        .card
-        .capabilities
-        .as_ref()
-        .and_then(|c| c.streaming)
-        .unwrap_or(false);
+    let streams = s.declares(|c| c.streaming);
     if args.stream && streams {
         s.sending("SendStreamingMessage", &req);
         let stream = s
@@ -1739,12 +1744,7 @@ async fn receive_pushes(
     addr: &str,
 ) -> Result<(), Failure> {
     use pb::stream_response::Payload;
-    let push = s
-        .card
-        .capabilities
-        .as_ref()
-        .and_then(|c| c.push_notifications)
-        .unwrap_or(false);
+    let push = s.declares(|c| c.push_notifications);
     if !push {
         return Err(Failure::usage(format!(
             "the card of {} does not declare push notifications",
@@ -2334,12 +2334,7 @@ pub(crate) async fn push(cmd: &Push) -> Result<(), Failure> {
 async fn push_config(cmd: &PushConfig) -> Result<(), Failure> {
     let s = connect(cmd.target()).await?;
     // SPEC §13.3: the card says whether the agent takes push configurations at all.
-    let pushes = s
-        .card
-        .capabilities
-        .as_ref()
-        .and_then(|c| c.push_notifications);
-    if pushes != Some(true) {
+    if !s.declares(|c| c.push_notifications) {
         return Err(Failure::Agent(
             A2aError::of(trident_core::ErrorKind::PushNotificationNotSupported),
             Some(format!(
@@ -2750,12 +2745,7 @@ async fn chat_turn(
         message: Some(message),
         ..Default::default()
     };
-    let streams = s
-        .card
-        .capabilities
-        .as_ref()
-        .and_then(|c| c.streaming)
-        .unwrap_or(false);
+    let streams = s.declares(|c| c.streaming);
     let (task, reply) = if streams {
         s.sending("SendStreamingMessage", &req);
         let stream = s

@@ -83,6 +83,10 @@ fn compile_v03(root: &std::path::Path, out: &std::path::Path) -> io::Result<()> 
     let fds = compiler.file_descriptor_set();
     let bytes = compiler.encode_file_descriptor_set();
     fs::write(out.join("a2a_v03_descriptor.bin"), &bytes)?;
+    fs::write(
+        out.join("v03_rpcs.rs"),
+        v03_rpc_list(&compiler.descriptor_pool())?,
+    )?;
     let mut tonic = tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
@@ -108,12 +112,51 @@ fn compile_v03(root: &std::path::Path, out: &std::path::Path) -> io::Result<()> 
 
 /// `for_each_rpc!`, the RPC list of `lf.a2a.v1.A2AService` read from the descriptor: the one
 /// list `trident-core` builds `Operation`, `A2aRequest`/`A2aReply` and the `AroundCall`
-/// service from, so an RPC added to the proto reaches every adapter through the compiler.
+/// service from, so an RPC added to the proto reaches every adapter through the compiler. And
+/// `for_each_grpc_rpc!`, the same with tonic's stream type names, for the gRPC adapter.
 fn rpc_list(pool: &prost_reflect::DescriptorPool) -> io::Result<String> {
+    let (entries, grpc_entries) = rpc_entries(pool, "lf.a2a.v1", "A2AService")?;
+    Ok(format!(
+        "/// Calls the macro `$m` with every RPC of `lf.a2a.v1.A2AService`, in proto order, as\n\
+         /// `{{ RpcName, method_name, RequestMessage, ResponseMessage, kind }}` items, where `kind` is\n\
+         /// `unary`, `stream` (server streaming: the response is each event's message) or `empty`\n\
+         /// (the response is `google.protobuf.Empty`). Generated from the descriptor by `build.rs`.\n\
+         #[macro_export]\n\
+         macro_rules! for_each_rpc {{\n    ($m:ident) => {{\n        $m! {{\n{entries}        }}\n    }};\n}}\n\n\
+         /// [`for_each_rpc!`] with a sixth item per RPC: `{{ .., kind, RpcNameStream }}`, the name\n\
+         /// tonic's generated server trait gives a streaming RPC's response stream type (the gRPC\n\
+         /// adapter declares it for the `stream` kind). Generated from the descriptor by `build.rs`.\n\
+         #[macro_export]\n\
+         macro_rules! for_each_grpc_rpc {{\n    ($m:ident) => {{\n        $m! {{\n{grpc_entries}        }}\n    }};\n}}\n"
+    ))
+}
+
+/// `for_each_v03_rpc!`, the RPC list of v0.3's `a2a.v1.A2AService`, for its gRPC adapter.
+fn v03_rpc_list(pool: &prost_reflect::DescriptorPool) -> io::Result<String> {
+    let (_, grpc_entries) = rpc_entries(pool, "a2a.v1", "A2AService")?;
+    Ok(format!(
+        "/// Calls the macro `$m` with every RPC of A2A v0.3's `a2a.v1.A2AService`, in proto order,\n\
+         /// as `{{ RpcName, method_name, RequestMessage, ResponseMessage, kind, RpcNameStream }}`\n\
+         /// items (messages of [`v03`], kinds and stream type names as in [`for_each_grpc_rpc!`]).\n\
+         /// Generated from the v0.3 descriptor by `build.rs`.\n\
+         #[macro_export]\n\
+         macro_rules! for_each_v03_rpc {{\n    ($m:ident) => {{\n        $m! {{\n{grpc_entries}        }}\n    }};\n}}\n"
+    ))
+}
+
+/// The entries of `package.service`'s RPC list, `{ RpcName, method_name, RequestMessage,
+/// ResponseMessage, kind }` each, and the same with tonic's stream type name appended (`{Rpc}Stream`,
+/// which `macro_rules!` cannot build from the name).
+fn rpc_entries(
+    pool: &prost_reflect::DescriptorPool,
+    package: &str,
+    service: &str,
+) -> io::Result<(String, String)> {
     let service = pool
-        .get_service_by_name("lf.a2a.v1.A2AService")
-        .ok_or_else(|| io::Error::other("no lf.a2a.v1.A2AService in the proto"))?;
+        .get_service_by_name(&format!("{package}.{service}"))
+        .ok_or_else(|| io::Error::other(format!("no {package}.{service} in the proto")))?;
     let mut entries = String::new();
+    let mut grpc_entries = String::new();
     for method in service.methods() {
         if method.is_client_streaming() {
             return Err(io::Error::other(format!(
@@ -123,9 +166,9 @@ fn rpc_list(pool: &prost_reflect::DescriptorPool) -> io::Result<String> {
         }
         let input = method.input();
         let output = method.output();
-        if input.package_name() != "lf.a2a.v1" {
+        if input.package_name() != package {
             return Err(io::Error::other(format!(
-                "{}: the request must be an lf.a2a.v1 message",
+                "{}: the request must be an {package} message",
                 method.name()
             )));
         }
@@ -133,30 +176,25 @@ fn rpc_list(pool: &prost_reflect::DescriptorPool) -> io::Result<String> {
             "stream"
         } else if output.full_name() == "google.protobuf.Empty" {
             "empty"
-        } else if output.package_name() == "lf.a2a.v1" {
+        } else if output.package_name() == package {
             "unary"
         } else {
             return Err(io::Error::other(format!(
-                "{}: the response must be an lf.a2a.v1 message or google.protobuf.Empty",
+                "{}: the response must be an {package} message or google.protobuf.Empty",
                 method.name()
             )));
         };
-        entries.push_str(&format!(
-            "            {{ {}, {}, {}, {}, {kind} }}\n",
+        let entry = format!(
+            "            {{ {}, {}, {}, {}, {kind}",
             method.name(),
             snake_case(method.name()),
             input.name(),
             output.name(),
-        ));
+        );
+        entries.push_str(&format!("{entry} }}\n"));
+        grpc_entries.push_str(&format!("{entry}, {}Stream }}\n", method.name()));
     }
-    Ok(format!(
-        "/// Calls the macro `$m` with every RPC of `lf.a2a.v1.A2AService`, in proto order, as\n\
-         /// `{{ RpcName, method_name, RequestMessage, ResponseMessage, kind }}` items, where `kind` is\n\
-         /// `unary`, `stream` (server streaming: the response is each event's message) or `empty`\n\
-         /// (the response is `google.protobuf.Empty`). Generated from the descriptor by `build.rs`.\n\
-         #[macro_export]\n\
-         macro_rules! for_each_rpc {{\n    ($m:ident) => {{\n        $m! {{\n{entries}        }}\n    }};\n}}\n"
-    ))
+    Ok((entries, grpc_entries))
 }
 
 /// `GetExtendedAgentCard` → `get_extended_agent_card`, as tonic names the methods.

@@ -384,9 +384,10 @@ fn the_engine_builds_on_no_transport_database_or_binding() {
     }
 }
 
-/// The shared HTTP helpers need no server framework, and reach the engine (and reqwest) only
-/// through the `webhooks` feature, which no binding switches on: a binding never reaches the
-/// engine, the stores or the test kit.
+/// The shared HTTP helpers need no server framework, reach reqwest only through a feature
+/// (`client` for the bindings' clients, `webhooks`) and the engine only through `webhooks`,
+/// which no binding switches on: a binding never reaches the engine, the stores or the test
+/// kit.
 #[test]
 fn bindings_reach_no_engine_store_or_testkit() {
     let http = non_optional_closure("trident-http");

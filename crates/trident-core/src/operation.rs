@@ -19,15 +19,19 @@ use trident_proto as pb;
 
 use crate::{A2aError, A2aService, CallContext, EventStream};
 
-/// The Rust type an RPC of `kind` answers with.
+/// The Rust type an RPC of `kind` (an item of `trident_proto::for_each_rpc!`) answers with in
+/// [`A2aService`](crate::A2aService): `$resp` (the response message) for `unary`,
+/// [`EventStream`](crate::EventStream) for `stream`, `()` for `empty`. For code generated per
+/// RPC from the list, such as a client's `A2aService` impl.
+#[macro_export]
 macro_rules! reply_type {
-    (unary, $resp:ident) => {
-        pb::$resp
+    (unary, $resp:ty) => {
+        $resp
     };
-    (stream, $resp:ident) => {
-        EventStream
+    (stream, $resp:ty) => {
+        $crate::EventStream
     };
-    (empty, $resp:ident) => {
+    (empty, $resp:ty) => {
         ()
     };
 }
@@ -96,7 +100,7 @@ macro_rules! rpcs {
         pub enum A2aReply {
             $(
                 #[doc = concat!("`", stringify!($op), "`")]
-                $op(reply_type!($kind, $resp)),
+                $op(reply_type!($kind, pb::$resp)),
             )*
         }
 
@@ -151,7 +155,7 @@ macro_rules! rpcs {
                     &self,
                     cx: &CallContext,
                     req: pb::$req,
-                ) -> Result<reply_type!($kind, $resp), A2aError> {
+                ) -> Result<reply_type!($kind, pb::$resp), A2aError> {
                     match AroundCall::call(self, cx, A2aRequest::$op(req)).await? {
                         A2aReply::$op(r) => Ok(r),
                         other => Err(mismatched(Operation::$op, other.operation())),

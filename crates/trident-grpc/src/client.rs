@@ -79,30 +79,10 @@ impl GrpcClient {
         self
     }
 
-    /// Wraps `msg` with the service parameters of `cx`, filling its tenant (gRPC has no other
-    /// place for it) from `cx.tenant` or this client's interface.
-    fn request<T: HasTenant>(&self, cx: &CallContext, mut msg: T) -> Result<Request<T>, A2aError> {
-        let tenant = cx
-            .resolve_tenant(msg.tenant_mut(), &self.tenant)?
-            .to_owned();
-        *msg.tenant_mut() = tenant;
-        let mut req = request(cx, msg)?;
-        let md = req.metadata_mut();
-        for (name, value) in self.headers.iter() {
-            if md.contains_key(name.as_str()) {
-                continue;
-            }
-            let key = tonic::metadata::AsciiMetadataKey::from_bytes(name.as_str().as_bytes());
-            let value = MetadataValue::try_from(value.as_bytes());
-            let (Ok(key), Ok(value)) = (key, value) else {
-                return Err(A2aError::invalid_field(
-                    name.as_str(),
-                    "must be visible ASCII to travel as gRPC metadata",
-                ));
-            };
-            md.insert(key, value);
-        }
-        Ok(req)
+    /// The tenant a request naming `given` is sent with (gRPC has no other place for it):
+    /// `given`, else `cx.tenant`, else this client's interface's.
+    fn tenant(&self, cx: &CallContext, given: &str) -> Result<String, A2aError> {
+        Ok(cx.resolve_tenant(given, &self.tenant)?.to_owned())
     }
 
     /// The generated client, for calls outside [`A2aService`].
@@ -140,36 +120,14 @@ pub(crate) fn endpoint(target: &str, opts: &GrpcOptions) -> Result<Endpoint, A2a
         .map_err(|e| bad(trident_core::error_chain(&e)))
 }
 
-/// Request messages, all of which carry a `tenant`.
-trait HasTenant {
-    fn tenant_mut(&mut self) -> &mut String;
-}
-
-macro_rules! has_tenant {
-    ($($t:ty),*) => {$(
-        impl HasTenant for $t {
-            fn tenant_mut(&mut self) -> &mut String {
-                &mut self.tenant
-            }
-        }
-    )*};
-}
-
-has_tenant!(
-    pb::SendMessageRequest,
-    pb::GetTaskRequest,
-    pb::ListTasksRequest,
-    pb::CancelTaskRequest,
-    pb::SubscribeToTaskRequest,
-    pb::TaskPushNotificationConfig,
-    pb::GetTaskPushNotificationConfigRequest,
-    pb::ListTaskPushNotificationConfigsRequest,
-    pb::GetExtendedAgentCardRequest,
-    pb::DeleteTaskPushNotificationConfigRequest
-);
-
-/// Wraps `msg` with the service parameters of `cx` (`grpc-timeout` among them).
-pub(crate) fn request<T>(cx: &CallContext, msg: T) -> Result<Request<T>, A2aError> {
+/// Wraps `msg` with the service parameters of `cx` (`grpc-timeout` among them), then the
+/// client's `defaults` headers the call does not set itself (a call's own credentials win).
+/// A header that cannot travel as ASCII metadata is `InvalidParams`.
+pub(crate) fn request<T>(
+    cx: &CallContext,
+    msg: T,
+    defaults: &http::HeaderMap,
+) -> Result<Request<T>, A2aError> {
     let mut req = Request::new(msg);
     let md = req.metadata_mut();
     for (name, value) in cx.outgoing_service_params() {
@@ -177,6 +135,20 @@ pub(crate) fn request<T>(cx: &CallContext, msg: T) -> Result<Request<T>, A2aErro
             A2aError::invalid_field(name, "must be visible ASCII to travel as gRPC metadata")
         })?;
         md.insert(name, value);
+    }
+    for (name, value) in defaults {
+        if md.contains_key(name.as_str()) {
+            continue;
+        }
+        let key = tonic::metadata::AsciiMetadataKey::from_bytes(name.as_str().as_bytes());
+        let value = MetadataValue::try_from(value.as_bytes());
+        let (Ok(key), Ok(value)) = (key, value) else {
+            return Err(A2aError::invalid_field(
+                name.as_str(),
+                "must be visible ASCII to travel as gRPC metadata",
+            ));
+        };
+        md.insert(key, value);
     }
     Ok(req)
 }
@@ -236,123 +208,38 @@ async fn stream(
     Ok(bounded_stream(cx, "gRPC stream", events))
 }
 
-#[async_trait::async_trait]
-impl A2aService for GrpcClient {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        call(cx, self.client().send_message(self.request(cx, req)?)).await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        stream(
-            cx,
-            self.client().send_streaming_message(self.request(cx, req)?),
-        )
-        .await
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        call(cx, self.client().get_task(self.request(cx, req)?)).await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        call(cx, self.client().list_tasks(self.request(cx, req)?)).await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        call(cx, self.client().cancel_task(self.request(cx, req)?)).await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        stream(cx, self.client().subscribe_to_task(self.request(cx, req)?)).await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        call(
-            cx,
-            self.client()
-                .create_task_push_notification_config(self.request(cx, req)?),
-        )
-        .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        call(
-            cx,
-            self.client()
-                .get_task_push_notification_config(self.request(cx, req)?),
-        )
-        .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        call(
-            cx,
-            self.client()
-                .list_task_push_notification_configs(self.request(cx, req)?),
-        )
-        .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        call(
-            cx,
-            self.client()
-                .get_extended_agent_card(self.request(cx, req)?),
-        )
-        .await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        call(
-            cx,
-            self.client()
-                .delete_task_push_notification_config(self.request(cx, req)?),
-        )
-        .await
-        .map(|_| ())
-    }
+/// The call of tonic's generated client method `$call` (its future) by kind.
+macro_rules! grpc_call {
+    (unary, $cx:expr, $call:expr) => {
+        call($cx, $call).await
+    };
+    (stream, $cx:expr, $call:expr) => {
+        stream($cx, $call).await
+    };
+    (empty, $cx:expr, $call:expr) => {
+        call($cx, $call).await.map(|_: pbjson_types::Empty| ())
+    };
 }
+
+/// Every RPC is one call of the generated client's method of the same name, its request's
+/// `tenant` filled in.
+macro_rules! grpc_client {
+    ($({ $op:ident, $method:ident, $req:ident, $resp:ident, $kind:ident })*) => {
+        #[async_trait::async_trait]
+        impl A2aService for GrpcClient {
+            $(
+                async fn $method(
+                    &self,
+                    cx: &CallContext,
+                    mut req: pb::$req,
+                ) -> Result<trident_core::reply_type!($kind, pb::$resp), A2aError> {
+                    req.tenant = self.tenant(cx, &req.tenant)?;
+                    let req = request(cx, req, &self.headers)?;
+                    grpc_call!($kind, cx, self.client().$method(req))
+                }
+            )*
+        }
+    };
+}
+
+trident_proto::for_each_rpc!(grpc_client);

@@ -16,6 +16,38 @@
 //! `last-event-id` for resuming `SubscribeToTask`. gRPC has no per-message id, so stream events
 //! read by [`GrpcClient`] carry no sequence number.
 
+/// What the two gRPC adapters (`server.rs`, `v03.rs`) write per RPC, by its kind (`unary`,
+/// `stream`, `empty`), never by its name:
+/// - `reply`: tonic's response type (`$msg` for `unary`, `$stream` for `stream`, `Empty`);
+/// - `answer`: the service's answer `$r` as tonic's response, through the adapter's own
+///   `unary` and `streaming` (names resolved where the macro is expanded);
+/// - `stream_type`: tonic's associated type `$name = $stream` for a streaming RPC, else nothing.
+macro_rules! by_kind {
+    (reply unary, $msg:ty, $stream:ty) => {
+        $msg
+    };
+    (reply stream, $msg:ty, $stream:ty) => {
+        $stream
+    };
+    (reply empty, $msg:ty, $stream:ty) => {
+        pbjson_types::Empty
+    };
+    (answer unary, $r:expr) => {
+        unary($r)
+    };
+    (answer stream, $r:expr) => {
+        streaming($r).await
+    };
+    (answer empty, $r:expr) => {
+        $r.map(|()| Response::new(pbjson_types::Empty {}))
+            .map_err(|e| status(&e))
+    };
+    (stream_type stream, $name:ident, $stream:ty) => {
+        type $name = $stream;
+    };
+    (stream_type $other:ident, $name:ident, $stream:ty) => {};
+}
+
 mod client;
 mod hygiene;
 mod options;

@@ -220,106 +220,25 @@ async fn streaming(r: Result<EventStream, A2aError>) -> Result<Response<GrpcStre
     Ok(response)
 }
 
-#[async_trait::async_trait]
-impl GrpcService for GrpcServer {
-    async fn send_message(
-        &self,
-        req: Request<pb::SendMessageRequest>,
-    ) -> Result<Response<pb::SendMessageResponse>, Status> {
-        let (cx, req) = split(req)?;
-        unary(self.svc.send_message(&cx, req).await)
-    }
+/// tonic's generated `A2aService` trait, one method per RPC of the list: split the request,
+/// call the service, map the answer by the RPC's kind.
+macro_rules! grpc_server {
+    ($({ $op:ident, $method:ident, $req:ident, $resp:ident, $kind:ident, $stream:ident })*) => {
+        #[async_trait::async_trait]
+        impl GrpcService for GrpcServer {
+            $(
+                by_kind!(stream_type $kind, $stream, GrpcStream);
 
-    type SendStreamingMessageStream = GrpcStream;
-
-    async fn send_streaming_message(
-        &self,
-        req: Request<pb::SendMessageRequest>,
-    ) -> Result<Response<GrpcStream>, Status> {
-        let (cx, req) = split(req)?;
-        streaming(self.svc.send_streaming_message(&cx, req).await).await
-    }
-
-    async fn get_task(
-        &self,
-        req: Request<pb::GetTaskRequest>,
-    ) -> Result<Response<pb::Task>, Status> {
-        let (cx, req) = split(req)?;
-        unary(self.svc.get_task(&cx, req).await)
-    }
-
-    async fn list_tasks(
-        &self,
-        req: Request<pb::ListTasksRequest>,
-    ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        let (cx, req) = split(req)?;
-        unary(self.svc.list_tasks(&cx, req).await)
-    }
-
-    async fn cancel_task(
-        &self,
-        req: Request<pb::CancelTaskRequest>,
-    ) -> Result<Response<pb::Task>, Status> {
-        let (cx, req) = split(req)?;
-        unary(self.svc.cancel_task(&cx, req).await)
-    }
-
-    type SubscribeToTaskStream = GrpcStream;
-
-    async fn subscribe_to_task(
-        &self,
-        req: Request<pb::SubscribeToTaskRequest>,
-    ) -> Result<Response<GrpcStream>, Status> {
-        let (cx, req) = split(req)?;
-        streaming(self.svc.subscribe_to_task(&cx, req).await).await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        req: Request<pb::TaskPushNotificationConfig>,
-    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        let (cx, req) = split(req)?;
-        unary(
-            self.svc
-                .create_task_push_notification_config(&cx, req)
-                .await,
-        )
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        req: Request<pb::GetTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<pb::TaskPushNotificationConfig>, Status> {
-        let (cx, req) = split(req)?;
-        unary(self.svc.get_task_push_notification_config(&cx, req).await)
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        req: Request<pb::ListTaskPushNotificationConfigsRequest>,
-    ) -> Result<Response<pb::ListTaskPushNotificationConfigsResponse>, Status> {
-        let (cx, req) = split(req)?;
-        unary(self.svc.list_task_push_notification_configs(&cx, req).await)
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        req: Request<pb::GetExtendedAgentCardRequest>,
-    ) -> Result<Response<pb::AgentCard>, Status> {
-        let (cx, req) = split(req)?;
-        unary(self.svc.get_extended_agent_card(&cx, req).await)
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        req: Request<pb::DeleteTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<pbjson_types::Empty>, Status> {
-        let (cx, req) = split(req)?;
-        unary(
-            self.svc
-                .delete_task_push_notification_config(&cx, req)
-                .await
-                .map(|()| pbjson_types::Empty {}),
-        )
-    }
+                async fn $method(
+                    &self,
+                    req: Request<pb::$req>,
+                ) -> Result<Response<by_kind!(reply $kind, pb::$resp, GrpcStream)>, Status> {
+                    let (cx, req) = split(req)?;
+                    by_kind!(answer $kind, self.svc.$method(&cx, req).await)
+                }
+            )*
+        }
+    };
 }
+
+trident_proto::for_each_grpc_rpc!(grpc_server);

@@ -91,131 +91,44 @@ fn bad(e: A2aError) -> Status {
     status(&e)
 }
 
-#[async_trait::async_trait]
-impl GrpcService for V03Server {
-    async fn send_message(
-        &self,
-        req: Request<v03::SendMessageRequest>,
-    ) -> Result<Response<v03::SendMessageResponse>, Status> {
-        let (cx, req) = split(req, "SendMessage")?;
-        unary(
-            self.svc
-                .send_message(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
-        )
-    }
-
-    type SendStreamingMessageStream = V03Stream;
-
-    async fn send_streaming_message(
-        &self,
-        req: Request<v03::SendMessageRequest>,
-    ) -> Result<Response<V03Stream>, Status> {
-        let (cx, req) = split(req, "SendStreamingMessage")?;
-        streaming(
-            self.svc
-                .send_streaming_message(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
-        )
-        .await
-    }
-
-    async fn get_task(
-        &self,
-        req: Request<v03::GetTaskRequest>,
-    ) -> Result<Response<v03::Task>, Status> {
-        let (cx, req) = split(req, "GetTask")?;
-        unary(self.svc.get_task(&cx, req.try_to_v1().map_err(bad)?).await)
-    }
-
-    async fn cancel_task(
-        &self,
-        req: Request<v03::CancelTaskRequest>,
-    ) -> Result<Response<v03::Task>, Status> {
-        let (cx, req) = split(req, "CancelTask")?;
-        unary(
-            self.svc
-                .cancel_task(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
-        )
-    }
-
-    type TaskSubscriptionStream = V03Stream;
-
-    async fn task_subscription(
-        &self,
-        req: Request<v03::TaskSubscriptionRequest>,
-    ) -> Result<Response<V03Stream>, Status> {
-        let (cx, req) = split(req, "TaskSubscription")?;
-        streaming(
-            self.svc
-                .subscribe_to_task(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
-        )
-        .await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        req: Request<v03::CreateTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<v03::TaskPushNotificationConfig>, Status> {
-        let (cx, req) = split(req, "CreateTaskPushNotificationConfig")?;
-        unary(
-            self.svc
-                .create_task_push_notification_config(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
-        )
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        req: Request<v03::GetTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<v03::TaskPushNotificationConfig>, Status> {
-        let (cx, req) = split(req, "GetTaskPushNotificationConfig")?;
-        unary(
-            self.svc
-                .get_task_push_notification_config(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
-        )
-    }
-
-    async fn list_task_push_notification_config(
-        &self,
-        req: Request<v03::ListTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<v03::ListTaskPushNotificationConfigResponse>, Status> {
-        let (cx, req) = split(req, "ListTaskPushNotificationConfig")?;
-        // v0.3's list has no pages: every configuration, gathered in trident-v03.
-        unary(
-            trident_v03::call::list_push_configs(
-                self.svc.as_ref(),
-                &cx,
-                req.try_to_v1().map_err(bad)?,
-            )
-            .await,
-        )
-    }
-
-    async fn get_agent_card(
-        &self,
-        req: Request<v03::GetAgentCardRequest>,
-    ) -> Result<Response<v03::AgentCard>, Status> {
-        let (cx, req) = split(req, "GetAgentCard")?;
-        unary(
-            self.svc
-                .get_extended_agent_card(&cx, req.try_to_v1().map_err(bad)?)
-                .await,
-        )
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        req: Request<v03::DeleteTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<pbjson_types::Empty>, Status> {
-        let (cx, req) = split(req, "DeleteTaskPushNotificationConfig")?;
-        self.svc
-            .delete_task_push_notification_config(&cx, req.try_to_v1().map_err(bad)?)
-            .await
-            .map(|()| Response::new(pbjson_types::Empty {}))
-            .map_err(|e| status(&e))
-    }
+/// The 1.0 call a v0.3 RPC is: the [`A2aService`] method of the same name, but for the RPCs
+/// v0.3 names differently and its configuration list, which has no pages (every configuration,
+/// gathered in trident-v03).
+macro_rules! v1_call {
+    (TaskSubscription, $method:ident, $svc:expr, $cx:expr, $req:expr) => {
+        $svc.subscribe_to_task($cx, $req).await
+    };
+    (GetAgentCard, $method:ident, $svc:expr, $cx:expr, $req:expr) => {
+        $svc.get_extended_agent_card($cx, $req).await
+    };
+    (ListTaskPushNotificationConfig, $method:ident, $svc:expr, $cx:expr, $req:expr) => {
+        trident_v03::call::list_push_configs($svc.as_ref(), $cx, $req).await
+    };
+    ($rpc:ident, $method:ident, $svc:expr, $cx:expr, $req:expr) => {
+        $svc.$method($cx, $req).await
+    };
 }
+
+/// tonic's generated v0.3 `A2aService` trait, one method per RPC of v0.3's list: admit the
+/// request as v0.3, translate it, make the 1.0 call, translate the answer back.
+macro_rules! v03_server {
+    ($({ $op:ident, $method:ident, $req:ident, $resp:ident, $kind:ident, $stream:ident })*) => {
+        #[async_trait::async_trait]
+        impl GrpcService for V03Server {
+            $(
+                by_kind!(stream_type $kind, $stream, V03Stream);
+
+                async fn $method(
+                    &self,
+                    req: Request<v03::$req>,
+                ) -> Result<Response<by_kind!(reply $kind, v03::$resp, V03Stream)>, Status> {
+                    let (cx, req) = split(req, stringify!($op))?;
+                    let req = req.try_to_v1().map_err(bad)?;
+                    by_kind!(answer $kind, v1_call!($op, $method, self.svc, &cx, req))
+                }
+            )*
+        }
+    };
+}
+
+trident_proto::for_each_v03_rpc!(v03_server);

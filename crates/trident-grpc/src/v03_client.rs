@@ -52,22 +52,8 @@ impl V03Client {
     }
 
     fn request<T>(&self, cx: &CallContext, msg: T) -> Result<tonic::Request<T>, A2aError> {
-        let mut req = crate::client::request(cx, msg)?;
+        let mut req = crate::client::request(cx, msg, &self.headers)?;
         let md = req.metadata_mut();
-        for (name, value) in self.headers.iter() {
-            if md.contains_key(name.as_str()) {
-                continue;
-            }
-            let key = tonic::metadata::AsciiMetadataKey::from_bytes(name.as_str().as_bytes());
-            let value = MetadataValue::try_from(value.as_bytes());
-            let (Ok(key), Ok(value)) = (key, value) else {
-                return Err(A2aError::invalid_field(
-                    name.as_str(),
-                    "must be visible ASCII to travel as gRPC metadata",
-                ));
-            };
-            md.insert(key, value);
-        }
         if !cx.extensions.is_empty() {
             let value = MetadataValue::try_from(cx.extensions.join(","))
                 .map_err(|_| A2aError::invalid_field("extensions", "must be visible ASCII"))?;

@@ -8,6 +8,8 @@
 //!   each bounded ([`DEFAULT_MAX_RESPONSE_BYTES`]). They take any stream of byte chunks.
 //! - [`SseWriter`] and [`write_event`]: how the JSON bindings' servers write a stream as SSE
 //!   (each event encoded once into the body chunk, ready events gathered into one chunk).
+//! - [`json_client!`]: the JSON clients' `A2aService` impl, generated per RPC from the list;
+//!   `HttpClient` (feature `client`): their HTTP side (headers, query, bounded reads, errors).
 //! - `HttpWebhooks` (feature `webhooks`): push-notification delivery over reqwest, the
 //!   engine's `WebhookTransport`. Behind a feature so the bindings, which use the rest of this
 //!   crate, depend on no engine; the server and the facade switch it on.
@@ -16,6 +18,7 @@
 //! (the SSE writer is a stream of byte chunks, which the adapters make their response body).
 
 mod body;
+mod client;
 pub mod json;
 mod media;
 mod sse;
@@ -24,6 +27,8 @@ mod sse_writer;
 mod webhooks;
 
 pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
+#[cfg(feature = "client")]
+pub use client::{HttpClient, transport_error};
 pub use json::{JsonReply, PathVars, dispatch_json, parse_request, to_json};
 pub use media::{is_json_media_type, not_json};
 pub use sse::{SseDecoder, SseEvent, sse_events};

@@ -7,50 +7,35 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
-use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
-};
-use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, SseEvent, read_body};
+use trident_core::{A2aError, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
+use trident_http::{HttpClient, SseEvent};
 use trident_proto as pb;
 
 /// A JSON-RPC client of one agent interface.
 #[derive(Debug)]
 pub struct JsonRpcClient {
-    http: reqwest::Client,
+    http: HttpClient,
     url: String,
     tenant: String,
     next_id: AtomicU64,
-    max_response: usize,
-    headers: reqwest::header::HeaderMap,
-    query: Vec<(String, String)>,
 }
 
-/// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
-/// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
-pub(crate) fn transport_error(what: impl std::fmt::Display, mut e: reqwest::Error) -> A2aError {
-    // A query may carry a credential (an API key the card wants there).
-    if let Some(url) = e.url_mut() {
-        url.set_query(None);
-    }
-    let timed_out = e.is_timeout();
-    A2aError::caused_by(format_args!("JSON-RPC {what}"), e, timed_out)
-}
+/// The name of this binding in its clients' errors.
+pub(crate) const BINDING: &str = "JSON-RPC";
 
 /// The POST of one JSON-RPC request envelope (`id`, `method`, `params`) to `url`, asking for
-/// SSE when `stream`: the client's `defaults` headers, then the call's service parameters
-/// ([`CallContext::outgoing_service_params`]), which win over a default of the same name.
-/// The 1.0 and the v0.3 client both send through it.
+/// SSE when `stream`, with the client's headers and query and the call's service parameters
+/// ([`HttpClient::with_call`]). The 1.0 and the v0.3 client both send through it.
 pub(crate) fn post_envelope(
-    http: &reqwest::Client,
+    http: &HttpClient,
     url: &str,
-    defaults: &reqwest::header::HeaderMap,
     cx: &CallContext,
     (id, method, params): (u64, &str, serde_json::Value),
     stream: bool,
 ) -> reqwest::RequestBuilder {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    let mut builder = http
-        .post(url)
+    let builder = http
+        .request(reqwest::Method::POST, url)
         .header("content-type", "application/json")
         .header(
             "accept",
@@ -61,16 +46,7 @@ pub(crate) fn post_envelope(
             },
         )
         .body(body.to_string());
-    let params = cx.outgoing_service_params();
-    for (name, value) in defaults {
-        if !params.iter().any(|(n, _)| name.as_str() == *n) {
-            builder = builder.header(name, value);
-        }
-    }
-    for (name, value) in params {
-        builder = builder.header(name, value);
-    }
-    builder
+    http.with_call(builder, cx)
 }
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
@@ -95,17 +71,6 @@ pub(crate) fn envelope(
             )
         }
     })
-}
-
-/// The chunks of a response body, their failures described with their cause.
-pub(crate) fn chunks(
-    response: reqwest::Response,
-    what: &'static str,
-) -> impl futures::Stream<Item = Result<bytes::Bytes, A2aError>> {
-    use futures::TryStreamExt;
-    response
-        .bytes_stream()
-        .map_err(move |e| transport_error(what, e))
 }
 
 /// Decodes a JSON-RPC error object through the wire table: the ErrorInfo reason in `data`
@@ -146,57 +111,29 @@ fn result_of(envelope: serde_json::Value) -> Result<serde_json::Value, A2aError>
 impl JsonRpcClient {
     /// A client of the endpoint at `url` (the card's JSONRPC `url`).
     pub fn new(url: &str) -> Result<Self, A2aError> {
-        let http = reqwest::Client::builder()
-            .build()
-            .map_err(|e| transport_error("client", e))?;
-        Ok(Self::with_client(http, url))
+        Ok(Self::with_http(HttpClient::new(BINDING)?, url))
     }
 
     /// A client sharing an existing reqwest client.
     pub fn with_client(http: reqwest::Client, url: &str) -> Self {
+        Self::with_http(HttpClient::with_client(http, BINDING), url)
+    }
+
+    fn with_http(http: HttpClient, url: &str) -> Self {
         Self {
             http,
             url: url.to_owned(),
             tenant: String::new(),
             next_id: AtomicU64::new(1),
-            max_response: DEFAULT_MAX_RESPONSE_BYTES,
-            headers: reqwest::header::HeaderMap::new(),
-            query: Vec::new(),
         }
     }
 
-    /// Sends `headers` (authentication, an API key, ...) with every request, except those the
-    /// call sets itself from its [`CallContext`] (a call's own credentials win).
-    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
-    /// request. Their values never appear in this client's errors: the query is cut from the
-    /// URL of every transport error.
-    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
-        self.query = query;
-        self
-    }
+    trident_http::http_client_setters!();
 
     /// Sends `tenant` (the interface's) in every request that names none.
     pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
         self.tenant = tenant.into();
         self
-    }
-
-    /// Reads at most `bytes` of a response body, or of one event of a stream (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`]); a larger one is an `InvalidAgentResponse` error.
-    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
-        self.max_response = bytes;
-        self
-    }
-
-    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        read_body(chunks(response, "response body"), self.max_response)
-            .await
-            .map_err(|e| e.into_described(format_args!("JSON-RPC response")))
     }
 
     fn post<T: Serialize>(
@@ -216,24 +153,18 @@ impl JsonRpcClient {
             }
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let builder = post_envelope(
+        Ok(post_envelope(
             &self.http,
             &self.url,
-            &self.headers,
             cx,
             (id, op.name(), params),
             stream,
-        );
-        Ok(if self.query.is_empty() {
-            builder
-        } else {
-            builder.query(&self.query)
-        })
+        ))
     }
 
     /// One unary call, within the caller's deadline and until it goes away (dropping the
     /// request either way).
-    async fn call<T: Serialize, R: DeserializeOwned>(
+    async fn unary<T: Serialize, R: DeserializeOwned>(
         &self,
         cx: &CallContext,
         op: Operation,
@@ -253,12 +184,9 @@ impl JsonRpcClient {
         op: Operation,
         request: reqwest::RequestBuilder,
     ) -> Result<R, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(op.name(), e))?;
+        let response = self.http.send(op.name(), request).await?;
         let status = response.status();
-        let body = self.body(response).await?;
+        let body = self.http.body(response).await?;
         let envelope = envelope(op.name(), status, &body)?;
         serde_json::from_value(result_of(envelope)?).map_err(|e| invalid(op.name(), e))
     }
@@ -282,10 +210,7 @@ impl JsonRpcClient {
         op: Operation,
         request: reqwest::RequestBuilder,
     ) -> Result<EventStream, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(op.name(), e))?;
+        let response = self.http.send(op.name(), request).await?;
         let is_sse = response
             .headers()
             .get("content-type")
@@ -295,18 +220,19 @@ impl JsonRpcClient {
             // An error known before the first event comes as a plain JSON-RPC response; one
             // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
             let status = response.status();
-            let body = self.body(response).await?;
+            let body = self.http.body(response).await?;
             result_of(envelope(op.name(), status, &body)?)?;
             return Err(invalid(
                 op.name(),
                 "a streaming method answered without a stream",
             ));
         }
-        Ok(sse_events(chunks(response, "SSE stream"), self.max_response).boxed())
+        let body = self.http.chunks(response, "SSE stream");
+        Ok(sse_events(body, self.http.max_response_size()).boxed())
     }
 }
 
-/// The events of an SSE body, as the stream's items.
+/// The events of an SSE body, as the stream's items (the fuzz target `sse_parser` runs it).
 pub(crate) fn sse_events<S, B, E>(
     body: S,
     max_event: usize,
@@ -317,7 +243,7 @@ where
     E: Into<A2aError>,
 {
     trident_http::sse_events(body, max_event).map(|item| {
-        sse_event(item.map_err(|e| e.into_described(format_args!("JSON-RPC SSE event")))?)
+        sse_event(item.map_err(|e| e.into_described(format_args!("{BINDING} SSE event")))?)
     })
 }
 
@@ -334,102 +260,14 @@ fn sse_event(event: SseEvent) -> Result<StreamEvent, A2aError> {
     })
 }
 
-#[async_trait::async_trait]
-impl A2aService for JsonRpcClient {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        self.call(cx, Operation::SendMessage, &req).await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(cx, Operation::SendStreamingMessage, &req).await
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.call(cx, Operation::GetTask, &req).await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        self.call(cx, Operation::ListTasks, &req).await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.call(cx, Operation::CancelTask, &req).await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(cx, Operation::SubscribeToTask, &req).await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.call(cx, Operation::CreateTaskPushNotificationConfig, &req)
-            .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.call(cx, Operation::GetTaskPushNotificationConfig, &req)
-            .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        self.call(cx, Operation::ListTaskPushNotificationConfigs, &req)
-            .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        self.call(cx, Operation::GetExtendedAgentCard, &req).await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        let _: serde_json::Value = self
-            .call(cx, Operation::DeleteTaskPushNotificationConfig, &req)
-            .await?;
-        Ok(())
-    }
+/// Every RPC is one request of the method named as the operation, its ProtoJSON the params.
+macro_rules! jsonrpc_client {
+    ($($rpc:tt)*) => {
+        trident_http::json_client!(JsonRpcClient; $($rpc)*);
+    };
 }
+
+trident_proto::for_each_rpc!(jsonrpc_client);
 
 #[cfg(test)]
 mod tests {

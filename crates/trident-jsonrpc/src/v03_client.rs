@@ -9,21 +9,18 @@ use futures::StreamExt;
 use serde_json::Value;
 use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{A2aError, A2aReply, A2aRequest, AroundCall, CallContext, ErrorKind};
-use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, read_body};
+use trident_http::HttpClient;
 use trident_v03::client::{self as v03c, Call};
 use trident_v03::jsonrpc::{self as rpc, Method};
 
-use crate::client::{chunks, envelope, post_envelope, transport_error};
+use crate::client::{BINDING, envelope, post_envelope};
 
 /// A JSON-RPC client of one A2A v0.3 interface.
 #[derive(Debug)]
 pub struct V03Client {
-    http: reqwest::Client,
+    http: HttpClient,
     url: String,
     next_id: AtomicU64,
-    max_response: usize,
-    headers: reqwest::header::HeaderMap,
-    query: Vec<(String, String)>,
 }
 
 fn invalid(what: &str, e: impl std::fmt::Display) -> A2aError {
@@ -45,34 +42,13 @@ impl V03Client {
     /// A client of the v0.3 JSON-RPC endpoint at `url`, sharing `http`.
     pub fn with_client(http: reqwest::Client, url: &str) -> Self {
         Self {
-            http,
+            http: HttpClient::with_client(http, BINDING),
             url: url.to_owned(),
             next_id: AtomicU64::new(1),
-            max_response: DEFAULT_MAX_RESPONSE_BYTES,
-            headers: reqwest::header::HeaderMap::new(),
-            query: Vec::new(),
         }
     }
 
-    /// Sends `headers` with every request, except those the call sets itself.
-    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
-    /// request. Their values never appear in this client's errors: the query is cut from the
-    /// URL of every transport error.
-    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
-        self.query = query;
-        self
-    }
-
-    /// Reads at most `bytes` of a response body, or of one event of a stream.
-    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
-        self.max_response = bytes;
-        self
-    }
+    trident_http::http_client_setters!();
 
     fn post(
         &self,
@@ -85,14 +61,10 @@ impl V03Client {
         let mut builder = post_envelope(
             &self.http,
             &self.url,
-            &self.headers,
             cx,
             (id, method.name(), params),
             stream,
         );
-        if !self.query.is_empty() {
-            builder = builder.query(&self.query);
-        }
         // v0.3's name of the extensions header, beside 1.0's.
         if !cx.extensions.is_empty() {
             builder = builder.header("x-a2a-extensions", cx.extensions.join(","));
@@ -100,23 +72,14 @@ impl V03Client {
         builder
     }
 
-    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        read_body(chunks(response, "response body"), self.max_response)
-            .await
-            .map_err(|e| e.into_described(format_args!("JSON-RPC response")))
-    }
-
     async fn unary(
         &self,
         method: Method,
         request: reqwest::RequestBuilder,
     ) -> Result<Value, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(method.name(), e))?;
+        let response = self.http.send(method.name(), request).await?;
         let status = response.status();
-        let body = self.body(response).await?;
+        let body = self.http.body(response).await?;
         result_of(envelope(method.name(), status, &body)?)
     }
 
@@ -125,10 +88,7 @@ impl V03Client {
         method: Method,
         request: reqwest::RequestBuilder,
     ) -> Result<trident_core::EventStream, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(method.name(), e))?;
+        let response = self.http.send(method.name(), request).await?;
         let is_sse = response
             .headers()
             .get("content-type")
@@ -138,22 +98,20 @@ impl V03Client {
             // An error known before the first event comes as a plain JSON-RPC response; one
             // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
             let status = response.status();
-            let body = self.body(response).await?;
+            let body = self.http.body(response).await?;
             result_of(envelope(method.name(), status, &body)?)?;
             return Err(invalid(
                 method.name(),
                 "a streaming method answered without a stream",
             ));
         }
-        let events = trident_http::sse_events(chunks(response, "SSE stream"), self.max_response)
-            .map(|item| {
-                let event =
-                    item.map_err(|e| e.into_described(format_args!("JSON-RPC SSE event")))?;
-                let envelope: Value =
-                    serde_json::from_str(&event.data).map_err(|e| invalid("SSE data", e))?;
-                let response = rpc::client_event(result_of(envelope)?)?;
-                Ok((event.id.parse().ok(), response))
-            });
+        let events = self.http.sse(response).map(|event| {
+            let event = event?;
+            let envelope: Value =
+                serde_json::from_str(&event.data).map_err(|e| invalid("SSE data", e))?;
+            let response = rpc::client_event(result_of(envelope)?)?;
+            Ok((event.id.parse().ok(), response))
+        });
         Ok(v03c::events(events))
     }
 }

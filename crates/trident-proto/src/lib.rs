@@ -6,7 +6,9 @@
 //! - tonic client and server stubs behind the `grpc` feature,
 //! - [`FILE_DESCRIPTOR_SET`], the encoded descriptors of the proto and its imports,
 //! - [`for_each_rpc!`], the list of the service's RPCs (name, method, request, response,
-//!   kind), from which `trident-core` builds `Operation` and the per-call dispatch,
+//!   kind), from which `trident-core` builds `Operation` and the per-call dispatch, and
+//!   [`for_each_grpc_rpc!`], the same with tonic's stream type names (for the gRPC adapter),
+//!   and [`for_each_v03_rpc!`], v0.3's (for its gRPC adapter),
 //! - [`scan`], a pre-scan bounding what decoding a request message would allocate.
 //!
 //! Helpers that only read or build generated types live in `ext` and [`builders`]; there is
@@ -59,8 +61,12 @@ pub use lf::a2a::v1::*;
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/a2a_descriptor.bin"));
 
-// `for_each_rpc!`: the service's RPCs, read from the descriptor by `build.rs`.
+// `for_each_rpc!` and `for_each_grpc_rpc!`: the service's RPCs, read from the descriptor by
+// `build.rs`.
 include!(concat!(env!("OUT_DIR"), "/rpcs.rs"));
+
+// `for_each_v03_rpc!`: v0.3's, read from its descriptor.
+include!(concat!(env!("OUT_DIR"), "/v03_rpcs.rs"));
 
 /// Fully-qualified name of the gRPC service.
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";

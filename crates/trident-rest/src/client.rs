@@ -7,10 +7,8 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use trident_core::deadline::{bounded, bounded_stream};
-use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
-};
-use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, SseEvent, read_body};
+use trident_core::{A2aError, CallContext, ErrorKind, EventStream, Operation, StreamEvent};
+use trident_http::{HttpClient, SseEvent};
 use trident_proto as pb;
 
 use crate::error::decode_error;
@@ -19,94 +17,37 @@ use crate::routes::{Bound, Routes, path_of};
 /// An HTTP+JSON client of one agent interface.
 #[derive(Debug, Clone)]
 pub struct RestClient {
-    http: reqwest::Client,
+    http: HttpClient,
     base: String,
     routes: Arc<Routes>,
     tenant: String,
-    max_response: usize,
-    headers: reqwest::header::HeaderMap,
-    query: Vec<(String, String)>,
 }
 
-/// A failed exchange, with its cause: `Unavailable` (`DeadlineExceeded` for reqwest's own
-/// timeout) and the whole chain (connection refused, DNS, TLS, reset, ...) in the message.
-pub(crate) fn transport_error(what: impl std::fmt::Display, mut e: reqwest::Error) -> A2aError {
-    // A query may carry a credential (an API key the card wants there).
-    if let Some(url) = e.url_mut() {
-        url.set_query(None);
-    }
-    let timed_out = e.is_timeout();
-    A2aError::caused_by(format_args!("HTTP+JSON {what}"), e, timed_out)
-}
-
-/// `builder` with the client's `defaults` headers, then the call's service parameters
-/// ([`CallContext::outgoing_service_params`]), which win over a default of the same name. The
-/// 1.0 and the v0.3 client both send through it.
-pub(crate) fn with_call_headers(
-    mut builder: reqwest::RequestBuilder,
-    defaults: &reqwest::header::HeaderMap,
-    cx: &CallContext,
-) -> reqwest::RequestBuilder {
-    let params = cx.outgoing_service_params();
-    for (name, value) in defaults {
-        if !params.iter().any(|(n, _)| name.as_str() == *n) {
-            builder = builder.header(name, value);
-        }
-    }
-    for (name, value) in params {
-        builder = builder.header(name, value);
-    }
-    builder
-}
-
-/// The chunks of a response body, their failures described with their cause.
-pub(crate) fn chunks(
-    response: reqwest::Response,
-    what: &'static str,
-) -> impl futures::Stream<Item = Result<bytes::Bytes, A2aError>> {
-    use futures::TryStreamExt;
-    response
-        .bytes_stream()
-        .map_err(move |e| transport_error(what, e))
-}
+/// The name of this binding in its clients' errors.
+pub(crate) const BINDING: &str = "HTTP+JSON";
 
 impl RestClient {
     /// A client of the interface at `base_url` (the card's HTTP+JSON `url`).
     pub fn new(base_url: &str) -> Result<Self, A2aError> {
-        let http = reqwest::Client::builder()
-            .build()
-            .map_err(|e| transport_error("client", e))?;
-        Self::with_client(http, base_url)
+        Self::with_http(HttpClient::new(BINDING)?, base_url)
     }
 
     /// A client sharing an existing reqwest client.
     pub fn with_client(http: reqwest::Client, base_url: &str) -> Result<Self, A2aError> {
+        Self::with_http(HttpClient::with_client(http, BINDING), base_url)
+    }
+
+    fn with_http(http: HttpClient, base_url: &str) -> Result<Self, A2aError> {
         let routes = Routes::from_descriptor().map_err(|e| A2aError::internal(e.to_string()))?;
         Ok(Self {
             http,
             base: base_url.trim_end_matches('/').to_owned(),
             routes: Arc::new(routes),
             tenant: String::new(),
-            max_response: DEFAULT_MAX_RESPONSE_BYTES,
-            headers: reqwest::header::HeaderMap::new(),
-            query: Vec::new(),
         })
     }
 
-    /// Sends `headers` (authentication, an API key, ...) with every request, except those the
-    /// call sets itself from its [`CallContext`] (a call's own credentials win).
-    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
-    /// request. Their values never appear in this client's errors: the query is cut from the
-    /// URL of every transport error.
-    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
-        self.query = query;
-        self
-    }
+    trident_http::http_client_setters!();
 
     /// Sends `tenant` (the interface's) on every request that names none.
     pub fn with_tenant(mut self, tenant: impl Into<String>) -> Self {
@@ -114,30 +55,23 @@ impl RestClient {
         self
     }
 
-    /// Reads at most `bytes` of a response body, or of one event of a stream (default
-    /// [`DEFAULT_MAX_RESPONSE_BYTES`]); a larger one is an `InvalidAgentResponse` error.
-    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
-        self.max_response = bytes;
-        self
-    }
-
-    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        read_body(chunks(response, "response body"), self.max_response)
-            .await
-            .map_err(|e| e.into_described(format_args!("HTTP+JSON response")))
-    }
-
+    /// The HTTP request of `op`: its route's path variables (`{id}`, `{task_id}`, `{tenant}`)
+    /// from the request's fields of those names, the rest in the body or the query.
     fn request<T: Serialize>(
         &self,
         cx: &CallContext,
         op: Operation,
-        req_tenant: &str,
-        mut bound: Bound,
         req: &T,
         stream: bool,
     ) -> Result<reqwest::RequestBuilder, A2aError> {
-        let tenant = cx.resolve_tenant(req_tenant, &self.tenant)?;
-        bound.tenant = (!tenant.is_empty()).then(|| tenant.to_owned());
+        let json = serde_json::to_value(req).map_err(|e| A2aError::internal(e.to_string()))?;
+        let field = |name: &str| json.get(name).and_then(|v| v.as_str());
+        let tenant = cx.resolve_tenant(field("tenant").unwrap_or_default(), &self.tenant)?;
+        let bound = Bound {
+            tenant: (!tenant.is_empty()).then(|| tenant.to_owned()),
+            id: field("id").map(str::to_owned),
+            task_id: field("taskId").map(str::to_owned),
+        };
         let route = self
             .routes
             .for_op(op, bound.tenant.is_some())
@@ -145,10 +79,7 @@ impl RestClient {
         let url = format!("{}{}", self.base, path_of(route, &bound));
         let method = reqwest::Method::from_bytes(route.method.as_bytes())
             .map_err(|e| A2aError::internal(e.to_string()))?;
-        let mut builder = with_call_headers(self.http.request(method, url), &self.headers, cx);
-        if !self.query.is_empty() {
-            builder = builder.query(&self.query);
-        }
+        let mut builder = self.http.with_call(self.http.request(method, &url), cx);
         builder = builder.header(
             "accept",
             if stream {
@@ -157,7 +88,6 @@ impl RestClient {
                 "application/json"
             },
         );
-        let json = serde_json::to_value(req).map_err(|e| A2aError::internal(e.to_string()))?;
         if route.body {
             builder = builder
                 .header("content-type", "application/json")
@@ -184,11 +114,9 @@ impl RestClient {
         &self,
         cx: &CallContext,
         op: Operation,
-        tenant: &str,
-        bound: Bound,
         req: &T,
     ) -> Result<R, A2aError> {
-        let request = self.request(cx, op, tenant, bound, req, false)?;
+        let request = self.request(cx, op, req, false)?;
         bounded(
             cx,
             format!("HTTP+JSON {}", op.name()),
@@ -202,12 +130,9 @@ impl RestClient {
         op: Operation,
         request: reqwest::RequestBuilder,
     ) -> Result<R, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(op.name(), e))?;
+        let response = self.http.send(op.name(), request).await?;
         let status = response.status().as_u16();
-        let body = self.body(response).await?;
+        let body = self.http.body(response).await?;
         // Any 2xx is a success: the digest asks servers for 200 everywhere, but a server that
         // answers a create with `201 Created` (the JS SDK) or a delete with `204 No Content`
         // has still done what was asked (RFC 9110 §15.3).
@@ -234,11 +159,9 @@ impl RestClient {
         &self,
         cx: &CallContext,
         op: Operation,
-        tenant: &str,
-        bound: Bound,
         req: &T,
     ) -> Result<EventStream, A2aError> {
-        let request = self.request(cx, op, tenant, bound, req, true)?;
+        let request = self.request(cx, op, req, true)?;
         let what = format!("HTTP+JSON {}", op.name());
         let events = bounded(cx, &what, self.open_stream(op, request)).await?;
         Ok(bounded_stream(cx, what, events))
@@ -249,20 +172,18 @@ impl RestClient {
         op: Operation,
         request: reqwest::RequestBuilder,
     ) -> Result<EventStream, A2aError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|e| transport_error(op.name(), e))?;
+        let response = self.http.send(op.name(), request).await?;
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            let body = self.body(response).await?;
+            let body = self.http.body(response).await?;
             return Err(decode_error(status, &body));
         }
-        Ok(sse_events(chunks(response, "SSE stream"), self.max_response).boxed())
+        let body = self.http.chunks(response, "SSE stream");
+        Ok(sse_events(body, self.http.max_response_size()).boxed())
     }
 }
 
-/// The events of an SSE body, as the stream's items.
+/// The events of an SSE body, as the stream's items (the fuzz target `sse_parser` runs it).
 pub(crate) fn sse_events<S, B, E>(
     body: S,
     max_event: usize,
@@ -273,7 +194,7 @@ where
     E: Into<A2aError>,
 {
     trident_http::sse_events(body, max_event).map(|item| {
-        sse_event(item.map_err(|e| e.into_described(format_args!("HTTP+JSON SSE event")))?)
+        sse_event(item.map_err(|e| e.into_described(format_args!("{BINDING} SSE event")))?)
     })
 }
 
@@ -293,178 +214,14 @@ fn sse_event(event: SseEvent) -> Result<StreamEvent, A2aError> {
     })
 }
 
-fn id(id: &str) -> Bound {
-    Bound {
-        id: Some(id.to_owned()),
-        ..Bound::default()
-    }
+/// Every RPC is one request on its route from the proto's HTTP rules.
+macro_rules! rest_client {
+    ($($rpc:tt)*) => {
+        trident_http::json_client!(RestClient; $($rpc)*);
+    };
 }
 
-fn task(task_id: &str, id: Option<&str>) -> Bound {
-    Bound {
-        task_id: Some(task_id.to_owned()),
-        id: id.map(str::to_owned),
-        ..Bound::default()
-    }
-}
-
-#[async_trait::async_trait]
-impl A2aService for RestClient {
-    async fn send_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<pb::SendMessageResponse, A2aError> {
-        self.unary(
-            cx,
-            Operation::SendMessage,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn send_streaming_message(
-        &self,
-        cx: &CallContext,
-        req: pb::SendMessageRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(
-            cx,
-            Operation::SendStreamingMessage,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn get_task(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.unary(cx, Operation::GetTask, &req.tenant, id(&req.id), &req)
-            .await
-    }
-
-    async fn list_tasks(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, A2aError> {
-        self.unary(
-            cx,
-            Operation::ListTasks,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn cancel_task(
-        &self,
-        cx: &CallContext,
-        req: pb::CancelTaskRequest,
-    ) -> Result<pb::Task, A2aError> {
-        self.unary(cx, Operation::CancelTask, &req.tenant, id(&req.id), &req)
-            .await
-    }
-
-    async fn subscribe_to_task(
-        &self,
-        cx: &CallContext,
-        req: pb::SubscribeToTaskRequest,
-    ) -> Result<EventStream, A2aError> {
-        self.stream(
-            cx,
-            Operation::SubscribeToTask,
-            &req.tenant,
-            id(&req.id),
-            &req,
-        )
-        .await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::TaskPushNotificationConfig,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.unary(
-            cx,
-            Operation::CreateTaskPushNotificationConfig,
-            &req.tenant,
-            task(&req.task_id, None),
-            &req,
-        )
-        .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::GetTaskPushNotificationConfigRequest,
-    ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        self.unary(
-            cx,
-            Operation::GetTaskPushNotificationConfig,
-            &req.tenant,
-            task(&req.task_id, Some(&req.id)),
-            &req,
-        )
-        .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        cx: &CallContext,
-        req: pb::ListTaskPushNotificationConfigsRequest,
-    ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        self.unary(
-            cx,
-            Operation::ListTaskPushNotificationConfigs,
-            &req.tenant,
-            task(&req.task_id, None),
-            &req,
-        )
-        .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        cx: &CallContext,
-        req: pb::GetExtendedAgentCardRequest,
-    ) -> Result<pb::AgentCard, A2aError> {
-        self.unary(
-            cx,
-            Operation::GetExtendedAgentCard,
-            &req.tenant,
-            Bound::default(),
-            &req,
-        )
-        .await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        cx: &CallContext,
-        req: pb::DeleteTaskPushNotificationConfigRequest,
-    ) -> Result<(), A2aError> {
-        let _: serde_json::Value = self
-            .unary(
-                cx,
-                Operation::DeleteTaskPushNotificationConfig,
-                &req.tenant,
-                task(&req.task_id, Some(&req.id)),
-                &req,
-            )
-            .await?;
-        Ok(())
-    }
-}
+trident_proto::for_each_rpc!(rest_client);
 
 #[cfg(test)]
 mod tests {

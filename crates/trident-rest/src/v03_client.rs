@@ -7,20 +7,17 @@
 use futures::StreamExt;
 use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{A2aError, A2aReply, A2aRequest, AroundCall, CallContext};
-use trident_http::{DEFAULT_MAX_RESPONSE_BYTES, read_body};
+use trident_http::HttpClient;
 use trident_v03::client::{self as v03c, Call};
 use trident_v03::rest::{self, HttpCall};
 
-use crate::client::{chunks, transport_error, with_call_headers};
+use crate::client::BINDING;
 
 /// An HTTP+JSON client of one A2A v0.3 interface.
 #[derive(Debug, Clone)]
 pub struct V03Client {
-    http: reqwest::Client,
+    http: HttpClient,
     base: String,
-    max_response: usize,
-    headers: reqwest::header::HeaderMap,
-    query: Vec<(String, String)>,
 }
 
 impl V03Client {
@@ -28,33 +25,12 @@ impl V03Client {
     /// `{base_url}/v1/...`), sharing `http`.
     pub fn with_client(http: reqwest::Client, base_url: &str) -> Self {
         Self {
-            http,
+            http: HttpClient::with_client(http, BINDING),
             base: base_url.trim_end_matches('/').to_owned(),
-            max_response: DEFAULT_MAX_RESPONSE_BYTES,
-            headers: reqwest::header::HeaderMap::new(),
-            query: Vec::new(),
         }
     }
 
-    /// Sends `headers` with every request, except those the call sets itself.
-    pub fn with_headers(mut self, headers: reqwest::header::HeaderMap) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// Adds the query parameters `query` (an API key a card wants in the query, ...) to every
-    /// request. Their values never appear in this client's errors: the query is cut from the
-    /// URL of every transport error.
-    pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
-        self.query = query;
-        self
-    }
-
-    /// Reads at most `bytes` of a response body, or of one event of a stream.
-    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
-        self.max_response = bytes;
-        self
-    }
+    trident_http::http_client_setters!();
 
     fn request(
         &self,
@@ -65,7 +41,7 @@ impl V03Client {
             .map_err(|e| A2aError::internal(e.to_string()))?;
         let mut builder = self
             .http
-            .request(method, format!("{}{}", self.base, call.path))
+            .request(method, &format!("{}{}", self.base, call.path))
             .header(
                 "accept",
                 if call.stream {
@@ -77,10 +53,7 @@ impl V03Client {
         if !call.query.is_empty() {
             builder = builder.query(&call.query);
         }
-        if !self.query.is_empty() {
-            builder = builder.query(&self.query);
-        }
-        builder = with_call_headers(builder, &self.headers, cx);
+        builder = self.http.with_call(builder, cx);
         if !cx.extensions.is_empty() {
             builder = builder.header("x-a2a-extensions", cx.extensions.join(","));
         }
@@ -92,20 +65,14 @@ impl V03Client {
         Ok(builder)
     }
 
-    async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        read_body(chunks(response, "response body"), self.max_response)
-            .await
-            .map_err(|e| e.into_described(format_args!("HTTP+JSON response")))
-    }
-
     async fn unary(
         &self,
         what: &str,
         request: reqwest::RequestBuilder,
     ) -> Result<Vec<u8>, A2aError> {
-        let response = request.send().await.map_err(|e| transport_error(what, e))?;
+        let response = self.http.send(what, request).await?;
         let status = response.status().as_u16();
-        let body = self.body(response).await?;
+        let body = self.http.body(response).await?;
         if !(200..300).contains(&status) {
             return Err(rest::client_error(status, &body));
         }
@@ -117,16 +84,17 @@ impl V03Client {
         what: &str,
         request: reqwest::RequestBuilder,
     ) -> Result<trident_core::EventStream, A2aError> {
-        let response = request.send().await.map_err(|e| transport_error(what, e))?;
+        let response = self.http.send(what, request).await?;
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
-            let body = self.body(response).await?;
+            let body = self.http.body(response).await?;
             return Err(rest::client_error(status, &body));
         }
-        let events = trident_http::sse_events(chunks(response, "SSE stream"), self.max_response)
-            .map(|item| {
-                let event =
-                    item.map_err(|e| e.into_described(format_args!("HTTP+JSON SSE event")))?;
+        let events = self
+            .http
+            .sse(response)
+            .map(|event| {
+                let event = event?;
                 let is_error = event.event == "error"
                     || serde_json::from_str::<serde_json::Value>(&event.data)
                         .ok()
