@@ -2492,6 +2492,44 @@ fn parse_state(name: &str) -> Result<pb::TaskState, Failure> {
         })
 }
 
+/// Subscribes again to the task whose stream broke off with `broke`, from the last event seen
+/// (SPEC §9.4): at most 3 times in all (`attempts` counts them over the whole stream), waiting
+/// 100 ms more before each retry. A subscription that fails on the transport is retried too:
+/// right after a cut, a client can still pick the connection that just closed.
+async fn resubscribe(
+    s: &Session,
+    task_id: &str,
+    last_seq: Option<u64>,
+    attempts: &mut u32,
+    broke: A2aError,
+) -> Result<trident_core::EventStream, Failure> {
+    let mut why = broke;
+    loop {
+        *attempts += 1;
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: the stream of task {task_id} broke off ({}); subscribing again",
+            why.message()
+        );
+        if *attempts > 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(100 * u64::from(*attempts - 1)))
+                .await;
+        }
+        let mut cx = s.cx.clone();
+        cx.last_event_id = last_seq.or(s.cx.last_event_id);
+        let request = pb::SubscribeToTaskRequest {
+            id: task_id.to_owned(),
+            ..Default::default()
+        };
+        s.sending("SubscribeToTask", &request);
+        match s.svc.subscribe_to_task(&cx, request).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) if e.is_transport() && *attempts < 3 => why = e,
+            Err(e) => return Err(s.failed(e)),
+        }
+    }
+}
+
 /// Prints a stream: with `live`, each event as it arrives (a line of JSON each with -o json)
 /// and, in text, a last summary of the identifiers and state; without it, only the task it
 /// ends with (or the message, for a direct reply).
@@ -2517,25 +2555,7 @@ async fn follow_to_end(
             // The connection broke under a known task: subscribe again from the last event
             // seen (SPEC §9.4), a few times.
             Err(e) if e.is_transport() && !task.id.is_empty() && resubscribed < 3 => {
-                resubscribed += 1;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "note: the stream of task {} broke off ({}); subscribing again",
-                    task.id,
-                    e.message()
-                );
-                let mut cx = s.cx.clone();
-                cx.last_event_id = last_seq.or(s.cx.last_event_id);
-                let request = pb::SubscribeToTaskRequest {
-                    id: task.id.clone(),
-                    ..Default::default()
-                };
-                s.sending("SubscribeToTask", &request);
-                stream = s
-                    .svc
-                    .subscribe_to_task(&cx, request)
-                    .await
-                    .map_err(|e| s.failed(e))?;
+                stream = resubscribe(s, &task.id, last_seq, &mut resubscribed, e).await?;
                 continue;
             }
             Err(e) => return Err(s.failed(e)),

@@ -10,7 +10,7 @@
 
 use std::fmt;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use jsonrpsee_types::ErrorObjectOwned;
 use serde_json::value::RawValue;
 use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonLimits, Operation, StreamEvent,
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
 };
 use trident_http::{JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use prost_reflect::{DescriptorPool, Kind};
 use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, EventStream, JsonLimits, Operation, StreamEvent,
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
 };
 use trident_http::{EncodeEvent, JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 
