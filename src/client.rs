@@ -2512,8 +2512,10 @@ async fn resubscribe(
             why.message()
         );
         if *attempts > 1 {
-            tokio::time::sleep(std::time::Duration::from_millis(100 * u64::from(*attempts - 1)))
-                .await;
+            tokio::time::sleep(std::time::Duration::from_millis(
+                100 * u64::from(*attempts - 1),
+            ))
+            .await;
         }
         let mut cx = s.cx.clone();
         cx.last_event_id = last_seq.or(s.cx.last_event_id);

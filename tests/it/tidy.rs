@@ -1409,7 +1409,8 @@ impl ModuleTree {
 /// Circles outside the engine that were there when the test came (issue 28), by crate (its
 /// root file) and the modules on the circle; each is to be cut, and then leaves this list (a
 /// circle listed here that is gone fails too, so the list only shrinks). Never the engine's.
-const KNOWN_CIRCLES: [(&str, &[&str]); 1] = [("crates/trident-server/src/lib.rs", &["admission", "limits"])];
+const KNOWN_CIRCLES: [(&str, &[&str]); 1] =
+    [("crates/trident-server/src/lib.rs", &["admission", "limits"])];
 
 /// Issue 28: no two modules of a crate import each other, directly or around a circle. Each
 /// crate's modules (files and inline `mod`s) form a graph: a module that names another by

@@ -238,6 +238,30 @@ struct Shared {
     cards: Option<CardCache>,
 }
 
+impl Shared {
+    /// The options a gRPC client connects with.
+    fn grpc_options(&self) -> trident_grpc::GrpcOptions {
+        trident_grpc::GrpcOptions {
+            max_response_size: self.max_response,
+            connect_timeout: self.connect_timeout,
+            ..Default::default()
+        }
+    }
+
+    /// `connecting` to the gRPC agent at `url`, bounded by the builder's timeout.
+    async fn within_timeout<T>(
+        &self,
+        url: &str,
+        connecting: impl Future<Output = Result<T, A2aError>>,
+    ) -> Result<T, A2aError> {
+        let mut cx = CallContext::new();
+        if let Some(t) = self.timeout {
+            cx = cx.with_timeout(t);
+        }
+        bounded(&cx, format!("gRPC {url}"), connecting).await
+    }
+}
+
 /// A configured A2A client: connects to agents and fetches their cards with the options of its
 /// [`ClientBuilder`]. Cheap to clone; clones share the HTTP connection pool and the card cache.
 #[derive(Debug, Clone)]
@@ -419,19 +443,10 @@ impl Client {
                     .with_max_response_size(s.max_response),
             ),
             Binding::Grpc if v03 => {
-                let options = trident_grpc::GrpcOptions {
-                    max_response_size: s.max_response,
-                    connect_timeout: s.connect_timeout,
-                    ..Default::default()
-                };
-                let mut cx = CallContext::new();
-                if let Some(t) = s.timeout {
-                    cx = cx.with_timeout(t);
-                }
-                let what = format!("gRPC {}", interface.url);
+                let options = s.grpc_options();
                 let connecting = trident_grpc::V03Client::connect_with(&interface.url, &options);
                 Arc::new(
-                    bounded(&cx, what, connecting)
+                    s.within_timeout(&interface.url, connecting)
                         .await?
                         .with_headers(s.headers.clone()),
                 )
@@ -451,19 +466,10 @@ impl Client {
                     .with_max_response_size(s.max_response),
             ),
             Binding::Grpc => {
-                let options = trident_grpc::GrpcOptions {
-                    max_response_size: s.max_response,
-                    connect_timeout: s.connect_timeout,
-                    ..Default::default()
-                };
-                let mut cx = CallContext::new();
-                if let Some(t) = s.timeout {
-                    cx = cx.with_timeout(t);
-                }
-                let what = format!("gRPC {}", interface.url);
+                let options = s.grpc_options();
                 let connecting = trident_grpc::GrpcClient::connect_with(&interface.url, &options);
                 Arc::new(
-                    bounded(&cx, what, connecting)
+                    s.within_timeout(&interface.url, connecting)
                         .await?
                         .with_tenant(&interface.tenant)
                         .with_headers(s.headers.clone()),

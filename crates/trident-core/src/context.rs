@@ -385,13 +385,13 @@ impl CallContext {
         cx.trace = text("traceparent").and_then(|t| TraceContext::parse(t, text("tracestate")));
         let timeout = match get(crate::timeout::TIMEOUT_HEADER) {
             None => None,
-            Some(raw) => match text(crate::timeout::TIMEOUT_HEADER)
-                .and_then(crate::timeout::parse_timeout)
-            {
-                Some(timeout) => Some(timeout),
-                None if strict => return Err(crate::timeout::malformed_timeout(raw)),
-                None => None,
-            },
+            Some(raw) => {
+                match text(crate::timeout::TIMEOUT_HEADER).and_then(crate::timeout::parse_timeout) {
+                    Some(timeout) => Some(timeout),
+                    None if strict => return Err(crate::timeout::malformed_timeout(raw)),
+                    None => None,
+                }
+            }
         };
         cx.deadline = timeout.and_then(|d| Instant::now().checked_add(d));
         Ok(cx)

@@ -210,26 +210,37 @@ impl JsonRpcClient {
         op: Operation,
         request: reqwest::RequestBuilder,
     ) -> Result<EventStream, A2aError> {
-        let response = self.http.send(op.name(), request).await?;
-        let is_sse = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("text/event-stream"));
-        if !is_sse {
-            // An error known before the first event comes as a plain JSON-RPC response; one
-            // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
-            let status = response.status();
-            let body = self.http.body(response).await?;
-            result_of(envelope(op.name(), status, &body)?)?;
-            return Err(invalid(
-                op.name(),
-                "a streaming method answered without a stream",
-            ));
-        }
+        let response = sse_response(&self.http, op.name(), request).await?;
         let body = self.http.chunks(response, "SSE stream");
         Ok(sse_events(body, self.http.max_response_size()).boxed())
     }
+}
+
+/// Sends a streaming method's request (1.0 or v0.3) and returns its SSE response. An answer
+/// that is not a stream is the error it carries: an error known before the first event comes
+/// as a plain JSON-RPC response, and one from in front of the agent (a proxy's 401) may not be
+/// JSON-RPC at all; anything else is `InvalidAgentResponse`.
+pub(crate) async fn sse_response(
+    http: &HttpClient,
+    method: &str,
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, A2aError> {
+    let response = http.send(method, request).await?;
+    let is_sse = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("text/event-stream"));
+    if is_sse {
+        return Ok(response);
+    }
+    let status = response.status();
+    let body = http.body(response).await?;
+    result_of(envelope(method, status, &body)?)?;
+    Err(invalid(
+        method,
+        "a streaming method answered without a stream",
+    ))
 }
 
 /// The events of an SSE body, as the stream's items (the fuzz target `sse_parser` runs it).

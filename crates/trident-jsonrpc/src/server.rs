@@ -19,7 +19,6 @@ use trident_http::{JsonReply, PathVars, SseWriter, dispatch_json, write_event};
 
 use crate::{JsonRpcOptions, json};
 
-
 #[derive(Clone)]
 struct AppState {
     svc: Arc<dyn A2aService>,
@@ -57,7 +56,6 @@ pub fn error_reply(body: &[u8], e: &A2aError) -> Response {
         .map_or("null", |raw| raw.get());
     json(error_json(id, e))
 }
-
 
 /// Splices a serialized result into a response envelope without re-parsing it.
 pub(crate) fn success_envelope(id: &str, result: &[u8]) -> Vec<u8> {

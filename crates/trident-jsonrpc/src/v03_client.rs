@@ -13,7 +13,7 @@ use trident_http::HttpClient;
 use trident_v03::client::{self as v03c, Call};
 use trident_v03::jsonrpc::{self as rpc, Method};
 
-use crate::client::{BINDING, envelope, post_envelope};
+use crate::client::{BINDING, envelope, post_envelope, sse_response};
 
 /// A JSON-RPC client of one A2A v0.3 interface.
 #[derive(Debug)]
@@ -88,23 +88,7 @@ impl V03Client {
         method: Method,
         request: reqwest::RequestBuilder,
     ) -> Result<trident_core::EventStream, A2aError> {
-        let response = self.http.send(method.name(), request).await?;
-        let is_sse = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("text/event-stream"));
-        if !is_sse {
-            // An error known before the first event comes as a plain JSON-RPC response; one
-            // from in front of the agent (a proxy's 401) may not be JSON-RPC at all.
-            let status = response.status();
-            let body = self.http.body(response).await?;
-            result_of(envelope(method.name(), status, &body)?)?;
-            return Err(invalid(
-                method.name(),
-                "a streaming method answered without a stream",
-            ));
-        }
+        let response = sse_response(&self.http, method.name(), request).await?;
         let events = self.http.sse(response).map(|event| {
             let event = event?;
             let envelope: Value =

@@ -19,7 +19,6 @@ use crate::error::{error_body, error_body_with_code};
 use crate::routes::{Bound, Miss, Route, RouteError, Routes};
 use crate::{RestOptions, serde_urlencoded_pairs};
 
-
 /// How a query parameter's text becomes JSON, by the type of the field it names.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum QueryKind {
@@ -412,7 +411,6 @@ pub(crate) fn request_of(
     };
     Ok((op, body, tenant, vars))
 }
-
 
 /// A stream as SSE: `id:` is the event's sequence number, `data:` the bare StreamResponse; an
 /// error after the first event is one `event: error` with the AIP-193 body, then the end. Each

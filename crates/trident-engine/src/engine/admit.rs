@@ -107,6 +107,21 @@ impl Inner {
             Err(A2aError::of(ErrorKind::PushNotificationNotSupported))
         }
     }
+
+    /// What every push-configuration RPC starts with: [`Inner::admit`] with no message, the
+    /// card's push capability, and a readable `task_id`.
+    pub(crate) fn admit_push(
+        &self,
+        cx: &CallContext,
+        tenant: &str,
+        op: Operation,
+        task_id: &str,
+    ) -> Result<Scope, A2aError> {
+        let scope = self.admit(cx, tenant, op, None)?;
+        self.require_push()?;
+        validate::id("taskId", task_id, &self.config.limits)?;
+        Ok(scope)
+    }
 }
 
 /// How many locks [`Inner::push_admission`] spreads principals over.

@@ -328,14 +328,12 @@ impl A2aService for Engine {
         cx: &CallContext,
         mut req: pb::TaskPushNotificationConfig,
     ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        let scope = self.inner.admit(
+        let scope = self.inner.admit_push(
             cx,
             &req.tenant,
             Operation::CreateTaskPushNotificationConfig,
-            None,
+            &req.task_id,
         )?;
-        self.inner.require_push()?;
-        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         let task_id = req.task_id.clone();
         validate::bind_push(&mut req, &task_id, &scope)?;
         self.inner.check_webhook(&req.url).await?;
@@ -356,14 +354,12 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::GetTaskPushNotificationConfigRequest,
     ) -> Result<pb::TaskPushNotificationConfig, A2aError> {
-        let scope = self.inner.admit(
+        let scope = self.inner.admit_push(
             cx,
             &req.tenant,
             Operation::GetTaskPushNotificationConfig,
-            None,
+            &req.task_id,
         )?;
-        self.inner.require_push()?;
-        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
         self.inner.record(&scope, &req.task_id).await?;
         self.inner
@@ -391,14 +387,12 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::ListTaskPushNotificationConfigsRequest,
     ) -> Result<pb::ListTaskPushNotificationConfigsResponse, A2aError> {
-        let scope = self.inner.admit(
+        let scope = self.inner.admit_push(
             cx,
             &req.tenant,
             Operation::ListTaskPushNotificationConfigs,
-            None,
+            &req.task_id,
         )?;
-        self.inner.require_push()?;
-        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         let limit = match req.page_size {
             0 => 100,
             n if (1..=100).contains(&n) => n as usize,
@@ -460,14 +454,12 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::DeleteTaskPushNotificationConfigRequest,
     ) -> Result<(), A2aError> {
-        let scope = self.inner.admit(
+        let scope = self.inner.admit_push(
             cx,
             &req.tenant,
             Operation::DeleteTaskPushNotificationConfig,
-            None,
+            &req.task_id,
         )?;
-        self.inner.require_push()?;
-        validate::id("taskId", &req.task_id, &self.inner.config.limits)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
         self.inner.record(&scope, &req.task_id).await?;
         self.inner
