@@ -225,9 +225,15 @@ const CRATE_MAP: [(&str, &[&str]); 17] = [
         "trident-http",
         &["trident-core", "trident-proto", "trident-engine"],
     ),
+    // `trident-http` for the request edge (`call_context`), which all three adapters share.
     (
         "trident-grpc",
-        &["trident-core", "trident-proto", "trident-v03"],
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-http",
+            "trident-v03",
+        ],
     ),
     (
         "trident-jsonrpc",
