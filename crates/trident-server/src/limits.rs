@@ -73,9 +73,11 @@ const SHARD_CAPACITY: usize = 4096;
 /// addresses or principals turn up.
 const OVERFLOW: &str = "anonymous";
 
-/// The per-caller limits ([`CallerLimits`]) and the state they keep per caller: the request
-/// rate the server's edge charges ([`charge`](Self::charge)), and, as the [`A2aService`] in
-/// front of the service, the number of open streams (see the [module docs](self)).
+/// The per-caller limits ([`CallerLimits`]) and the one table of what each caller holds:
+/// the request rate, which the server's edge layer charges once per request before decoding it
+/// ([`charge`](Self::charge)), and, as the [`A2aService`] in front of the service, the open
+/// streams: a streaming call takes a slot before it reaches the service (over the limit,
+/// nothing starts) and holds it until the stream ends. Calls are not charged the rate again.
 pub struct Limited {
     inner: Arc<dyn A2aService>,
     limits: CallerLimits,
@@ -245,7 +247,7 @@ impl Limited {
 
 /// A streaming call takes a stream slot first (when streams are limited) and holds it until
 /// the stream ends or its client leaves; every call goes on to the service whole. The rate is
-/// not charged here: the edge charged the request (see the [module docs](self)).
+/// not charged here: the edge charged the request (see the module docs).
 #[async_trait::async_trait]
 impl AroundCall for Limited {
     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
