@@ -225,9 +225,15 @@ const CRATE_MAP: [(&str, &[&str]); 17] = [
         "trident-http",
         &["trident-core", "trident-proto", "trident-engine"],
     ),
+    // `trident-http` for the request edge (`call_context`), which all three adapters share.
     (
         "trident-grpc",
-        &["trident-core", "trident-proto", "trident-v03"],
+        &[
+            "trident-core",
+            "trident-proto",
+            "trident-http",
+            "trident-v03",
+        ],
     ),
     (
         "trident-jsonrpc",
@@ -1406,19 +1412,13 @@ impl ModuleTree {
     }
 }
 
-/// Circles outside the engine that were there when the test came (issue 28), by crate (its
-/// root file) and the modules on the circle; each is to be cut, and then leaves this list (a
-/// circle listed here that is gone fails too, so the list only shrinks). Never the engine's.
-const KNOWN_CIRCLES: [(&str, &[&str]); 1] =
-    [("crates/trident-server/src/lib.rs", &["admission", "limits"])];
-
 /// Issue 28: no two modules of a crate import each other, directly or around a circle. Each
 /// crate's modules (files and inline `mod`s) form a graph: a module that names another by
 /// `use` or by a `crate::`/`super::`/`self::` path (re-exports followed to where the item is
 /// defined) depends on it, at the level of the children of their deepest common module
 /// (`engine::live` on `engine::push`; a module using its parent's items is no edge). Every
 /// circle (a strongly connected set of modules) fails, named with where each of its edges is
-/// written, unless it is one of [`KNOWN_CIRCLES`] (never the engine's).
+/// written.
 #[test]
 fn no_import_circle_inside_a_crate() {
     use std::collections::{BTreeMap, BTreeSet};
@@ -1438,7 +1438,6 @@ fn no_import_circle_inside_a_crate() {
     roots.push(root().join("src/main.rs"));
     roots.sort();
     let mut circles = Vec::new();
-    let mut known_seen = BTreeSet::new();
     let mut modules = 0;
     for crate_root in &roots {
         let name = crate_root
@@ -1482,17 +1481,6 @@ fn no_import_circle_inside_a_crate() {
         }
         for set in sets {
             let names: Vec<String> = set.iter().map(|m| m.join("::")).collect();
-            let known = KNOWN_CIRCLES.iter().any(|(krate, members)| {
-                *krate == name
-                    && members
-                        .iter()
-                        .map(|m| m.to_string())
-                        .eq(names.iter().cloned())
-            });
-            if known && !names.iter().any(|n| n.starts_with("engine")) {
-                known_seen.insert((name.clone(), names.clone()));
-                continue;
-            }
             let inside: Vec<String> = edges
                 .iter()
                 .filter(|((a, b), _)| set.contains(a) && set.contains(b))
@@ -1514,11 +1502,4 @@ fn no_import_circle_inside_a_crate() {
         "modules that import each other (around a circle):\n{}",
         circles.join("\n")
     );
-    for (krate, members) in KNOWN_CIRCLES {
-        let members: Vec<String> = members.iter().map(|m| m.to_string()).collect();
-        assert!(
-            known_seen.contains(&(krate.to_owned(), members.clone())),
-            "{krate}: the circle {members:?} is gone: take it off KNOWN_CIRCLES"
-        );
-    }
 }

@@ -53,6 +53,6 @@ impl Upstream {
 #[async_trait::async_trait]
 impl AroundCall for Upstream {
     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
-        req.call(&*self.inner, &Self::cx(cx)).await
+        self.inner.call(&Self::cx(cx), req).await
     }
 }

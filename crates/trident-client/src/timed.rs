@@ -28,9 +28,9 @@ impl AroundCall for Timed {
         let bounded_cx = cx.clone().with_timeout(self.timeout);
         if op.is_streaming() {
             // Opened within the timeout; the stream itself runs under `cx` alone.
-            bounded(&bounded_cx, op.name(), req.call(&*self.inner, cx)).await
+            bounded(&bounded_cx, op.name(), self.inner.call(cx, req)).await
         } else {
-            req.call(&*self.inner, &bounded_cx).await
+            self.inner.call(&bounded_cx, req).await
         }
     }
 }

@@ -163,14 +163,20 @@ pub struct CallContext {
     pub trace: Option<TraceContext>,
     /// The binding the call arrived on (set by server adapters; `None` in process).
     pub binding: Option<Binding>,
-    /// The caller's address as the server's socket saw it (set by server adapters when the
-    /// server records connection info, as `trident_server::serve` does; `None` in process).
-    /// Per-caller limits key anonymous callers by its IP.
+    /// The caller's address as the server's socket saw it (set by server adapters from the
+    /// request's [`Peer`] extension, which `trident_server::serve` records; `None` in
+    /// process). Per-caller limits key anonymous callers by its IP.
     pub peer: Option<std::net::SocketAddr>,
     /// The protocol generation the caller wrote the call in (set to [`Generation::V03`] by
     /// the v0.3 adapters; 1.0 otherwise).
     pub generation: Generation,
 }
+
+/// The client's address, as a request extension: the server records it on every request
+/// (the socket's peer, or the client a trusted proxy names), and the server adapters copy it
+/// into [`CallContext::peer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Peer(pub std::net::SocketAddr);
 
 /// A W3C trace context (<https://www.w3.org/TR/trace-context/>).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,7 +25,9 @@ pub use auth::{
     Access, AnyOf, ApiKeys, AuthRejection, Authenticator, Authorizer, BearerTokens, Credentials,
     DenyByDefault, HeaderList, StaticTokens,
 };
-pub use context::{Binding, CallContext, Generation, Principal, TraceContext, UnknownBinding};
+pub use context::{
+    Binding, CallContext, Generation, Peer, Principal, TraceContext, UnknownBinding,
+};
 pub use error::{
     A2aError, BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE, ErrorKind, FieldViolation,
     RETRY_AFTER_SECONDS, Wire, error_chain,

@@ -5,7 +5,9 @@
 //! - [`A2aRequest`] and [`A2aReply`], any call and any answer as one value, and
 //!   [`A2aRequest::call`], the exhaustive dispatch of a request to its [`A2aService`] method;
 //! - [`AroundCall`], a service written once against every call (tower's `Service::call`
-//!   shape): every `AroundCall` is an [`A2aService`], with the per-RPC methods generated here;
+//!   shape): every `AroundCall` is an [`A2aService`], with the per-RPC methods generated here
+//!   and [`A2aService::call`] going straight to [`AroundCall::call`], so a request decoded
+//!   into an `A2aRequest` stays one through every wrapper down to the service that reads it;
 //! - [`MAX_JSON_VALUES`] and [`MAX_JSON_DEPTH`], the bounds on one request's values and
 //!   nesting every binding applies (`trident-http`'s JSON dispatch, the gRPC pre-scan).
 //!
@@ -119,10 +121,13 @@ macro_rules! rpcs {
                 }
             }
 
-            /// Calls the method of `svc` this request is for.
-            pub async fn call(
+            /// Calls the per-RPC method of `svc` this request is for (what
+            /// [`A2aService::call`] does unless the service answers any call at once). A
+            /// wrapper forwarding a request calls `inner.call(cx, req)` instead, which keeps
+            /// it whole down to the service that reads it.
+            pub async fn call<S: A2aService + ?Sized>(
                 self,
-                svc: &dyn A2aService,
+                svc: &S,
                 cx: &CallContext,
             ) -> Result<A2aReply, A2aError> {
                 match self {
@@ -150,6 +155,9 @@ macro_rules! rpcs {
 
         #[async_trait::async_trait]
         impl<T: AroundCall> A2aService for T {
+            async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+                AroundCall::call(self, cx, req).await
+            }
             $(
                 async fn $method(
                     &self,
@@ -213,9 +221,9 @@ impl A2aRequest {
 /// An [`A2aService`] written once against every call, as tower's middleware is written once
 /// against `Service::call`: implement [`AroundCall::call`] and the type is an `A2aService`
 /// (one generated method per RPC packs the request into an [`A2aRequest`], calls this and
-/// unpacks the [`A2aReply`]). A wrapper does its part before and after
-/// `req.call(&*self.inner, cx)`; for a streaming call the stream it gets back can be wrapped
-/// with [`A2aReply::map_stream`].
+/// unpacks the [`A2aReply`]; [`A2aService::call`] calls this directly). A wrapper does its
+/// part before and after `self.inner.call(cx, req)`, which hands the request on whole; for a
+/// streaming call the stream it gets back can be wrapped with [`A2aReply::map_stream`].
 ///
 /// ```
 /// use std::sync::Arc;
@@ -231,7 +239,7 @@ impl A2aRequest {
 /// impl AroundCall for Counted {
 ///     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
 ///         self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-///         req.call(&*self.inner, cx).await
+///         self.inner.call(cx, req).await
 ///     }
 /// }
 /// ```

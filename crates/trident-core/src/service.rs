@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::stream::BoxStream;
 use trident_proto as pb;
 
-use crate::{A2aError, CallContext};
+use crate::{A2aError, A2aReply, A2aRequest, CallContext};
 
 /// One event of a stream, with its per-task sequence number when it comes from a task's event
 /// log (bindings send it as the SSE `id:`; a direct-reply message has none).
@@ -29,8 +29,17 @@ pub type EventStream = BoxStream<'static, Result<StreamEvent, A2aError>>;
 ///
 /// Adding an RPC to the proto means adding a method here, which fails to compile in the engine,
 /// every binding and every client until handled.
+///
+/// A call decoded into an [`A2aRequest`] enters through [`call`](Self::call): by default it
+/// dispatches to the per-RPC method ([`A2aRequest::call`]); a service written against every
+/// call ([`AroundCall`](crate::AroundCall): the wrappers) answers it whole, so a request is
+/// packed once, where it is decoded, and unpacked once, by the service that reads it.
 #[async_trait::async_trait]
 pub trait A2aService: Send + Sync + 'static {
+    /// Any call, as one [`A2aRequest`]; the answer is the [`A2aReply`] of its operation.
+    async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+        req.call(self, cx).await
+    }
     /// `SendMessage`.
     async fn send_message(
         &self,

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use axum::response::IntoResponse;
 use futures::{FutureExt, StreamExt, stream::BoxStream};
-use tonic::metadata::MetadataMap;
 use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 use tonic_health::ServingStatus;
@@ -159,30 +158,15 @@ where
     router.route_service(&format!("/{}/{{*rest}}", S::NAME), svc)
 }
 
-/// The call context of a request: service parameters from the metadata (the deadline from
-/// `grpc-timeout` among them). A `last-event-id` or deadline it cannot read is refused
-/// ([`CallContext::try_from_service_params`]).
-fn context(md: &MetadataMap) -> Result<CallContext, Status> {
-    let mut cx = CallContext::try_from_service_param_pairs(
-        md.as_ref().iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-    )
-    .map_err(|e| status(&e))?;
-    cx.binding = Some(trident_core::Binding::Grpc);
-    Ok(cx)
-}
-
-/// Splits a request into its call context and message. The principal is the one the server's
-/// authentication layer put into the request extensions.
-fn split<T>(req: Request<T>) -> Result<(CallContext, T), Status> {
-    let mut cx = context(req.metadata())?;
-    if let Some(p) = req.extensions().get::<trident_core::Principal>() {
-        cx.principal = p.clone();
-    }
-    cx.peer = req
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0);
-    Ok((cx, req.into_inner()))
+/// Splits a request into its call context ([`trident_http::call_context`]: service
+/// parameters from the metadata, the deadline from `grpc-timeout` among them; the principal
+/// and the client's address from the extensions) and its message.
+pub(crate) fn split<T>(req: Request<T>) -> Result<(CallContext, T), Status> {
+    let (metadata, extensions, message) = req.into_parts();
+    let cx =
+        trident_http::call_context(metadata.as_ref(), &extensions, trident_core::Binding::Grpc)
+            .map_err(|e| status(&e))?;
+    Ok((cx, message))
 }
 
 fn unary<T>(r: Result<T, A2aError>) -> Result<Response<T>, Status> {

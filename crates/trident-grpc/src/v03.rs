@@ -44,21 +44,9 @@ impl V03Server {
 /// The call context of a v0.3 request, admitted as v0.3 (see
 /// [`trident_v03::version::admit_v03`]), and its message.
 fn split<T>(req: Request<T>, what: &str) -> Result<(CallContext, T), Status> {
-    let md = req.metadata();
-    let mut cx = CallContext::try_from_service_param_pairs(
-        md.as_ref().iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-    )
-    .map_err(|e| status(&e))?;
-    cx.binding = Some(trident_core::Binding::Grpc);
-    if let Some(p) = req.extensions().get::<trident_core::Principal>() {
-        cx.principal = p.clone();
-    }
-    cx.peer = req
-        .extensions()
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0);
+    let (mut cx, message) = crate::server::split(req)?;
     trident_v03::version::admit_v03(&mut cx, what).map_err(|e| status(&e))?;
-    Ok((cx, req.into_inner()))
+    Ok((cx, message))
 }
 
 fn unary<T: ToV03>(r: Result<T, A2aError>) -> Result<Response<T::Out>, Status> {

@@ -153,7 +153,7 @@ pub async fn dispatch_json(
 ) -> Result<JsonReply, A2aError> {
     let mut req = request_from_json(op, body, limits)?;
     bind_path(&mut req, vars);
-    reply_into_json(req.call(svc, cx).await?)
+    reply_into_json(svc.call(cx, req).await?)
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! - [`dispatch_json`] (module [`json`]): the ProtoJSON request of any operation → one
 //!   [`A2aService`](trident_core::A2aService) call → ProtoJSON or events. The JSON-RPC and
 //!   HTTP+JSON adapters both answer through it.
+//! - [`call_context`] (module [`edge`]): a request's `http` head → its `CallContext`, the
+//!   one reading every server adapter does (gRPC's too: tonic's metadata is an `http` head).
 //! - [`is_json_media_type`] and [`not_json`]: which request bodies the JSON bindings accept.
 //! - [`sse_events`] / [`SseDecoder`] and [`read_body`]: how the HTTP clients read a response,
 //!   each bounded ([`DEFAULT_MAX_RESPONSE_BYTES`]). They take any stream of byte chunks.
@@ -15,10 +17,13 @@
 //!   crate, depend on no engine; the server and the facade switch it on.
 //!
 //! No server framework: the adapters (axum) and clients (reqwest) stay in the binding crates
-//! (the SSE writer is a stream of byte chunks, which the adapters make their response body).
+//! (the SSE writer is a stream of byte chunks, which the adapters make their response body;
+//! the edge reads the `http` crate's head types, which axum and tonic share).
 
 mod body;
+#[cfg(feature = "client")]
 mod client;
+pub mod edge;
 pub mod json;
 mod media;
 mod sse;
@@ -29,6 +34,7 @@ mod webhooks;
 pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 #[cfg(feature = "client")]
 pub use client::{HttpClient, transport_error};
+pub use edge::call_context;
 pub use json::{JsonReply, PathVars, dispatch_json, parse_request, to_json};
 pub use media::{is_json_media_type, not_json};
 pub use sse::{SseDecoder, SseEvent, sse_events};

@@ -181,25 +181,13 @@ pub(crate) fn parse_call(
     Ok((id, method, params))
 }
 
-/// The call context of a request: its service parameters (headers), the principal the
-/// authentication layer found and the client's address. A `Last-Event-ID` or deadline it
-/// cannot read is refused ([`CallContext::try_from_service_params`]).
+/// The call context of a request ([`trident_http::call_context`]).
 fn call_context(parts: &axum::http::request::Parts) -> Result<CallContext, A2aError> {
-    let mut cx = CallContext::try_from_service_param_pairs(
-        parts
-            .headers
-            .iter()
-            .map(|(n, v)| (n.as_str(), v.as_bytes())),
-    )?;
-    cx.binding = Some(trident_core::Binding::JsonRpc);
-    if let Some(p) = parts.extensions.get::<trident_core::Principal>() {
-        cx.principal = p.clone();
-    }
-    cx.peer = parts
-        .extensions
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0);
-    Ok(cx)
+    trident_http::call_context(
+        &parts.headers,
+        &parts.extensions,
+        trident_core::Binding::JsonRpc,
+    )
 }
 
 async fn handle(State(st): State<AppState>, request: axum::extract::Request) -> Response {

@@ -101,25 +101,14 @@ pub fn refusal_response(status: StatusCode, e: &A2aError) -> Response {
     .into_response()
 }
 
-/// The call context of a request: its service parameters (headers, then `query` for the
-/// version), the principal the authentication layer found and the client's address. A
-/// `Last-Event-ID` or deadline it cannot read is refused
-/// ([`CallContext::try_from_service_params`]).
+/// The call context of a request ([`trident_http::call_context`]), with the version read from
+/// `query` too when no header sends it.
 fn call_context(
     headers: &HeaderMap,
     extensions: &axum::http::Extensions,
     query: &[(String, String)],
 ) -> Result<CallContext, A2aError> {
-    let mut cx = CallContext::try_from_service_param_pairs(
-        headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
-    )?;
-    cx.binding = Some(trident_core::Binding::Rest);
-    if let Some(p) = extensions.get::<trident_core::Principal>() {
-        cx.principal = p.clone();
-    }
-    cx.peer = extensions
-        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-        .map(|c| c.0);
+    let mut cx = trident_http::call_context(headers, extensions, trident_core::Binding::Rest)?;
     if cx.version.is_none() {
         // The spec allows the version as a query parameter too.
         cx.version = query

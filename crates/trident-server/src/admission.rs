@@ -1,97 +1,127 @@
-//! The per-caller request rate, charged at the HTTP layer (issue 12: parse errors bypassed
-//! the rate limiter). [`Limited`] charges a token when a call reaches the service, but a
-//! request that never becomes a call — bad JSON on JSON-RPC, a body that is not a message on
-//! HTTP+JSON, a garbage protobuf on gRPC, an unknown route — was answered for free, so a
-//! flood of malformed requests was never slowed down. This layer sits inside the
-//! authentication layer and charges **every** request, by the same key `Limited` uses (the
-//! principal when authenticated, else the client's address as [`crate::proxy`] found it),
-//! before anything decodes the body. Over the rate, it answers `ResourceExhausted` in the
-//! binding's own format (HTTP 429 with `Retry-After`, JSON-RPC -31429 with
-//! `retryAfterSeconds`, gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`).
+//! The server's edge layer: the one place a request is admitted, before any binding reads
+//! it. It authenticates the request (when an authenticator is configured), putting the
+//! [`Principal`] into its extensions (the adapters copy it into the `CallContext`, with
+//! `trident_http::call_context`), and charges it to its caller's rate ([`Limited::charge`]):
+//! the principal when authenticated, else the client's address as [`crate::proxy`] found it
+//! (a request refused for bad or missing credentials is charged by its address). Each
+//! request is charged exactly once, here, before anything decodes its body, so a request that
+//! never becomes a call — bad JSON on JSON-RPC, a body that is not a message on HTTP+JSON, a
+//! garbage protobuf on gRPC, an unknown route — is slowed down like any other (issue 12), and
+//! calls are not charged again. What it refuses it answers in the binding's own format
+//! ([`Wire`]): `ResourceExhausted` is HTTP 429 with `Retry-After`, JSON-RPC -31429 with
+//! `retryAfterSeconds`, gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`; a credential refusal
+//! carries `WWW-Authenticate` on HTTP. The stream limit is taken later, by the decoded call
+//! (see [`crate::limits`]).
 //!
-//! A request is charged once: the token taken here is a *credit* (a task-local holding the
-//! caller's key) that pays for the first service call the request makes, so `Limited` does
-//! not charge that call again. A call for another caller, or a second call of the same
-//! request, finds no credit and is charged as before, so nothing is ever free. Requests the
-//! authentication layer refuses are charged there and never reach this layer.
-//!
-//! Not charged: the agent card and the JWKS, the two documents the authentication layer
-//! serves to anyone. They are static bytes served from memory (a conditional fetch is a
-//! 304), cached by clients for `max-age`, and the first thing every client fetches; charging
-//! them would make a client's discovery spend its call budget and hand a flooding neighbour
-//! on a shared address a way to stop others discovering the agent at all. Nor the gRPC health
-//! service (`grpc.health.v1.Health`): a load balancer's probes must not fail because the
-//! prober's address is over its rate, which would take a healthy replica out of rotation.
-//! Connection limits and timeouts bound all of them like any other traffic.
+//! Neither authenticated nor charged: the agent card and the JWKS, the two documents served
+//! to anyone. They are static bytes served from memory (a conditional fetch is a 304), cached
+//! by clients for `max-age`, and the first thing every client fetches; charging them would
+//! make a client's discovery spend its call budget and hand a flooding neighbour on a shared
+//! address a way to stop others discovering the agent at all. Not charged when admitted: the
+//! gRPC health service (`grpc.health.v1.Health`): a load balancer's probes must not fail
+//! because the prober's address is over its rate, which would take a healthy replica out of
+//! rotation. Connection limits and timeouts bound all of them like any other traffic.
 
-use std::cell::Cell;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, State};
-use axum::http::header;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
-use trident_core::{A2aError, Principal};
+use trident_core::{A2aError, AuthRejection, Authenticator, Peer, Principal};
 
 use crate::{CARD_PATH, JSONRPC_PATH, JWKS_PATH, Limited};
 
 /// The paths of the gRPC health service.
 const HEALTH_PREFIX: &str = "/grpc.health.v1.Health/";
 
-tokio::task_local! {
-    /// The key of the caller whose request the HTTP layer charged and that has not yet been
-    /// spent on a call.
-    static CREDIT: Cell<Option<Arc<str>>>;
-}
-
-/// Spends the request's credit if it was charged at the HTTP layer for the caller `key`:
-/// `true` when it was (the call is paid for), `false` when the call must be charged.
-pub(crate) fn spend_credit(key: &str) -> bool {
-    CREDIT
-        .try_with(|credit| match credit.take() {
-            Some(charged) if &*charged == key => true,
-            other => {
-                credit.set(other);
-                false
-            }
-        })
-        .unwrap_or(false)
-}
-
-/// What the charging layer needs.
+/// What the edge layer needs.
 #[derive(Clone)]
-pub(crate) struct Admission {
-    pub(crate) limits: Arc<Limited>,
+pub(crate) struct Gate {
+    /// Who may call; `None`: everyone, as the anonymous principal.
+    pub(crate) authenticator: Option<Arc<dyn Authenticator>>,
+    /// With an authenticator: let requests without credentials through as anonymous.
+    pub(crate) allow_anonymous: bool,
+    /// The caller limits, when they charge requests (a rate is set).
+    pub(crate) limits: Option<Arc<Limited>>,
     /// Largest JSON-RPC body read to echo the request id in a refusal.
     pub(crate) jsonrpc_max_body: usize,
 }
 
-/// Charges one request to its caller (see the [module docs](self)).
-pub(crate) async fn charge(
-    State(admission): State<Admission>,
-    request: axum::extract::Request,
+/// Request headers as [`trident_core::Credentials`].
+struct HeaderCredentials<'a>(&'a HeaderMap);
+
+impl trident_core::Credentials for HeaderCredentials<'_> {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.0.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Admits one request: authenticates it, charges it to its caller, and refuses — in the
+/// binding's own format — what it cannot authenticate or what is over its caller's rate (see
+/// the [module docs](self)). Once an authenticator is configured, only the public card and
+/// JWKS are reachable without credentials, unless anonymous callers are allowed; credentials
+/// that are sent but invalid are refused even then.
+pub(crate) async fn admit(
+    State(gate): State<Gate>,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let path = request.uri().path();
-    if matches!(path, CARD_PATH | JWKS_PATH) || path.starts_with(HEALTH_PREFIX) {
+    if matches!(path, CARD_PATH | JWKS_PATH) {
         return next.run(request).await;
     }
-    let principal = request
-        .extensions()
-        .get::<Principal>()
-        .cloned()
-        .unwrap_or_default();
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0);
-    match admission.limits.charge(principal, peer) {
-        Ok(key) => CREDIT.scope(Cell::new(Some(key)), next.run(request)).await,
-        Err(limited) => {
+    let health = path.starts_with(HEALTH_PREFIX);
+    let rejection = match &gate.authenticator {
+        None => None,
+        Some(auth) => match auth
+            .authenticate(&HeaderCredentials(request.headers()))
+            .await
+        {
+            Ok(Some(principal)) => {
+                request.extensions_mut().insert::<Principal>(principal);
+                None
+            }
+            Ok(None) if gate.allow_anonymous => None,
+            Ok(None) => Some(AuthRejection::Missing),
+            Err(rejection) => Some(rejection),
+        },
+    };
+    if let Some(rejection) = &rejection {
+        tracing::debug!(path = %request.uri().path(), %rejection, "request refused");
+    }
+    if let Some(limits) = &gate.limits
+        && (rejection.is_some() || !health)
+    {
+        let anonymous = Principal::anonymous();
+        let principal = match rejection {
+            // Refused: its credentials name nobody, so it is charged by its address.
+            Some(_) => &anonymous,
+            None => request
+                .extensions()
+                .get::<Principal>()
+                .unwrap_or(&anonymous),
+        };
+        let peer = request.extensions().get::<Peer>().map(|p| p.0);
+        if let Err(limited) = limits.charge(principal, peer) {
             tracing::debug!(path = %request.uri().path(), ?peer, "request over the caller's rate");
-            refusal(request, &limited, admission.jsonrpc_max_body).await
+            return refusal(request, &limited, gate.jsonrpc_max_body).await;
         }
     }
+    let Some(rejection) = rejection else {
+        return next.run(request).await;
+    };
+    // gRPC answers carry no challenge (a status is all a gRPC client reads).
+    let challenges = match &gate.authenticator {
+        Some(auth) if !is_grpc(request.headers()) => auth.challenges(&rejection),
+        _ => Vec::new(),
+    };
+    let mut response = refusal(request, &rejection.to_error(), gate.jsonrpc_max_body).await;
+    for challenge in challenges {
+        if let Ok(v) = HeaderValue::try_from(challenge) {
+            response.headers_mut().append(header::WWW_AUTHENTICATE, v);
+        }
+    }
+    response
 }
 
 /// Whether a request is a gRPC call (`application/grpc`, `+proto` and friends).

@@ -244,7 +244,8 @@ impl Throttle {
 
 /// Serves `app` on `listener` within `limits` until `shutdown` completes; then stops
 /// accepting, lets open requests finish for up to `drain`, closes what is left and returns.
-/// Every request carries [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo) (the peer) and
+/// Every request carries its peer, as [`trident_core::Peer`] (what the adapters read) and as
+/// [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo), and
 /// every accepted socket has `TCP_NODELAY`. The connections are tasks of this future:
 /// dropping it closes them all.
 pub async fn serve_with(
@@ -265,8 +266,8 @@ pub async fn serve_with(
     .await
 }
 
-/// [`serve_with`] behind the proxies of `proxies`: the peer in each request's
-/// [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo) is the client they name (the
+/// [`serve_with`] behind the proxies of `proxies`: each request's peer ([`trident_core::Peer`]
+/// and [`ConnectInfo<SocketAddr>`](axum::extract::ConnectInfo)) is the client they name (the
 /// PROXY protocol header, then a forwarding header; see [`crate::proxy`]), and with the PROXY
 /// protocol on, connections from addresses that are not trusted proxies are refused.
 pub async fn serve_with_proxies(
@@ -775,6 +776,9 @@ fn handle(
     let grpc = wire == Wire::Grpc;
     let (mut parts, body) = request.into_parts();
     let peer = proxies.client(&parts.headers, peer);
+    // The peer as the adapters read it (`trident_http::call_context`), and as axum's
+    // extractor does for handlers added to the router.
+    parts.extensions.insert(trident_core::Peer(peer));
     parts.extensions.insert(ConnectInfo(peer));
     let timed_out = Arc::new(AtomicBool::new(false));
     // The budget's verdict on the body, allocated only for a body the budget sees: the

@@ -22,7 +22,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION, Principal};
+use trident_core::{A2aService, Authenticator, PROTOCOL_VERSION};
 use trident_proto as pb;
 
 mod admission;
@@ -101,11 +101,12 @@ pub struct ServerOptions {
     /// the card's signatures and signed push notifications.
     pub jwks: Option<String>,
     /// The per-caller limits of the service (the same [`Limited`] that wraps it). Every
-    /// request is charged to its caller at the HTTP layer, before it is decoded, so
-    /// malformed requests count like any other, and the call it makes is not charged again;
-    /// requests the authentication layer refuses are charged by the caller's address. Not
-    /// charged: the agent card, the JWKS and the gRPC health service. Over its rate a caller gets `ResourceExhausted`
-    /// in the binding's format (429 with `Retry-After`, -31429, `RESOURCE_EXHAUSTED`).
+    /// request is charged to its caller once, by the server's edge layer, before it is
+    /// decoded, so malformed requests count like any other and the call it makes is not
+    /// charged again; requests refused for their credentials are charged by the caller's
+    /// address. Not charged: the agent card, the JWKS and the gRPC health service. Over its
+    /// rate a caller gets `ResourceExhausted` in the binding's format (429 with `Retry-After`,
+    /// -31429, `RESOURCE_EXHAUSTED`).
     pub caller_limits: Option<Arc<Limited>>,
     /// The protocol generations served (`--protocols`): with 0.3 on (the default), the v0.3
     /// methods, routes and gRPC service answer beside 1.0 on every binding, and a card request
@@ -180,79 +181,6 @@ impl std::fmt::Debug for ServerOptions {
             .field("protocols", &self.protocols)
             .finish()
     }
-}
-
-/// What the authentication layer needs.
-#[derive(Clone)]
-struct Gate {
-    authenticator: Arc<dyn Authenticator>,
-    allow_anonymous: bool,
-    caller_limits: Option<Arc<Limited>>,
-    /// Largest JSON-RPC body read to echo the request id in a refusal.
-    jsonrpc_max_body: usize,
-}
-
-/// Request headers as [`trident_core::Credentials`].
-struct HeaderCredentials<'a>(&'a HeaderMap);
-
-impl trident_core::Credentials for HeaderCredentials<'_> {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.0.get(name).and_then(|v| v.to_str().ok())
-    }
-}
-
-/// The layer all bindings share: authenticates the request, puts the [`Principal`] into its
-/// extensions (each binding copies it into its `CallContext`), and refuses — in the binding's
-/// own error format, with `WWW-Authenticate` on HTTP — what it cannot authenticate. Only the
-/// public agent card is reachable without credentials, unless anonymous callers are allowed.
-/// Credentials that are sent but invalid are refused even then.
-async fn authenticate(
-    State(gate): State<Gate>,
-    mut request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    if matches!(request.uri().path(), CARD_PATH | JWKS_PATH) {
-        return next.run(request).await;
-    }
-    let outcome = gate
-        .authenticator
-        .authenticate(&HeaderCredentials(request.headers()))
-        .await;
-    let rejection = match outcome {
-        Ok(Some(principal)) => {
-            request.extensions_mut().insert::<Principal>(principal);
-            return next.run(request).await;
-        }
-        Ok(None) if gate.allow_anonymous => return next.run(request).await,
-        Ok(None) => trident_core::AuthRejection::Missing,
-        Err(rejection) => rejection,
-    };
-    tracing::debug!(path = %request.uri().path(), %rejection, "request refused");
-    let peer = request
-        .extensions()
-        .get::<axum::extract::ConnectInfo<SocketAddr>>()
-        .map(|c| c.0);
-    let (error, challenge) = match gate
-        .caller_limits
-        .as_ref()
-        .map(|l| l.charge(Principal::anonymous(), peer))
-    {
-        Some(Err(limited)) => (limited, false),
-        _ => (rejection.to_error(), true),
-    };
-    // gRPC answers carry no challenge (as before: a status is all a gRPC client reads).
-    let challenges = if challenge && !admission::is_grpc(request.headers()) {
-        gate.authenticator.challenges(&rejection)
-    } else {
-        Vec::new()
-    };
-    let mut response = admission::refusal(request, &error, gate.jsonrpc_max_body).await;
-    for challenge in challenges {
-        if let Ok(v) = HeaderValue::try_from(challenge) {
-            response.headers_mut().append(header::WWW_AUTHENTICATE, v);
-        }
-    }
-    response
 }
 
 /// The URLs of the three interfaces of a server reachable at `addr` (or at `public`, an
@@ -624,32 +552,23 @@ pub fn app(
             echo_extensions,
         ));
     }
-    if let Some(limits) = options
+    // One edge layer admits every request (authentication, the caller's rate) before any
+    // binding reads it; none when there is nothing to admit.
+    let limits = options
         .caller_limits
-        .as_ref()
-        .filter(|l| l.charges_requests())
-    {
-        // Inside the authentication layer: it sees the principal.
+        .clone()
+        .filter(|l| l.charges_requests());
+    if options.authenticator.is_some() || limits.is_some() {
         router = router.layer(axum::middleware::from_fn_with_state(
-            admission::Admission {
-                limits: limits.clone(),
+            admission::Gate {
+                authenticator: options.authenticator.clone(),
+                allow_anonymous: options.allow_anonymous,
+                limits,
                 jsonrpc_max_body: options.jsonrpc.max_body,
             },
-            admission::charge,
+            admission::admit,
         ));
     }
-    let router = match &options.authenticator {
-        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
-            Gate {
-                authenticator: auth.clone(),
-                allow_anonymous: options.allow_anonymous,
-                caller_limits: options.caller_limits.clone(),
-                jsonrpc_max_body: options.jsonrpc.max_body,
-            },
-            authenticate,
-        )),
-        None => router,
-    };
     // Outermost: an ambiguous request head (Host, Transfer-Encoding, a repeated credential) is
     // refused before anything reads it.
     let rules = hygiene::Rules::new(

@@ -5,9 +5,23 @@
 //! binding; other callers are unaffected. Request body size is limited per binding
 //! (`RestOptions::max_body` and friends).
 //!
-//! Served by [`crate::app`] with [`crate::ServerOptions::caller_limits`], each request is
-//! charged once at the HTTP layer, before it is decoded (see [`crate::admission`]), and the
-//! call it makes is not charged again here; a call from anywhere else is charged here.
+//! One component, [`Limited`], owns the per-caller state (tokens and open streams, in one
+//! bounded table), and each limit is taken in the one place that can take it:
+//!
+//! - **the rate, per request, at the edge.** The server's edge layer ([`crate::admission`])
+//!   calls [`Limited::charge`] once for every request, before anything decodes it, so a
+//!   request that never becomes a call (bad JSON, a garbage protobuf, an unknown route, bad
+//!   credentials) costs like any other. Calls are not charged again: a request is charged
+//!   exactly once, whatever it turns into, and nothing needs to tell the call it was paid for.
+//! - **the streams, per call, in front of the service.** Only the decoded call knows it
+//!   streams (a JSON-RPC method is in the body), so `Limited` wraps the service as an
+//!   [`AroundCall`] that takes a stream slot before the call reaches the service — a stream
+//!   over the limit is refused before anything starts — and holds it until the stream ends
+//!   or its client leaves. Other calls pass straight through.
+//!
+//! Served by [`crate::app`], the same `Limited` wraps the service and is
+//! [`crate::ServerOptions::caller_limits`]; a `Limited` only wrapping a service limits streams,
+//! not the rate.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
@@ -59,7 +73,11 @@ const SHARD_CAPACITY: usize = 4096;
 /// addresses or principals turn up.
 const OVERFLOW: &str = "anonymous";
 
-/// An [`A2aService`] that enforces [`CallerLimits`].
+/// The per-caller limits ([`CallerLimits`]) and the one table of what each caller holds:
+/// the request rate, which the server's edge layer charges once per request before decoding it
+/// ([`charge`](Self::charge)), and, as the [`A2aService`] in front of the service, the open
+/// streams: a streaming call takes a slot before it reaches the service (over the limit,
+/// nothing starts) and holds it until the stream ends. Calls are not charged the rate again.
 pub struct Limited {
     inner: Arc<dyn A2aService>,
     limits: CallerLimits,
@@ -99,7 +117,8 @@ fn shard_of(key: &str) -> usize {
 }
 
 impl Limited {
-    /// Enforces `limits` in front of `inner`.
+    /// The limits `limits`, its stream limit in front of `inner`. Serve it as
+    /// [`crate::ServerOptions::caller_limits`] too, so that the edge charges the rate.
     pub fn new(inner: Arc<dyn A2aService>, limits: CallerLimits) -> Self {
         Self {
             inner,
@@ -112,7 +131,12 @@ impl Limited {
     /// /64 (one host usually has a whole /64), so one noisy client cannot spend everybody's
     /// budget; one shared key when the server recorded no address.
     fn key(cx: &CallContext) -> Arc<str> {
-        match (cx.principal.id(), cx.peer) {
+        Self::key_of(&cx.principal, cx.peer)
+    }
+
+    /// The key of the caller `principal` at `peer` ([`key`](Self::key)).
+    fn key_of(principal: &Principal, peer: Option<std::net::SocketAddr>) -> Arc<str> {
+        match (principal.id(), peer) {
             (Some(id), _) => format!("principal {id}").into(),
             (None, Some(peer)) => match peer.ip().to_canonical() {
                 IpAddr::V4(v4) => format!("address {v4}").into(),
@@ -125,17 +149,17 @@ impl Limited {
         }
     }
 
-    /// Takes a token for one request (and a stream slot for a stream).
-    fn admit(&self, cx: &CallContext, stream: bool) -> Result<Option<Slot>, A2aError> {
-        let mut key = Self::key(cx);
-        // Already charged for this request at the HTTP layer (`crate::admission`).
-        let prepaid = crate::admission::spend_credit(&key);
+    /// Runs `f` on the entry of the caller `key` (created full), under its shard's lock. A
+    /// full shard first forgets callers with nothing open whose bucket has refilled; if it is
+    /// still full, a new caller shares the [`OVERFLOW`] entry. `f` gets the key the entry is
+    /// under.
+    fn with_caller<R>(&self, key: Arc<str>, f: impl FnOnce(&mut Caller, Arc<str>) -> R) -> R {
+        let mut key = key;
         let now = Instant::now();
+        let burst = f64::from(self.limits.burst.max(1));
         let mut shard = lock(&self.callers[shard_of(&key)]);
         if shard.len() >= SHARD_CAPACITY && !shard.contains_key(&key) {
-            // Forget callers with nothing open whose bucket has refilled.
             let rate = self.limits.rate;
-            let burst = f64::from(self.limits.burst.max(1));
             shard.retain(|_, c| {
                 c.streams > 0
                     || c.tokens + now.duration_since(c.refilled).as_secs_f64() * rate < burst
@@ -146,47 +170,12 @@ impl Limited {
                 shard = lock(&self.callers[shard_of(&key)]);
             }
         }
-        let burst = f64::from(self.limits.burst.max(1));
         let caller = shard.entry(key.clone()).or_insert(Caller {
             tokens: burst,
             refilled: now,
             streams: 0,
         });
-        if self.limits.rate > 0.0 && !prepaid {
-            let elapsed = now.duration_since(caller.refilled).as_secs_f64();
-            caller.tokens = (caller.tokens + elapsed * self.limits.rate).min(burst);
-            caller.refilled = now;
-            if caller.tokens < 1.0 {
-                let wait = (1.0 - caller.tokens) / self.limits.rate;
-                return Err(A2aError::new(
-                    ErrorKind::ResourceExhausted,
-                    format!(
-                        "request rate limit of {} per second exceeded; retry in {wait:.1} s",
-                        self.limits.rate
-                    ),
-                )
-                .with_retry_after(wait.ceil().max(1.0) as u64));
-            }
-            caller.tokens -= 1.0;
-        }
-        if !stream {
-            return Ok(None);
-        }
-        if self.limits.max_streams > 0 && caller.streams >= self.limits.max_streams {
-            return Err(A2aError::new(
-                ErrorKind::ResourceExhausted,
-                format!(
-                    "at most {} streams may be open at once per caller",
-                    self.limits.max_streams
-                ),
-            )
-            .with_retry_after(1));
-        }
-        caller.streams += 1;
-        Ok(Some(Slot {
-            callers: self.callers.clone(),
-            key,
-        }))
+        f(caller, key)
     }
 
     /// Whether requests are charged at all (a rate is set).
@@ -194,41 +183,79 @@ impl Limited {
         self.limits.rate > 0.0
     }
 
-    /// Charges one request to the caller `principal` at `peer` before the request reaches
-    /// the service (the server's HTTP layer, and requests refused for bad or missing
-    /// credentials): `ResourceExhausted` once the caller is over its rate, so requests that
-    /// never become a call are limited like any other. Returns the caller's key.
+    /// Charges one request to the caller `principal` at `peer`: `ResourceExhausted` (saying
+    /// when to retry) once the caller is over its rate. The server's edge layer calls this
+    /// once for every request it does not exempt, before the request is decoded.
     pub fn charge(
         &self,
-        principal: Principal,
+        principal: &Principal,
         peer: Option<std::net::SocketAddr>,
-    ) -> Result<Arc<str>, A2aError> {
-        let mut cx = CallContext::new().with_principal(principal);
-        cx.peer = peer;
-        self.admit(&cx, false)?;
-        Ok(Self::key(&cx))
+    ) -> Result<(), A2aError> {
+        let rate = self.limits.rate;
+        if rate <= 0.0 {
+            return Ok(());
+        }
+        let burst = f64::from(self.limits.burst.max(1));
+        self.with_caller(Self::key_of(principal, peer), |caller, _| {
+            let now = Instant::now();
+            let elapsed = now.duration_since(caller.refilled).as_secs_f64();
+            caller.tokens = (caller.tokens + elapsed * rate).min(burst);
+            caller.refilled = now;
+            if caller.tokens < 1.0 {
+                let wait = (1.0 - caller.tokens) / rate;
+                return Err(A2aError::new(
+                    ErrorKind::ResourceExhausted,
+                    format!(
+                        "request rate limit of {rate} per second exceeded; retry in {wait:.1} s"
+                    ),
+                )
+                .with_retry_after(wait.ceil().max(1.0) as u64));
+            }
+            caller.tokens -= 1.0;
+            Ok(())
+        })
     }
 
-    fn hold(stream: EventStream, slot: Option<Slot>) -> EventStream {
-        match slot {
-            None => stream,
-            Some(slot) => stream
-                .map(move |item| {
-                    let _keep = &slot;
-                    item
-                })
-                .boxed(),
-        }
+    /// Takes one of the caller's stream slots, released when the [`Slot`] is dropped.
+    fn open_stream(&self, cx: &CallContext) -> Result<Slot, A2aError> {
+        let max = self.limits.max_streams;
+        self.with_caller(Self::key(cx), |caller, key| {
+            if caller.streams >= max {
+                return Err(A2aError::new(
+                    ErrorKind::ResourceExhausted,
+                    format!("at most {max} streams may be open at once per caller"),
+                )
+                .with_retry_after(1));
+            }
+            caller.streams += 1;
+            Ok(Slot {
+                callers: self.callers.clone(),
+                key,
+            })
+        })
+    }
+
+    fn hold(stream: EventStream, slot: Slot) -> EventStream {
+        stream
+            .map(move |item| {
+                let _keep = &slot;
+                item
+            })
+            .boxed()
     }
 }
 
-/// Every call is admitted first (a token, and a stream slot for a streaming call); a stream
-/// holds its slot until it ends or its client leaves.
+/// A streaming call takes a stream slot first (when streams are limited) and holds it until
+/// the stream ends or its client leaves; every call goes on to the service whole. The rate is
+/// not charged here: the edge charged the request (see the module docs).
 #[async_trait::async_trait]
 impl AroundCall for Limited {
     async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
-        let slot = self.admit(cx, req.operation().is_streaming())?;
-        let reply = req.call(&*self.inner, cx).await?;
+        if self.limits.max_streams == 0 || !req.operation().is_streaming() {
+            return self.inner.call(cx, req).await;
+        }
+        let slot = self.open_stream(cx)?;
+        let reply = self.inner.call(cx, req).await?;
         Ok(reply.map_stream(|stream| Self::hold(stream, slot)))
     }
 }

@@ -332,7 +332,7 @@ impl AroundCall for Observed {
         let op = req.operation();
         let span = span(cx, &req);
         let start = Instant::now();
-        let result = req.call(&*self.inner, cx).instrument(span.clone()).await;
+        let result = self.inner.call(cx, req).instrument(span.clone()).await;
         self.metrics.record(
             cx.binding,
             op,

@@ -22,8 +22,8 @@
 //!   header is read, because a proxy that writes one passes the other through from the client
 //!   untouched.
 //!
-//! The result replaces the peer in the request's `ConnectInfo<SocketAddr>`, which every
-//! adapter copies into `CallContext::peer` (the key of anonymous callers in `Limited`).
+//! The result is the request's peer (`trident_core::Peer`, and axum's `ConnectInfo`), which
+//! every adapter copies into `CallContext::peer` (the key of anonymous callers in `Limited`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;

@@ -25,7 +25,7 @@ pub async fn call(
         A2aRequest::ListTaskPushNotificationConfigs(req) => list_push_configs(svc, cx, req)
             .await
             .map(A2aReply::ListTaskPushNotificationConfigs),
-        other => other.call(svc, cx).await,
+        other => svc.call(cx, other).await,
     }
 }
 

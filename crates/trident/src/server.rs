@@ -913,8 +913,8 @@ impl ServerBuilder {
             trident_security::sign_card(&mut card, key);
         }
 
-        // The service behind the per-caller limits, observed; the server charges the limits
-        // for every request at the HTTP layer too (malformed and refused ones included), once.
+        // The service behind the per-caller stream limit, observed; the server's edge charges
+        // the rate for every request (malformed and refused ones included), once.
         let (svc, limited): (Arc<dyn A2aService>, _) = match self.caller_limits {
             Some(l) if l.rate > 0.0 || l.max_streams > 0 => {
                 let limited = Arc::new(Limited::new(svc, l));

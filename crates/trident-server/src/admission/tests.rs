@@ -1,82 +1,91 @@
-use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use trident_core::{A2aService, CallContext, ErrorKind, Principal};
+use axum::http::{Request, StatusCode, header};
+use tower::ServiceExt;
+use trident_core::Peer;
 use trident_engine::Engine;
-use trident_proto as pb;
 
-use super::{CREDIT, spend_credit};
-use crate::{CallerLimits, Limited};
+use super::{Gate, admit};
+use crate::{CARD_PATH, CallerLimits, Limited};
 
-#[tokio::test]
-async fn a_credit_pays_for_one_call_of_its_own_caller() {
-    let credit = CREDIT.scope(Cell::new(Some("address 10.0.0.1".into())), async {
-        let other = spend_credit("address 10.0.0.2");
-        let first = spend_credit("address 10.0.0.1");
-        let second = spend_credit("address 10.0.0.1");
-        (other, first, second)
-    });
-    assert_eq!(credit.await, (false, true, false));
-    // Outside any request: nothing is prepaid.
-    assert!(!spend_credit("address 10.0.0.1"));
-}
-
-fn get_task() -> pb::GetTaskRequest {
-    pb::GetTaskRequest {
-        id: "no-such-task".into(),
-        ..Default::default()
-    }
-}
-
-/// What `n` GetTask calls by `cx` come to: `true` for an answer (NOT_FOUND), `false` for
-/// ResourceExhausted.
-async fn served(limited: &Limited, cx: &CallContext, n: usize) -> Vec<bool> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        match limited.get_task(cx, get_task()).await {
-            Err(e) if e.kind() == ErrorKind::ResourceExhausted => out.push(false),
-            _ => out.push(true),
-        }
-    }
-    out
-}
-
-/// A request charged at the HTTP layer is not charged again by its call; a second call in
-/// the same request, or a call by another caller, is.
-#[tokio::test]
-async fn a_charged_request_is_charged_once() {
+/// A router behind the edge layer charging a burst of `burst` and (nearly) no refill.
+fn edge(burst: u32) -> axum::Router {
     let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
     let limits = CallerLimits {
         rate: 0.001,
-        burst: 4,
+        burst,
         max_streams: 0,
     };
-    let limited = Arc::new(Limited::new(Arc::new(engine), limits));
-    let peer: SocketAddr = "10.0.0.1:4000".parse().expect("addr");
-    let mut cx = CallContext::new().with_principal(Principal::named("alice"));
-    cx.peer = Some(peer);
-    // Two requests, each charged once at the HTTP layer and making one call.
-    for _ in 0..2 {
-        let key = limited
-            .charge(Principal::named("alice"), Some(peer))
-            .expect("within the burst");
-        let calls = CREDIT.scope(Cell::new(Some(key)), served(&limited, &cx, 1));
-        assert_eq!(calls.await, [true]);
+    let gate = Gate {
+        authenticator: None,
+        allow_anonymous: false,
+        limits: Some(Arc::new(Limited::new(Arc::new(engine), limits))),
+        jsonrpc_max_body: 1024,
+    };
+    axum::Router::new()
+        .route("/known", axum::routing::get(|| async { "ok" }))
+        .route(CARD_PATH, axum::routing::get(|| async { "card" }))
+        .route(
+            "/grpc.health.v1.Health/Check",
+            axum::routing::post(|| async { "serving" }),
+        )
+        .layer(axum::middleware::from_fn_with_state(gate, admit))
+}
+
+async fn status(router: &axum::Router, method: &str, path: &str, from: &str) -> StatusCode {
+    let peer: SocketAddr = from.parse().expect("an address");
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .body(axum::body::Body::empty())
+        .expect("a request");
+    request.extensions_mut().insert(Peer(peer));
+    let response = router.clone().oneshot(request).await.expect("an answer");
+    if response.status() == StatusCode::TOO_MANY_REQUESTS {
+        assert!(
+            response.headers().contains_key(header::RETRY_AFTER),
+            "a 429 says when to retry"
+        );
     }
-    // Two tokens left: a request making two calls spends both.
-    let key = limited
-        .charge(Principal::named("alice"), Some(peer))
-        .expect("within the burst");
-    let calls = CREDIT.scope(Cell::new(Some(key)), served(&limited, &cx, 2));
-    assert_eq!(calls.await, [true, true]);
+    response.status()
+}
+
+/// Every request is charged once, answered or not (an unknown route too); the card and the
+/// health service are not charged; callers at other addresses are not affected.
+#[tokio::test]
+async fn every_request_is_charged_once_at_the_edge() {
+    let router = edge(3);
+    let alice = "10.0.0.1:4000";
+    for _ in 0..5 {
+        assert_eq!(
+            status(&router, "GET", CARD_PATH, alice).await,
+            StatusCode::OK
+        );
+        assert_eq!(
+            status(&router, "POST", "/grpc.health.v1.Health/Check", alice).await,
+            StatusCode::OK
+        );
+    }
     assert_eq!(
-        served(&limited, &cx, 1).await,
-        [false],
-        "the burst is spent"
+        status(&router, "GET", "/known", alice).await,
+        StatusCode::OK
     );
-    // The address's own bucket (anonymous) is untouched by alice's requests.
-    let mut anonymous = CallContext::new();
-    anonymous.peer = Some(peer);
-    assert_eq!(served(&limited, &anonymous, 4).await, [true; 4]);
+    assert_eq!(
+        status(&router, "GET", "/nowhere", alice).await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        status(&router, "GET", "/known", alice).await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status(&router, "GET", "/known", alice).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "three requests spent the burst"
+    );
+    assert_eq!(
+        status(&router, "GET", "/known", "10.0.0.2:4000").await,
+        StatusCode::OK
+    );
 }

@@ -1,8 +1,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use trident_core::{CallContext, ErrorKind, Principal};
+use trident_core::{
+    A2aError, A2aReply, A2aRequest, A2aService, AroundCall, CallContext, ErrorKind, Principal,
+};
 use trident_engine::Engine;
+use trident_proto as pb;
 
 use super::{CallerLimits, Limited, OVERFLOW, SHARD_CAPACITY, shard_of};
 
@@ -14,6 +18,13 @@ fn from(ip: &str) -> CallContext {
 
 fn key(ip: &str) -> String {
     Limited::key(&from(ip)).to_string()
+}
+
+/// Whether one request from `ip` is within its rate.
+fn charged(limited: &Limited, ip: &str) -> bool {
+    limited
+        .charge(&Principal::anonymous(), from(ip).peer)
+        .is_ok()
 }
 
 #[test]
@@ -55,20 +66,17 @@ async fn the_caller_table_stays_bounded_whatever_the_addresses() {
     };
     while filled < SHARD_CAPACITY {
         let ip = next_in_target();
-        assert!(
-            limited.admit(&from(&ip), false).is_ok(),
-            "{ip}: its first request"
-        );
+        assert!(charged(&limited, &ip), "{ip}: its first request");
         filled += 1;
     }
     // The shard is full of spent buckets: the next two new callers share the overflow bucket
     // (one token), so the second is refused, and the table has not grown.
     let first = next_in_target();
     let second = next_in_target();
-    assert!(limited.admit(&from(&first), false).is_ok());
-    match limited.admit(&from(&second), false) {
+    assert!(charged(&limited, &first));
+    match limited.charge(&Principal::anonymous(), from(&second).peer) {
         Err(e) => assert_eq!(e.kind(), ErrorKind::ResourceExhausted),
-        Ok(_) => panic!("the overflow bucket is spent"),
+        Ok(()) => panic!("the overflow bucket is spent"),
     }
     let held: usize = limited.callers.iter().map(|s| super::lock(s).len()).sum();
     assert_eq!(
@@ -76,4 +84,106 @@ async fn the_caller_table_stays_bounded_whatever_the_addresses() {
         SHARD_CAPACITY + 1,
         "the target shard plus the overflow key"
     );
+}
+
+fn get_task() -> pb::GetTaskRequest {
+    pb::GetTaskRequest {
+        id: "no-such-task".into(),
+        ..Default::default()
+    }
+}
+
+/// Calls are not charged the rate: the edge charged their request. A caller over its rate at
+/// the edge still reaches the service through `Limited`.
+#[tokio::test]
+async fn calls_are_not_charged_again() {
+    let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
+    let limits = CallerLimits {
+        rate: 0.001,
+        burst: 1,
+        max_streams: 0,
+    };
+    let limited = Limited::new(Arc::new(engine), limits);
+    let cx = from("10.0.0.1");
+    assert!(charged(&limited, "10.0.0.1"));
+    assert!(!charged(&limited, "10.0.0.1"), "the burst is spent");
+    for _ in 0..3 {
+        let e = limited
+            .get_task(&cx, get_task())
+            .await
+            .expect_err("no such task");
+        assert_eq!(e.kind(), ErrorKind::TaskNotFound);
+    }
+}
+
+/// Counts the calls that reach the service.
+struct Counted {
+    inner: Arc<dyn A2aService>,
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl AroundCall for Counted {
+    async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.call(cx, req).await
+    }
+}
+
+fn stream_request() -> pb::SendMessageRequest {
+    pb::SendMessageRequest {
+        message: Some(pb::Message {
+            message_id: "m1".into(),
+            role: pb::Role::User.into(),
+            parts: vec![pb::Part::text("hello")],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A stream over the caller's limit is refused before the service sees it; the slot is free
+/// again once the open stream is dropped, and another caller has slots of its own.
+#[tokio::test]
+async fn a_stream_over_the_limit_never_reaches_the_service() {
+    let engine = Engine::builder(Arc::new(trident_testkit::agents::Echo)).build();
+    let counted = Arc::new(Counted {
+        inner: Arc::new(engine),
+        calls: AtomicUsize::new(0),
+    });
+    let limits = CallerLimits {
+        rate: 0.0,
+        burst: 0,
+        max_streams: 1,
+    };
+    let limited = Limited::new(counted.clone(), limits);
+    let cx = from("10.0.0.1");
+    let open = limited
+        .send_streaming_message(&cx, stream_request())
+        .await
+        .expect("the first stream");
+    let refused = limited
+        .send_streaming_message(&cx, stream_request())
+        .await
+        .err()
+        .expect("over the limit");
+    assert_eq!(refused.kind(), ErrorKind::ResourceExhausted);
+    assert_eq!(
+        counted.calls.load(Ordering::Relaxed),
+        1,
+        "refused before the call"
+    );
+    // Unary calls pass whatever the streams.
+    assert!(limited.get_task(&cx, get_task()).await.is_err());
+    assert_eq!(counted.calls.load(Ordering::Relaxed), 2);
+    let other = limited
+        .send_streaming_message(&from("10.0.0.2"), stream_request())
+        .await
+        .expect("another caller's stream");
+    drop(open);
+    let again = limited
+        .send_streaming_message(&cx, stream_request())
+        .await
+        .expect("the slot is free");
+    drop((other, again));
 }
