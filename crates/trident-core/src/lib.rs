@@ -15,7 +15,6 @@ mod error;
 mod executor;
 mod json_scan;
 mod limits;
-mod operation;
 mod service;
 mod timeout;
 
@@ -37,7 +36,9 @@ pub use json_scan::{
     JSON_ELEMENT_COST, JSON_MEMORY_SLACK, JSON_VALUE_COST, JsonLimits, check_json,
 };
 pub use limits::Limits;
-pub use operation::{A2aReply, A2aRequest, AroundCall, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation};
+pub use service::operation::{
+    A2aReply, A2aRequest, AroundCall, MAX_JSON_DEPTH, MAX_JSON_VALUES, Operation,
+};
 pub use service::{A2aService, EventStream, StreamEvent};
 
 use trident_proto as pb;

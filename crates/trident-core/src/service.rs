@@ -1,6 +1,10 @@
 //! [`A2aService`]: one method per RPC of `lf.a2a.v1.A2AService`, implemented once by the
 //! engine and once by each binding's client.
 
+// The RPCs as data (`Operation`, `A2aRequest`, `AroundCall`) belong to the service they
+// describe: its one `call` takes them, and they dispatch to its methods.
+pub(crate) mod operation;
+
 use std::sync::Arc;
 
 use futures::stream::BoxStream;

@@ -63,6 +63,19 @@ pub use server::{GrpcServer, routes, routes_with};
 pub use status::{error, status};
 pub use v03_client::V03Client;
 
+/// Splits a request into its call context ([`trident_http::call_context`]: service
+/// parameters from the metadata, the deadline from `grpc-timeout` among them; the principal
+/// and the client's address from the extensions) and its message.
+pub(crate) fn split<T>(
+    req: tonic::Request<T>,
+) -> Result<(trident_core::CallContext, T), tonic::Status> {
+    let (metadata, extensions, message) = req.into_parts();
+    let cx =
+        trident_http::call_context(metadata.as_ref(), &extensions, trident_core::Binding::Grpc)
+            .map_err(|e| status(&e))?;
+    Ok((cx, message))
+}
+
 /// Metadata keys of the A2A service parameters (lowercase, as gRPC requires).
 pub mod metadata {
     /// `A2A-Version`.

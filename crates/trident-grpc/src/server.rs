@@ -12,11 +12,11 @@ use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
-use trident_core::{A2aError, A2aService, CallContext, EventStream};
+use trident_core::{A2aError, A2aService, EventStream};
 use trident_proto as pb;
 use trident_proto::a2a_service_server::{A2aService as GrpcService, A2aServiceServer};
 
-use crate::{GrpcOptions, Hygiene, metadata, status};
+use crate::{GrpcOptions, Hygiene, metadata, split, status};
 
 /// The A2A service as a tonic service: every RPC is forwarded to the wrapped [`A2aService`].
 ///
@@ -156,17 +156,6 @@ where
         + 'static,
 {
     router.route_service(&format!("/{}/{{*rest}}", S::NAME), svc)
-}
-
-/// Splits a request into its call context ([`trident_http::call_context`]: service
-/// parameters from the metadata, the deadline from `grpc-timeout` among them; the principal
-/// and the client's address from the extensions) and its message.
-pub(crate) fn split<T>(req: Request<T>) -> Result<(CallContext, T), Status> {
-    let (metadata, extensions, message) = req.into_parts();
-    let cx =
-        trident_http::call_context(metadata.as_ref(), &extensions, trident_core::Binding::Grpc)
-            .map_err(|e| status(&e))?;
-    Ok((cx, message))
 }
 
 fn unary<T>(r: Result<T, A2aError>) -> Result<Response<T>, Status> {

@@ -44,7 +44,7 @@ impl V03Server {
 /// The call context of a v0.3 request, admitted as v0.3 (see
 /// [`trident_v03::version::admit_v03`]), and its message.
 fn split<T>(req: Request<T>, what: &str) -> Result<(CallContext, T), Status> {
-    let (mut cx, message) = crate::server::split(req)?;
+    let (mut cx, message) = crate::split(req)?;
     trident_v03::version::admit_v03(&mut cx, what).map_err(|e| status(&e))?;
     Ok((cx, message))
 }
