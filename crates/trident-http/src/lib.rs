@@ -41,3 +41,34 @@ pub use sse::{SseDecoder, SseEvent, sse_events};
 pub use sse_writer::{EncodeEvent, SseWriter, write_event};
 #[cfg(feature = "webhooks")]
 pub use webhooks::{HttpWebhooks, Signer};
+
+/// Settings of a JSON binding's endpoint (HTTP+JSON's `RestOptions`, JSON-RPC's
+/// `JsonRpcOptions`: the two bindings take the same ones).
+#[derive(Debug, Clone)]
+pub struct JsonBindingOptions {
+    /// Largest request body accepted, in bytes.
+    pub max_body: usize,
+    /// Interval of SSE keep-alive comments on idle streams.
+    pub keep_alive: std::time::Duration,
+    /// Also answer A2A v0.3's form of the binding (its routes or methods, translated by
+    /// `trident-v03` into the same service calls).
+    pub v03: bool,
+    /// Answer the 1.0 form (default `true`; off, with `v03` on, the endpoint is a v0.3-only
+    /// agent's: anything else is refused in v0.3's error form).
+    pub v1: bool,
+    /// How much memory decoding a JSON body may take relative to its size (the scan before
+    /// decoding, [`trident_core::check_json`]; default 4 × the body + 1 MiB).
+    pub json: trident_core::JsonLimits,
+}
+
+impl Default for JsonBindingOptions {
+    fn default() -> Self {
+        Self {
+            max_body: 4 << 20,
+            keep_alive: std::time::Duration::from_secs(15),
+            v03: true,
+            v1: true,
+            json: trident_core::JsonLimits::default(),
+        }
+    }
+}

@@ -15,45 +15,14 @@ mod server;
 pub mod v03;
 mod v03_client;
 
-use std::time::Duration;
-
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use trident_core::JsonLimits;
-
 pub use client::JsonRpcClient;
 pub use server::{error_object, error_reply, router};
 pub use v03_client::V03Client;
 
-/// Settings of the JSON-RPC endpoint.
-#[derive(Debug, Clone)]
-pub struct JsonRpcOptions {
-    /// Largest request body accepted, in bytes.
-    pub max_body: usize,
-    /// Interval of SSE keep-alive comments on idle streams.
-    pub keep_alive: Duration,
-    /// Also answer the A2A v0.3 methods (`message/send`, `tasks/get`, ...) on the same
-    /// endpoint, through `trident-v03` (see [`crate::v03`]).
-    pub v03: bool,
-    /// Answer the 1.0 methods (default `true`; off, with `v03` on, the endpoint is a v0.3-only
-    /// agent's: 1.0 methods are refused as unknown, in v0.3's error form).
-    pub v1: bool,
-    /// How much memory decoding a request's `params` may take relative to their size (the
-    /// scan before decoding, [`trident_core::check_json`]; default 4 × their size + 1 MiB).
-    pub json: JsonLimits,
-}
-
-impl Default for JsonRpcOptions {
-    fn default() -> Self {
-        Self {
-            max_body: 4 << 20,
-            keep_alive: Duration::from_secs(15),
-            v03: true,
-            v1: true,
-            json: JsonLimits::default(),
-        }
-    }
-}
+/// Settings of the JSON-RPC endpoint: [`trident_http::JsonBindingOptions`].
+pub type JsonRpcOptions = trident_http::JsonBindingOptions;
 
 /// A JSON answer (HTTP 200 unless the caller sets another), the body of every JSON-RPC reply:
 /// the 1.0 and v0.3 adapters both answer through it.

@@ -16,44 +16,14 @@ mod server;
 pub mod v03;
 mod v03_client;
 
-use std::time::Duration;
-
-use trident_core::JsonLimits;
-
 pub use client::RestClient;
 pub use error::{decode_error, error_body};
 pub use routes::{RouteError, Routes};
 pub use server::{error_response, refusal_response, router, sse};
 pub use v03_client::V03Client;
 
-/// Settings of the HTTP+JSON server.
-#[derive(Debug, Clone)]
-pub struct RestOptions {
-    /// Largest request body accepted, in bytes.
-    pub max_body: usize,
-    /// Interval of SSE keep-alive comments on idle streams.
-    pub keep_alive: Duration,
-    /// Also serve the A2A v0.3 routes (`/v1/message:send`, …; see [`crate::v03`]).
-    pub v03: bool,
-    /// Serve the 1.0 routes (default `true`; off, with `v03` on, a v0.3-only agent's routes:
-    /// any other request is refused in v0.3's error form).
-    pub v1: bool,
-    /// How much memory decoding a JSON body may take relative to its size (the scan before
-    /// decoding, [`trident_core::check_json`]; default 4 × the body + 1 MiB).
-    pub json: JsonLimits,
-}
-
-impl Default for RestOptions {
-    fn default() -> Self {
-        Self {
-            max_body: 4 << 20,
-            keep_alive: Duration::from_secs(15),
-            v03: true,
-            v1: true,
-            json: JsonLimits::default(),
-        }
-    }
-}
+/// Settings of the HTTP+JSON server: [`trident_http::JsonBindingOptions`].
+pub type RestOptions = trident_http::JsonBindingOptions;
 
 /// Decodes `a=b&c=d` pairs (`+` is a space, percent-escapes decoded).
 pub(crate) fn serde_urlencoded_pairs(query: &str) -> Vec<(String, String)> {
