@@ -78,7 +78,7 @@ impl ClientBuilder {
     /// headers and body (the JSON-RPC envelope as sent), each response's status line, headers
     /// and body, and each SSE line; on gRPC each call's path and metadata, the response's
     /// metadata, the messages of a stream and the status. Credentials are redacted (see
-    /// [`WireTap`](trident_http::WireTap)). The v0.3 gRPC client is not tapped.
+    /// [`WireTap`](trident_http::WireTap)). The v0.3 clients are tapped alike.
     pub fn wire_tap(mut self, tap: trident_http::WireTap) -> Self {
         self.tap = Some(tap);
         self
@@ -465,7 +465,8 @@ impl Client {
                 Arc::new(
                     s.within_timeout(&interface.url, connecting)
                         .await?
-                        .with_headers(s.headers.clone()),
+                        .with_headers(s.headers.clone())
+                        .with_wire_tap(s.tap.clone()),
                 )
             }
             Binding::JsonRpc => Arc::new(

@@ -330,7 +330,7 @@ async fn stream(
 }
 
 /// `events` shown to the tap: each message, and the status the stream ends with.
-fn tapped_stream(events: EventStream, t: Tapped) -> EventStream {
+pub(crate) fn tapped_stream(events: EventStream, t: Tapped) -> EventStream {
     let t = Arc::new(t);
     let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
