@@ -161,7 +161,7 @@ impl WireTap {
             .map(|pair| {
                 let name = pair.split_once('=').map_or(pair, |(n, _)| n);
                 let decoded = percent_decode(name);
-                if self.inner.query.iter().any(|q| *q == decoded) {
+                if self.inner.query.contains(&decoded) {
                     format!("{name}={REDACTED}")
                 } else {
                     pair.to_owned()
