@@ -388,7 +388,7 @@ async fn conformance_of_the_python_sdk_agent_prints_an_honest_table() {
 /// each with its number and title, and the JUnit XML carries them as `a2a.spec` properties of
 /// each test case, on every binding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a2acli_conform_001_every_case_names_the_a2a_sections_it_checks() {
+async fn conformance_cases_name_the_a2a_sections_they_check() {
     let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
     let table = stdout(&conformance(&[&server.origin]).await);
     assert!(table.contains("A2A spec"), "the column's heading: {table}");
