@@ -738,6 +738,48 @@ pub(crate) fn debug(text: &str) {
     let _ = writeln!(std::io::stderr(), "debug: {text}");
 }
 
+/// With --debug: the tap that shows the exchanges on the wire (`debug: wire: …` lines), blind
+/// to every credential the command was given wherever it would appear: the bearer token (a
+/// flag's, its variable's or the one `auth login` kept), the API key and the values of
+/// `--svc-param` are never shown, and neither are the headers they travel in.
+fn wire_tap(target: &Target, bearer: Option<&str>) -> trident_client::WireTap {
+    let mut tap = trident_client::WireTap::new(|line| debug(&format!("wire: {line}")));
+    let given = target.bearer();
+    if let Some(token) = bearer.or(given.as_deref()) {
+        tap = tap.secret_value(token);
+    }
+    if let Some(key) = &target.api_key {
+        tap = tap.secret_value(key);
+    }
+    for param in &target.svc_param {
+        if let Some((key, value)) = param.split_once(':') {
+            tap = tap.secret_header(key).secret_value(value.trim());
+        }
+    }
+    tap
+}
+
+/// [`wire_tap`] for calls to the agent of `card`: also blind to every header and query
+/// parameter its security schemes name (an API key's, wherever the card puts it; cookies and
+/// `Authorization` are never shown anyway).
+fn card_wire_tap(
+    target: &Target,
+    card: &pb::AgentCard,
+    bearer: Option<&str>,
+) -> trident_client::WireTap {
+    let mut tap = wire_tap(target, bearer);
+    for scheme in card.security_schemes.values() {
+        if let Some(pb::security_scheme::Scheme::ApiKeySecurityScheme(k)) = &scheme.scheme {
+            tap = match k.location.to_ascii_lowercase().as_str() {
+                "query" => tap.secret_query(&k.name),
+                _ => tap.secret_header(&k.name),
+            };
+        }
+    }
+    let (name, _) = api_key_place(card);
+    tap.secret_header(&name).secret_query(&name)
+}
+
 fn json_line<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|e| format!("<{e}>"))
 }
@@ -911,7 +953,22 @@ async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), 
             if let Some(t) = target.timeout {
                 request = request.timeout(t);
             }
-            let response = request.send().await.map_err(|e| {
+            let tap = target.debug.then(|| wire_tap(target, None));
+            let sent = async {
+                let (http, request) = request.build_split();
+                let request = request?;
+                if let Some(tap) = &tap {
+                    let url = tap.url(request.url().as_str());
+                    tap.line(&format!("card → {} {url}", request.method()));
+                    for (name, value) in request.headers() {
+                        let line =
+                            tap.header(name.as_str(), value.as_bytes(), value.is_sensitive());
+                        tap.lines("card → ", &line);
+                    }
+                }
+                http.execute(request).await
+            };
+            let response = sent.await.map_err(|e| {
                 let chain = trident_core::error_chain(&e);
                 if refused_client_certificate(&chain) {
                     return client_certificate_refused(
@@ -927,6 +984,13 @@ async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), 
                 Failure::local(code, format!("agent card {url}: {chain}")).with_hint(hint.clone())
             })?;
             let status = response.status();
+            if let Some(tap) = &tap {
+                tap.lines("card ← ", &format!("{:?} {status}", response.version()));
+                for (name, value) in response.headers() {
+                    let line = tap.header(name.as_str(), value.as_bytes(), value.is_sensitive());
+                    tap.lines("card ← ", &line);
+                }
+            }
             if !status.is_success() {
                 let code = match status.as_u16() {
                     401 => Local::CredentialsMissing,
@@ -1168,6 +1232,9 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
     }
     if let Some(t) = target.timeout {
         builder = builder.timeout(t);
+    }
+    if target.debug {
+        builder = builder.wire_tap(card_wire_tap(target, &card, bearer.as_deref()));
     }
     let client = builder
         .build()
@@ -2055,6 +2122,12 @@ async fn wait_streaming(
             // The connection the stream broke with may fail the next call too: a few tries.
             Ok(Err(e)) if e.is_transport() && failures < 3 => {
                 failures += 1;
+                if s.debug {
+                    debug(&format!(
+                        "retry: GetTask again in {interval:?} (retry {failures} of 3) after: {}",
+                        trident_core::error_chain(&e)
+                    ));
+                }
                 if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
                     return Err(seen.stopped(s, why, limit));
                 }
@@ -2511,6 +2584,13 @@ async fn resubscribe(
             "note: the stream of task {task_id} broke off ({}); subscribing again",
             why.message()
         );
+        if s.debug {
+            debug(&format!(
+                "retry: SubscribeToTask {task_id} after event {last_seq:?} (attempt {attempts} \
+                 of 3) after: {}",
+                trident_core::error_chain(&why)
+            ));
+        }
         if *attempts > 1 {
             tokio::time::sleep(std::time::Duration::from_millis(
                 100 * u64::from(*attempts - 1),

@@ -5,9 +5,11 @@
 //! Two tiers: the protocol cases run against any agent; the scripted ones only when the agent
 //! answers the conformance script's handshake (docs/conformance-script.md), probed once; when
 //! it does not, the whole tier is one line of the report saying how to enable it. The table
-//! groups the cases by level (MUST / SHOULD / MAY) with the spec section each checks; where
-//! bindings disagree it prints what each observed. `--json` prints the same as one JSON
-//! object, `--junit FILE` writes JUnit XML for CI.
+//! groups the cases by level (MUST / SHOULD / MAY) with the A2A requirement each checks (the
+//! sections of the A2A v1.0 digest it cites, `trident_conformance::spec`); where bindings
+//! disagree it prints what each observed. `--json` prints the same as one JSON object (each
+//! case's `spec`: number, label, title), `--junit FILE` writes JUnit XML for CI (each test
+//! case's `a2a.spec` properties).
 //!
 //! Exit status: 0 when no MUST case failed, 1 when one did, 2 on a usage error, 3 when the
 //! agent (its card) cannot be reached.
@@ -20,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use trident_client::Binding;
-use trident_conformance::{CASES, Case, Level, Outcome, Remote, Target, Tier};
+use trident_conformance::{CASES, Case, Level, Outcome, Remote, Target, Tier, spec};
 
 use crate::client::BindingArg;
 
@@ -355,6 +357,28 @@ fn difference(row: &[Cell]) -> Option<Vec<(Binding, String)>> {
     )
 }
 
+/// The sections of the A2A specification `case` checks, for the JSON report: each with its
+/// number in the digest (`"8.4"`, `"A"`), its label (`§8.4`) and its title.
+fn spec_json(case: &Case) -> serde_json::Value {
+    case.spec
+        .iter()
+        .map(|n| match spec::section(n) {
+            Some(s) => {
+                serde_json::json!({"section": s.number, "label": s.label(), "title": s.title})
+            }
+            None => serde_json::json!({"section": n}),
+        })
+        .collect()
+}
+
+/// `§8.4 Streams (SendStreamingMessage and SubscribeToTask)`: a section cited, with its title.
+fn section_text(number: &str) -> String {
+    match spec::section(number) {
+        Some(s) => format!("{} {}", s.label(), s.title),
+        None => number.to_owned(),
+    }
+}
+
 /// Escapes `s` for XML text and attribute values, dropping characters XML 1.0 cannot carry.
 fn xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -427,7 +451,7 @@ impl Report<'_> {
                     "case": case.name,
                     "tier": match case.tier { Tier::Protocol => "protocol", Tier::Scripted => "scripted" },
                     "level": case.level.name(),
-                    "section": case.section,
+                    "spec": spec_json(case),
                     "results": results,
                 })
             })
@@ -513,14 +537,23 @@ impl Report<'_> {
                     xml(case.name),
                     cell.elapsed.as_secs_f64(),
                 ));
+                // The A2A requirement it checks, one property per section cited.
+                out.push_str("\n      <properties>");
+                for number in case.spec {
+                    out.push_str(&format!(
+                        "<property name=\"a2a.spec\" value=\"{}\"/>",
+                        xml(&section_text(number))
+                    ));
+                }
+                out.push_str("</properties>");
                 match &cell.outcome {
-                    Outcome::Pass => {}
+                    Outcome::Pass => out.push_str("\n    "),
                     Outcome::Fail(r) => out.push_str(&format!(
-                        "\n      <failure message=\"{}\" type=\"{}\">{} (spec {})</failure>\n    ",
+                        "\n      <failure message=\"{}\" type=\"{}\">{} (A2A {})</failure>\n    ",
                         xml(&one_line(r, 400)),
                         case.level.name(),
                         xml(r),
-                        xml(case.section),
+                        xml(&spec::labels(case.spec)),
                     )),
                     Outcome::Skip(r) => out.push_str(&format!(
                         "\n      <skipped message=\"{}\"/>\n    ",
@@ -550,13 +583,13 @@ impl Report<'_> {
             .max()
             .unwrap_or(4)
             .max(4);
-        let sections = self
-            .cases
+        let labels: Vec<String> = self.cases.iter().map(|c| spec::labels(c.spec)).collect();
+        let sections = labels
             .iter()
-            .map(|c| c.section.len())
+            .map(|l| l.chars().count())
             .max()
-            .unwrap_or(7)
-            .max(7);
+            .unwrap_or(8)
+            .max(8);
         let cols: Vec<usize> = self
             .bindings
             .iter()
@@ -568,19 +601,20 @@ impl Report<'_> {
                 .cases
                 .iter()
                 .zip(self.results)
-                .filter(|(c, _)| c.level == level)
+                .zip(&labels)
+                .filter(|((c, _), _)| c.level == level)
                 .collect();
             if rows.is_empty() {
                 continue;
             }
             writeln!(out)?;
-            write!(out, "{:width$}  {:sections$}", level.name(), "section")?;
+            write!(out, "{:width$}  {:sections$}", level.name(), "A2A spec")?;
             for (b, w) in self.bindings.iter().zip(&cols) {
                 write!(out, "  {:w$}", b.card_name())?;
             }
             writeln!(out)?;
-            for (case, row) in rows {
-                write!(out, "{:width$}  {:sections$}", case.name, case.section)?;
+            for ((case, row), label) in rows {
+                write!(out, "{:width$}  {:sections$}", case.name, label)?;
                 for (cell, w) in row.iter().zip(&cols) {
                     write!(out, "  {:w$}", mark(&cell.outcome))?;
                 }
@@ -615,7 +649,7 @@ impl Report<'_> {
                     case.name,
                     bs.join(", "),
                     case.level.name(),
-                    case.section,
+                    spec::labels(case.spec),
                 ));
             }
         }

@@ -1546,11 +1546,30 @@ async fn a2acli_task_poll_004_a_broken_stream_is_followed_by_polling() {
             t,
             "--poll-interval",
             "100ms",
+            "--debug",
             "-o",
             "json",
             "stream 6 250",
         ])
         .await;
+        // A2ACLI_OUT_007: with --debug the wire shows the stream breaking and the polls.
+        let wire = wire_lines(&stderr(&o));
+        let tag = if t == "JSONRPC" { "JSON-RPC" } else { t };
+        let broke = match t {
+            "GRPC" => "GRPC ← stream failed: ",
+            _ => "← ✗ ",
+        };
+        assert!(
+            wire.lines()
+                .any(|l| l.starts_with(tag) && l.contains(broke)),
+            "{t}: the break on the wire:\n{wire}"
+        );
+        let poll = match t {
+            "JSONRPC" => r#""method":"GetTask""#,
+            "HTTP+JSON" => "HTTP+JSON → GET http://",
+            _ => "GRPC → POST /lf.a2a.v1.A2AService/GetTask",
+        };
+        assert!(wire.contains(poll), "{t}: the polls on the wire:\n{wire}");
         let task = task_of(document(&o));
         assert_eq!(
             task.state(),
@@ -1671,10 +1690,76 @@ async fn a2acli_auth_004_debug_never_shows_a_credential() {
                 diagnostics.contains("debug: transport: "),
                 "{t}: {diagnostics}"
             );
-            assert_eq!(
-                diagnostics.matches("[redacted]").count(),
-                3,
-                "{t}: {diagnostics}"
+            for line in [
+                "debug: credential: Authorization: Bearer [redacted]",
+                "debug: credential: API key in header X-API-Key: [redacted]",
+                "debug: service parameter: x-extra: [redacted]",
+            ] {
+                assert!(diagnostics.contains(line), "{t}: {line} in {diagnostics}");
+            }
+            // A2ACLI_OUT_007: the exchange as it crossed the wire, the credentials' headers
+            // (metadata on gRPC) shown redacted.
+            let wire = wire_lines(&diagnostics);
+            let tag = match t {
+                "JSONRPC" => "JSON-RPC",
+                other => other,
+            };
+            for header in ["authorization", "x-api-key", "x-extra"] {
+                let line = format!("{tag} → {header}: [redacted]");
+                assert!(wire.contains(&line), "{t}: {line} in\n{wire}");
+            }
+            let refused = exit != 0;
+            // A blocking send goes out as SendStreamingMessage (the wait prefers a stream).
+            let expected: &[&str] = match (t, refused) {
+                ("JSONRPC", false) => &[
+                    "JSON-RPC → POST http://127.0.0.1:",
+                    // The JSON-RPC envelope as sent, the status line, the SSE lines and the
+                    // envelopes as received.
+                    r#"JSON-RPC → {"id":1,"jsonrpc":"2.0","method":"SendStreamingMessage","params":{"#,
+                    "JSON-RPC ← HTTP/1.1 200 OK",
+                    "JSON-RPC ← content-type: text/event-stream",
+                    r#"JSON-RPC ← data: {"jsonrpc":"2.0","id":1,"result":{"task":{"#,
+                    "JSON-RPC ← id: 1",
+                ],
+                ("JSONRPC", true) => &[
+                    r#"JSON-RPC → {"id":1,"jsonrpc":"2.0","method":"SendStreamingMessage","params":{"#,
+                    "JSON-RPC ← HTTP/1.1 200 OK",
+                    "JSON-RPC ← www-authenticate: Bearer ",
+                    r#"JSON-RPC ← {"jsonrpc":"2.0","id":1,"error":{"code":-31401,"#,
+                ],
+                ("HTTP+JSON", false) => &[
+                    "HTTP+JSON → POST http://127.0.0.1:",
+                    r#"HTTP+JSON → {"configuration":"#,
+                    "HTTP+JSON ← HTTP/1.1 200 OK",
+                    r#"HTTP+JSON ← data: {"task":{"#,
+                ],
+                ("HTTP+JSON", true) => &[
+                    "HTTP+JSON → POST http://127.0.0.1:",
+                    "HTTP+JSON ← HTTP/1.1 401 Unauthorized",
+                    r#"HTTP+JSON ← {"error":{"code":401,"#,
+                ],
+                (_, false) => &[
+                    "GRPC → POST /lf.a2a.v1.A2AService/SendStreamingMessage (HTTP/2)",
+                    "GRPC → a2a-version: 1.0",
+                    "GRPC ← content-type: application/grpc",
+                    "GRPC ← message 1 StreamResponse",
+                    "GRPC ← grpc-status: 0 (OK)",
+                ],
+                (_, true) => &[
+                    "GRPC → POST /lf.a2a.v1.A2AService/SendStreamingMessage (HTTP/2)",
+                    "GRPC ← grpc-status: 16 (Unauthenticated)",
+                    "GRPC ← grpc-message: ",
+                ],
+            };
+            for line in expected {
+                assert!(
+                    wire.lines().any(|l| l.starts_with(line)),
+                    "{t}: a line starting {line:?} in\n{wire}"
+                );
+            }
+            assert!(
+                !diagnostics.contains('\u{1b}'),
+                "{t}: no escape sequence on a stderr that is not a terminal"
             );
             for secret in secrets.iter().chain([&bearer]) {
                 assert!(
@@ -1687,6 +1772,15 @@ async fn a2acli_auth_004_debug_never_shows_a_credential() {
             let _: serde_json::Value = document(&o);
         }
     }
+}
+
+/// The `debug: wire: ` lines of a run's stderr, without that prefix.
+pub(crate) fn wire_lines(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("debug: wire: "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A scripted JSON-RPC agent for what the demo agent never does: artifacts with file and data

@@ -846,6 +846,69 @@ async fn a2acli_auth_006_007_client_credentials_login_and_attachment() {
     assert_eq!(e["code"], "A2ACLI_ERR_CREDENTIALS_MISSING", "{e}");
 }
 
+/// A2ACLI_OUT_007 with a token `auth login` kept (OAuth 2 client credentials): `--debug`
+/// shows each exchange on the wire, on every binding (the `Authorization` header or
+/// metadata among it, redacted, and the status the agent answered), and the token nowhere,
+/// on stderr or stdout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_out_007_auth_004_debug_shows_the_wire_but_never_the_oauth_token() {
+    let auth = AuthServer::start().await;
+    let dir = TempDir::new("a2acli-oauth-debug");
+    let config = TempDir::new("a2acli-oauth-debug-config");
+    let (_agent, card) = agent(&auth, &dir).await;
+    ok(&run(
+        &["auth", "login", "-a", &card, "-o", "json"],
+        &config,
+        &[
+            ("A2ACLI_CLIENT_ID", CLIENT_ID),
+            ("A2ACLI_CLIENT_SECRET", CLIENT_SECRET),
+        ],
+    )
+    .await);
+    for t in TRANSPORTS {
+        let o = run(
+            &[
+                "send",
+                "-a",
+                &card,
+                "--transport",
+                t,
+                "--debug",
+                "-o",
+                "json",
+                "hi",
+            ],
+            &config,
+            &[],
+        )
+        .await;
+        let shown = ok(&o);
+        let err = text(&o.stderr);
+        for secret in [MACHINE_TOKEN, CLIENT_SECRET] {
+            assert!(
+                !err.contains(secret) && !shown.contains(secret),
+                "{t}: {secret} in\n{err}"
+            );
+        }
+        assert!(
+            err.contains("debug: credential: Authorization: Bearer [redacted] (kept by auth login"),
+            "{t}: {err}"
+        );
+        let wire = crate::a2acli::wire_lines(&err);
+        let tag = if t == "JSONRPC" { "JSON-RPC" } else { t };
+        let expected = [
+            format!("{tag} → authorization: [redacted]"),
+            match t {
+                "GRPC" => "GRPC ← grpc-status: 0 (OK)".to_owned(),
+                _ => format!("{tag} ← HTTP/1.1 200 OK"),
+            },
+        ];
+        for line in expected {
+            assert!(wire.lines().any(|l| l == line), "{t}: {line} in\n{wire}");
+        }
+    }
+}
+
 /// A front for an agent that lets a request through only with the API key `k-123` where its
 /// card's scheme puts it (the demo agent itself takes keys in a header only): the query
 /// parameter `team_key` (removed before passing the request on) or the cookie `team_key`.
@@ -998,6 +1061,19 @@ async fn a2acli_auth_001_api_key_in_a_query_parameter_or_a_cookie() {
                 "{place} {t}: {err}"
             );
             assert!(!err.contains("k-123"), "{place} {t}: {err}");
+            // The wire as sent: the key's place shown, its value not.
+            let wire = crate::a2acli::wire_lines(&err);
+            let tag = if t == "JSONRPC" { "JSON-RPC" } else { t };
+            let shown = if cookie {
+                wire.lines()
+                    .any(|l| l == format!("{tag} → cookie: [redacted]"))
+            } else {
+                wire.lines().any(|l| {
+                    l.starts_with(&format!("{tag} → POST http://"))
+                        && l.contains("team_key=[redacted]")
+                })
+            };
+            assert!(shown, "{place} {t}: the key's place, redacted, in\n{wire}");
             let e = error_object(
                 &run(
                     &[

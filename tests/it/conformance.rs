@@ -6,7 +6,7 @@
 use std::process::Output;
 use std::time::Duration;
 
-use trident_conformance::{CASES, Tier};
+use trident_conformance::{CASES, Tier, spec};
 
 use crate::harness::PythonAgent;
 use crate::process::{Run, Trident, stdout};
@@ -21,7 +21,7 @@ async fn conformance(args: &[&str]) -> Output {
         .await
 }
 
-/// The table's row of `case`: its marks, one per binding (after the case's spec section).
+/// The table's row of `case`: its marks, one per binding (after the A2A sections it cites).
 fn row<'a>(table: &'a str, case: &str) -> Vec<&'a str> {
     table
         .lines()
@@ -145,7 +145,13 @@ fn check_json(o: &Output, bindings: usize, scripted: bool) -> serde_json::Value 
     for (case, expected) in cases.iter().zip(expected) {
         assert_eq!(case["case"], expected.name);
         assert_eq!(case["level"], expected.level.name());
-        assert_eq!(case["section"], expected.section);
+        let cited: Vec<&str> = case["spec"]
+            .as_array()
+            .expect("spec")
+            .iter()
+            .map(|s| s["section"].as_str().expect("section"))
+            .collect();
+        assert_eq!(cited, expected.spec, "{case:#}");
         let results = case["results"].as_object().expect("results");
         assert_eq!(results.len(), bindings, "{case:#}");
         for r in results.values() {
@@ -374,4 +380,87 @@ async fn conformance_of_the_python_sdk_agent_prints_an_honest_table() {
     let json = conformance(&[&agent.card_url, "--json"]).await;
     check_json(&json, 3, true);
     agent.stop();
+}
+
+/// A2ACLI_CONFORM_001: every case says which A2A requirement it checks, in each form of the
+/// report. Against `trident serve --agent demo`, the table's row of each case names the
+/// sections of the A2A v1.0 digest it cites (`§8.4`, `Appendix A`), the JSON report gives
+/// each with its number and title, and the JUnit XML carries them as `a2a.spec` properties of
+/// each test case, on every binding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_cases_name_the_a2a_sections_they_check() {
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let table = stdout(&conformance(&[&server.origin]).await);
+    assert!(table.contains("A2A spec"), "the column's heading: {table}");
+    for case in CASES {
+        let labels = spec::labels(case.spec);
+        assert!(
+            labels.starts_with('§') || labels.starts_with("Appendix "),
+            "{labels}"
+        );
+        let line = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(case.name))
+            .unwrap_or_else(|| panic!("no row for {} in\n{table}", case.name));
+        assert!(
+            line.contains(&labels),
+            "{}: {labels} in {line:?}",
+            case.name
+        );
+    }
+
+    let dir = std::env::temp_dir().join(format!("trident-junit-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let junit = dir.join("conformance.xml");
+    let junit_arg = junit.to_string_lossy().into_owned();
+    let o = conformance(&[&server.origin, "--json", "--junit", &junit_arg]).await;
+    let report = check_json(&o, 3, true);
+    for (case, expected) in report["cases"].as_array().expect("cases").iter().zip(CASES) {
+        let cited = case["spec"].as_array().expect("spec");
+        assert!(!cited.is_empty(), "{case:#}");
+        for (s, number) in cited.iter().zip(expected.spec) {
+            let section = spec::section(number).expect("a section of the digest");
+            assert_eq!(s["title"], section.title, "{case:#}");
+            assert_eq!(s["label"], section.label(), "{case:#}");
+        }
+    }
+
+    // Python's xml.etree reads each test case's `a2a.spec` properties.
+    let parsed = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sys, xml.etree.ElementTree as ET\n\
+             root = ET.parse(sys.argv[1]).getroot()\n\
+             for s in root.findall('testsuite'):\n\
+             \x20   for c in s.findall('testcase'):\n\
+             \x20       specs = [p.get('value') for p in c.iter('property') if p.get('name') == 'a2a.spec']\n\
+             \x20       print(s.get('name'), c.get('name'), ' | '.join(specs))\n",
+        )
+        .arg(&junit)
+        .output()
+        .expect("python3");
+    assert!(
+        parsed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+    let lines = String::from_utf8_lossy(&parsed.stdout).into_owned();
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        for case in CASES {
+            let want: Vec<String> = case
+                .spec
+                .iter()
+                .map(|n| {
+                    let s = spec::section(n).expect("a section of the digest");
+                    format!("{} {}", s.label(), s.title)
+                })
+                .collect();
+            let line = format!("{binding} {} {}", case.name, want.join(" | "));
+            assert!(
+                lines.lines().any(|l| l == line),
+                "{line} in the JUnit report:\n{lines}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -33,7 +33,7 @@ macro_rules! suite {
             suite!(@transport rest, V03Rest, []; $($case),*);
         }
     };
-    ($($case:ident : $tier:ident $level:ident $section:literal),* $(,)?) => {
+    ($($case:ident : $tier:ident $level:ident [$($section:literal),+]),* $(,)?) => {
         suite!(@transport in_process, InProcess, []; $($case),*);
         suite!(@transport sqlite, Sqlite, []; $($case),*);
         suite!(@transport postgres, Postgres, []; $($case),*);

@@ -1503,3 +1503,83 @@ fn no_import_circle_inside_a_crate() {
         circles.join("\n")
     );
 }
+
+/// Every case of `trident conformance` names the A2A requirement it checks: at least one
+/// section of the A2A v1.0 digest (`trident_conformance::spec::SECTIONS`), each one the digest
+/// has, and that table is the digest's headings, number and title (read from a checkout beside
+/// the repository, `shared/spec/A2A-V1-DIGEST.md`, or from `A2A_DIGEST`; without one, the
+/// table stands in for it and only the cases are checked against it).
+#[test]
+fn every_conformance_case_cites_a_section_of_the_digest() {
+    use std::collections::BTreeMap;
+    use trident_conformance::spec::{SECTIONS, section};
+
+    let table: BTreeMap<&str, &str> = SECTIONS.iter().map(|s| (s.number, s.title)).collect();
+    assert_eq!(table.len(), SECTIONS.len(), "a section is listed twice");
+    let digest = std::env::var_os("A2A_DIGEST")
+        .map(PathBuf::from)
+        .or_else(|| {
+            root()
+                .ancestors()
+                .map(|a| a.join("shared/spec/A2A-V1-DIGEST.md"))
+                .find(|d| d.is_file())
+        });
+    match digest {
+        Some(path) => {
+            // Its numbered headings: `## 8. Title`, `### 8.4 Title [SPEC]`, `## Appendix A. Title`.
+            let mut headings = BTreeMap::new();
+            for line in read(&path).lines() {
+                let Some(heading) = line
+                    .strip_prefix("## ")
+                    .or_else(|| line.strip_prefix("### "))
+                    .or_else(|| line.strip_prefix("#### "))
+                else {
+                    continue;
+                };
+                let heading = heading.strip_prefix("Appendix ").unwrap_or(heading);
+                let Some((number, title)) = heading.split_once(' ') else {
+                    continue;
+                };
+                let number = number.trim_end_matches('.');
+                let numbered = number.chars().all(|c| c.is_ascii_digit() || c == '.')
+                    || (number.len() == 1 && number.chars().all(|c| c.is_ascii_uppercase()));
+                if !numbered || number == "0" {
+                    continue;
+                }
+                let mut title = title.replace('`', "");
+                while let Some(open) = title.rfind(" [").filter(|_| title.ends_with(']')) {
+                    title.truncate(open);
+                }
+                headings.insert(number.to_owned(), title);
+            }
+            assert!(
+                headings.len() > 50,
+                "read the digest's headings: {headings:?}"
+            );
+            for (number, title) in &table {
+                assert_eq!(
+                    headings.get(*number).map(String::as_str),
+                    Some(*title),
+                    "§{number} of trident_conformance::spec::SECTIONS against {}",
+                    path.display()
+                );
+            }
+            assert_eq!(
+                headings.len(),
+                table.len(),
+                "the digest's sections are all in the table"
+            );
+        }
+        None => eprintln!("no A2A digest beside the repository: the table stands in for it"),
+    }
+    for case in trident_conformance::CASES {
+        assert!(!case.spec.is_empty(), "{} cites no section", case.name);
+        for number in case.spec {
+            assert!(
+                section(number).is_some(),
+                "{} cites §{number}, which the digest does not have",
+                case.name
+            );
+        }
+    }
+}

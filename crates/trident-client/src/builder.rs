@@ -43,6 +43,7 @@ pub struct ClientBuilder {
     protocol: Protocol,
     max_response: usize,
     cache_cards: bool,
+    tap: Option<trident_http::WireTap>,
 }
 
 impl Default for ClientBuilder {
@@ -68,7 +69,19 @@ impl ClientBuilder {
             protocol: Protocol::Auto,
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             cache_cards: true,
+            tap: None,
         }
+    }
+
+    /// Shows every exchange of the clients [`Client::client`] makes to `tap` (off by default,
+    /// and then nothing is formatted): on the JSON bindings each request's method, URL,
+    /// headers and body (the JSON-RPC envelope as sent), each response's status line, headers
+    /// and body, and each SSE line; on gRPC each call's path and metadata, the response's
+    /// metadata, the messages of a stream and the status. Credentials are redacted (see
+    /// [`WireTap`](trident_http::WireTap)). The v0.3 clients are tapped alike.
+    pub fn wire_tap(mut self, tap: trident_http::WireTap) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     /// How long a unary call, the opening of a stream (until the agent answers its head) and
@@ -220,6 +233,7 @@ impl ClientBuilder {
                 protocol: self.protocol,
                 max_response: self.max_response,
                 cards: self.cache_cards.then(CardCache::default),
+                tap: self.tap,
             }),
         })
     }
@@ -236,6 +250,7 @@ struct Shared {
     protocol: Protocol,
     max_response: usize,
     cards: Option<CardCache>,
+    tap: Option<trident_http::WireTap>,
 }
 
 impl Shared {
@@ -434,13 +449,15 @@ impl Client {
                 trident_jsonrpc::V03Client::with_client(s.http.clone(), &interface.url)
                     .with_headers(s.headers.clone())
                     .with_query(query.clone())
-                    .with_max_response_size(s.max_response),
+                    .with_max_response_size(s.max_response)
+                    .with_wire_tap(s.tap.clone()),
             ),
             Binding::Rest if v03 => Arc::new(
                 trident_rest::V03Client::with_client(s.http.clone(), &interface.url)
                     .with_headers(s.headers.clone())
                     .with_query(query.clone())
-                    .with_max_response_size(s.max_response),
+                    .with_max_response_size(s.max_response)
+                    .with_wire_tap(s.tap.clone()),
             ),
             Binding::Grpc if v03 => {
                 let options = s.grpc_options();
@@ -448,7 +465,8 @@ impl Client {
                 Arc::new(
                     s.within_timeout(&interface.url, connecting)
                         .await?
-                        .with_headers(s.headers.clone()),
+                        .with_headers(s.headers.clone())
+                        .with_wire_tap(s.tap.clone()),
                 )
             }
             Binding::JsonRpc => Arc::new(
@@ -456,14 +474,16 @@ impl Client {
                     .with_tenant(&interface.tenant)
                     .with_headers(s.headers.clone())
                     .with_query(query.clone())
-                    .with_max_response_size(s.max_response),
+                    .with_max_response_size(s.max_response)
+                    .with_wire_tap(s.tap.clone()),
             ),
             Binding::Rest => Arc::new(
                 trident_rest::RestClient::with_client(s.http.clone(), &interface.url)?
                     .with_tenant(&interface.tenant)
                     .with_headers(s.headers.clone())
                     .with_query(query.clone())
-                    .with_max_response_size(s.max_response),
+                    .with_max_response_size(s.max_response)
+                    .with_wire_tap(s.tap.clone()),
             ),
             Binding::Grpc => {
                 let options = s.grpc_options();
@@ -472,7 +492,8 @@ impl Client {
                     s.within_timeout(&interface.url, connecting)
                         .await?
                         .with_tenant(&interface.tenant)
-                        .with_headers(s.headers.clone()),
+                        .with_headers(s.headers.clone())
+                        .with_wire_tap(s.tap.clone()),
                 )
             }
         };

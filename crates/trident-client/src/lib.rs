@@ -47,6 +47,8 @@ mod timed;
 pub use builder::{Client, ClientBuilder, read_card};
 pub use gateway::Upstream;
 pub use helpers::{TaskId, Texts};
+/// The diagnostic hook of [`ClientBuilder::wire_tap`].
+pub use trident_http::WireTap;
 use trident_proto as pb;
 pub use trident_v03::card::is_v03_version;
 

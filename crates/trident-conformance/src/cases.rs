@@ -1,6 +1,7 @@
 //! The behaviour suite: one async fn per rule, written once against `Arc<dyn A2aService>` and
 //! run against whatever [`Target`] supplies the server. Every case is registered, with its tier,
-//! level and spec section, in `with_cases!` (lib.rs).
+//! level and the sections of the A2A v1.0 digest it checks ([`crate::spec`]), in
+//! `with_cases!` (lib.rs).
 //!
 //! Two tiers. **Protocol** cases hold whatever the agent replies: they send ordinary text
 //! (never a word of the conformance script), count only tasks in a context of their own, and

@@ -23,6 +23,7 @@ use trident_proto as pb;
 pub mod cases;
 pub mod helpers;
 mod remote;
+pub mod spec;
 #[cfg(test)]
 mod tests;
 pub mod wire;
@@ -309,8 +310,11 @@ pub struct Case {
     pub tier: Tier,
     /// How strongly the spec asks for it.
     pub level: Level,
-    /// Where the spec says so (section of the A2A v1.0 specification, or the topic).
-    pub section: &'static str,
+    /// Where the A2A v1.0 specification says so: the numbers of the sections (one or more)
+    /// of the digest the project implements from, as [`spec::SECTIONS`] lists them (`"8.4"`,
+    /// `"A"` for Appendix A). A case of Trident's own choice (level [`Level::May`]) cites the
+    /// sections its rule builds on.
+    pub spec: &'static [&'static str],
     /// Runs it against a target.
     pub run: for<'a> fn(&'a dyn Target) -> BoxFuture<'a, Result<(), Skip>>,
 }
@@ -321,7 +325,7 @@ impl std::fmt::Debug for Case {
     }
 }
 
-/// Calls `$m!(case: Tier Level "section", …)` for every case in [`cases`], in order: the one
+/// Calls `$m!(case: Tier Level ["section", …], …)` for every case in [`cases`], in order: the one
 /// list from which both [`CASES`] and the per-transport tests of tests/it are expanded. A case
 /// written in `cases.rs` but missing here fails the `every_case_is_registered` tidy test.
 #[macro_export]
@@ -329,74 +333,74 @@ macro_rules! with_cases {
     ($m:ident) => {
         $m! {
             // ---- protocol: any agent, ordinary text messages ----
-            task_ids_are_generated_by_the_server_and_unique: Protocol Must "3.1.1 SendMessage",
-            blocking_send_returns_a_task_at_rest: Protocol Must "3.1.1 SendMessage (blocking)",
-            message_to_terminal_task_is_unsupported_operation: Protocol Must "3.1.1 SendMessage",
-            send_rejects_invalid_messages_with_invalid_params: Protocol Must "3.1.1 SendMessage",
-            invalid_params_errors_name_the_field: Protocol Should "3.3 errors (BadRequest)",
-            limits_are_enforced_with_invalid_params: Protocol May "Trident limits",
-            unknown_task_id_is_task_not_found: Protocol Must "3.1.1 SendMessage, 3.1.3 GetTask",
-            context_id_is_generated_when_absent_and_kept_when_given: Protocol Must "3.1.1 SendMessage (contextId)",
-            push_config_in_send_requires_push_capability: Protocol May "3.1.1 SendMessage (push config)",
-            stream_starts_with_a_task_or_one_message_and_closes: Protocol Must "3.1.2 SendStreamingMessage",
-            streaming_requires_the_capability: Protocol Must "3.1.2, 3.1.6 (capabilities.streaming)",
-            subscribe_to_terminal_or_unknown_task_fails: Protocol Must "3.1.6 SubscribeToTask",
-            subscribe_to_a_task_in_progress_starts_with_its_snapshot: Protocol Must "3.1.6 SubscribeToTask",
-            history_length_unset_zero_n_and_negative: Protocol Must "3.1.3 GetTask (historyLength)",
-            list_tasks_pages_filters_and_counts: Protocol Must "3.1.4 ListTasks",
-            list_tasks_omits_artifacts_unless_asked_and_trims_history: Protocol Must "3.1.4 ListTasks",
-            list_tasks_status_timestamp_after_is_inclusive: Protocol Must "3.1.4 ListTasks",
-            cancel_of_finished_or_unknown_task_fails: Protocol Must "3.1.5 CancelTask",
-            other_principals_and_tenants_see_task_not_found: Protocol Must "authorization scoping",
-            tenant_in_request_must_match_transport_tenant: Protocol May "tenant routing",
-            push_operations_require_the_capability: Protocol Must "3.1.7-3.1.10 (capabilities.pushNotifications)",
-            push_config_create_get_list_delete: Protocol Must "3.1.7-3.1.10 push notification configs",
-            push_config_urls_are_validated: Protocol Should "push notification security",
-            extended_card_is_unsupported_unless_declared: Protocol Must "3.1.11 GetExtendedAgentCard",
-            extended_card_rules: Protocol Must "3.1.11 GetExtendedAgentCard",
-            required_extension_must_be_activated: Protocol Must "extensions (required)",
-            unsupported_version_is_rejected: Protocol Must "versioning (A2A-Version)",
-            missing_version_is_configurable: Protocol May "versioning (A2A-Version)",
+            task_ids_are_generated_by_the_server_and_unique: Protocol Must ["8.1"],
+            blocking_send_returns_a_task_at_rest: Protocol Must ["8.3"],
+            message_to_terminal_task_is_unsupported_operation: Protocol Must ["8.1", "8.2"],
+            send_rejects_invalid_messages_with_invalid_params: Protocol Must ["8.2", "A"],
+            invalid_params_errors_name_the_field: Protocol Should ["3.4", "4.4", "5.3"],
+            limits_are_enforced_with_invalid_params: Protocol May ["A"],
+            unknown_task_id_is_task_not_found: Protocol Must ["8.2", "A"],
+            context_id_is_generated_when_absent_and_kept_when_given: Protocol Must ["8.2"],
+            push_config_in_send_requires_push_capability: Protocol May ["8.2", "8.10"],
+            stream_starts_with_a_task_or_one_message_and_closes: Protocol Must ["8.4"],
+            streaming_requires_the_capability: Protocol Must ["8.10"],
+            subscribe_to_terminal_or_unknown_task_fails: Protocol Must ["8.4"],
+            subscribe_to_a_task_in_progress_starts_with_its_snapshot: Protocol Must ["8.4"],
+            history_length_unset_zero_n_and_negative: Protocol Must ["8.6"],
+            list_tasks_pages_filters_and_counts: Protocol Must ["8.7"],
+            list_tasks_omits_artifacts_unless_asked_and_trims_history: Protocol Must ["8.7", "8.6"],
+            list_tasks_status_timestamp_after_is_inclusive: Protocol Must ["8.7"],
+            cancel_of_finished_or_unknown_task_fails: Protocol Must ["8.8"],
+            other_principals_and_tenants_see_task_not_found: Protocol Must ["8.9", "6.5"],
+            tenant_in_request_must_match_transport_tenant: Protocol May ["6.5"],
+            push_operations_require_the_capability: Protocol Must ["8.10", "8.11"],
+            push_config_create_get_list_delete: Protocol Must ["8.11"],
+            push_config_urls_are_validated: Protocol Should ["8.11"],
+            extended_card_is_unsupported_unless_declared: Protocol Must ["7.3", "8.10"],
+            extended_card_rules: Protocol Must ["7.3"],
+            required_extension_must_be_activated: Protocol Must ["6.3", "8.10"],
+            unsupported_version_is_rejected: Protocol Must ["6.2"],
+            missing_version_is_configurable: Protocol May ["6.2"],
             // ---- protocol, on the wire: the card as served and raw requests (cases/raw.rs) ----
-            card_is_served_at_the_well_known_path: Protocol Should "7.1 discovery (well-known URI)",
-            card_has_the_required_fields: Protocol Must "7.2 AgentCard (required fields)",
-            card_is_cacheable: Protocol Should "7.1 discovery (Cache-Control, ETag)",
-            every_declared_interface_answers: Protocol Must "7.2 supportedInterfaces, 6.5 tenant",
-            unknown_method_or_route_is_refused: Protocol Must "3.4, 4.4, 5.3 (method not found)",
-            malformed_requests_are_refused: Protocol Must "3.4, 4.4, 5.3 (parse, request, params)",
-            unsupported_version_is_refused_on_the_wire: Protocol Must "6.2 versioning, Appendix A",
-            a2a_errors_carry_error_info: Protocol Must "3.4, 4.4, 5.3 (ErrorInfo)",
-            non_json_content_type_is_refused: Protocol Should "Appendix A (HTTP Content-Type)",
+            card_is_served_at_the_well_known_path: Protocol Should ["7.1"],
+            card_has_the_required_fields: Protocol Must ["7.2"],
+            card_is_cacheable: Protocol Should ["7.1"],
+            every_declared_interface_answers: Protocol Must ["7.2", "6.5"],
+            unknown_method_or_route_is_refused: Protocol Must ["3.4", "4.4", "5.3"],
+            malformed_requests_are_refused: Protocol Must ["3.4", "4.4", "5.3"],
+            unsupported_version_is_refused_on_the_wire: Protocol Must ["6.2", "A"],
+            a2a_errors_carry_error_info: Protocol Must ["3.4", "4.4", "5.3"],
+            non_json_content_type_is_refused: Protocol Should ["3.1", "4.1", "A"],
             // ---- scripted: agents following docs/conformance-script.md ----
-            follow_up_to_interrupted_task_continues_it_in_order: Scripted Must "3.1.1 SendMessage (multi-turn)",
-            follow_up_right_after_blocking_return_is_accepted: Scripted Must "3.1.1 SendMessage (multi-turn)",
-            auth_required_task_accepts_messages_and_resumes: Scripted Must "3.1.1 SendMessage (multi-turn)",
-            direct_message_reply_creates_no_task: Scripted Must "3.1.1 SendMessage (Message reply)",
-            agent_failure_ends_task_failed_with_message: Scripted Must "task lifecycle",
-            agent_error_before_any_event_reaches_the_caller: Scripted May "3.1.1 SendMessage (errors)",
-            rejected_task_refuses_follow_ups: Scripted Must "3.1.1 SendMessage",
-            context_is_inferred_from_task_and_mismatch_rejected: Scripted Must "3.1.1 SendMessage (contextId)",
-            second_message_to_working_task_is_refused: Scripted May "3.1.1 SendMessage",
-            blocking_send_returns_terminal_task_with_artifacts: Scripted Must "3.1.1 SendMessage (blocking)",
-            blocking_send_returns_at_interrupted_state: Scripted Must "3.1.1 SendMessage (blocking)",
-            return_immediately_returns_task_in_progress: Scripted Must "3.1.1 SendMessage (returnImmediately)",
-            stream_starts_with_task_and_closes_at_terminal_state: Scripted Must "3.1.2 SendStreamingMessage",
-            message_only_stream_has_exactly_one_message: Scripted Must "3.1.2 SendStreamingMessage",
-            stream_closes_at_input_required: Scripted Should "3.1.2 SendStreamingMessage",
-            subscribe_starts_with_snapshot_then_live_events_without_gap_or_duplicate: Scripted Must "3.1.6 SubscribeToTask",
-            subscribe_stays_open_through_interrupted_states: Scripted Must "3.1.6 SubscribeToTask",
-            concurrent_streams_each_get_every_event_in_order: Scripted May "3.1.6 SubscribeToTask (Trident resumption)",
-            resume_after_sequence_number_delivers_the_rest_exactly_once: Scripted May "Trident stream resumption",
-            closing_a_stream_does_not_cancel_the_task: Scripted Must "3.1.2 SendStreamingMessage",
-            cancel_reaches_the_executor_and_ends_canceled: Scripted Must "3.1.5 CancelTask",
-            cancel_interrupted_task: Scripted Should "3.1.5 CancelTask",
-            repeated_cancel_returns_the_canceled_task: Scripted May "3.1.5 CancelTask (idempotent)",
+            follow_up_to_interrupted_task_continues_it_in_order: Scripted Must ["8.12", "8.1"],
+            follow_up_right_after_blocking_return_is_accepted: Scripted Must ["8.12", "8.3"],
+            auth_required_task_accepts_messages_and_resumes: Scripted Must ["8.12", "6.4"],
+            direct_message_reply_creates_no_task: Scripted Must ["8.1"],
+            agent_failure_ends_task_failed_with_message: Scripted Must ["8.1"],
+            agent_error_before_any_event_reaches_the_caller: Scripted May ["8.2", "A"],
+            rejected_task_refuses_follow_ups: Scripted Must ["8.1"],
+            context_is_inferred_from_task_and_mismatch_rejected: Scripted Must ["8.2"],
+            second_message_to_working_task_is_refused: Scripted May ["8.12"],
+            blocking_send_returns_terminal_task_with_artifacts: Scripted Must ["8.3", "8.5"],
+            blocking_send_returns_at_interrupted_state: Scripted Must ["8.3"],
+            return_immediately_returns_task_in_progress: Scripted Must ["8.3"],
+            stream_starts_with_task_and_closes_at_terminal_state: Scripted Must ["8.4"],
+            message_only_stream_has_exactly_one_message: Scripted Must ["8.4"],
+            stream_closes_at_input_required: Scripted Should ["8.4"],
+            subscribe_starts_with_snapshot_then_live_events_without_gap_or_duplicate: Scripted Must ["8.4"],
+            subscribe_stays_open_through_interrupted_states: Scripted Must ["8.4"],
+            concurrent_streams_each_get_every_event_in_order: Scripted May ["8.4"],
+            resume_after_sequence_number_delivers_the_rest_exactly_once: Scripted May ["8.4", "3.3", "4.5"],
+            closing_a_stream_does_not_cancel_the_task: Scripted Must ["8.4"],
+            cancel_reaches_the_executor_and_ends_canceled: Scripted Must ["8.8"],
+            cancel_interrupted_task: Scripted Should ["8.8", "8.1"],
+            repeated_cancel_returns_the_canceled_task: Scripted May ["8.8"],
         }
     };
 }
 
 macro_rules! case_table {
-    ($($name:ident : $tier:ident $level:ident $section:literal),* $(,)?) => {
+    ($($name:ident : $tier:ident $level:ident [$($section:literal),+]),* $(,)?) => {
         mod boxed {
             use super::*;
             $(
@@ -411,7 +415,7 @@ macro_rules! case_table {
             name: stringify!($name),
             tier: Tier::$tier,
             level: Level::$level,
-            section: $section,
+            spec: &[$($section),+],
             run: boxed::$name,
         }),*];
     };

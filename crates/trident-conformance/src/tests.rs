@@ -36,7 +36,14 @@ fn every_case_is_registered() {
 #[test]
 fn every_case_cites_a_section_and_protocol_cases_come_first() {
     for c in CASES {
-        assert!(!c.section.trim().is_empty(), "{} cites no section", c.name);
+        assert!(!c.spec.is_empty(), "{} cites no section", c.name);
+        for number in c.spec {
+            assert!(
+                crate::spec::section(number).is_some(),
+                "{} cites §{number}, which the digest does not have",
+                c.name
+            );
+        }
     }
     let first_scripted = CASES
         .iter()

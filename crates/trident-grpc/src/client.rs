@@ -8,7 +8,10 @@ use tonic::Request;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 use trident_core::deadline::{bounded, bounded_stream};
-use trident_core::{A2aError, A2aService, CallContext, ErrorKind, EventStream, StreamEvent};
+use trident_core::{
+    A2aError, A2aService, CallContext, ErrorKind, EventStream, Operation, StreamEvent,
+};
+use trident_http::WireTap;
 use trident_proto as pb;
 use trident_proto::a2a_service_client::A2aServiceClient;
 
@@ -27,6 +30,7 @@ pub struct GrpcClient {
     inner: A2aServiceClient<Channel>,
     tenant: String,
     headers: Arc<http::HeaderMap>,
+    tap: Option<WireTap>,
 }
 
 impl GrpcClient {
@@ -62,7 +66,16 @@ impl GrpcClient {
                 .max_decoding_message_size(opts.max_response_size),
             tenant: String::new(),
             headers: Arc::default(),
+            tap: None,
         }
+    }
+
+    /// Shows every call to `tap` (`None`, the default: nothing is formatted): its path and
+    /// metadata as sent, the response's metadata, each message of a stream, and the status it
+    /// ends with, credentials redacted.
+    pub fn with_wire_tap(mut self, tap: Option<WireTap>) -> Self {
+        self.tap = tap;
+        self
     }
 
     /// Sends `headers` (authentication, an API key, ...) as metadata with every call, except
@@ -153,14 +166,110 @@ pub(crate) fn request<T>(
     Ok(req)
 }
 
+/// What a call shows a [`WireTap`]: `GRPC → POST /lf.a2a.v1.A2AService/GetTask` and the
+/// metadata sent, then the response's metadata, the messages of a stream and the status.
+pub(crate) struct Tapped {
+    tap: WireTap,
+    out: String,
+    inn: String,
+    path: String,
+}
+
+impl Tapped {
+    /// The tap of a call of `method` of the gRPC service `service`.
+    pub(crate) fn new(tap: &WireTap, service: &str, method: &str) -> Self {
+        Self {
+            tap: tap.clone(),
+            out: "GRPC → ".to_owned(),
+            inn: "GRPC ← ".to_owned(),
+            path: format!("/{service}/{method}"),
+        }
+    }
+
+    fn metadata(&self, prefix: &str, md: &tonic::metadata::MetadataMap) {
+        for (name, value) in md.clone().into_headers().iter() {
+            self.tap.lines(
+                prefix,
+                &self
+                    .tap
+                    .header(name.as_str(), value.as_bytes(), value.is_sensitive()),
+            );
+        }
+    }
+
+    /// The request line and metadata of `req`.
+    pub(crate) fn request<T>(&self, req: &Request<T>) {
+        self.tap
+            .lines(&self.out, &format!("POST {} (HTTP/2)", self.path));
+        self.tap
+            .lines(&self.out, &format!("message {}", short_type_name::<T>()));
+        self.metadata(&self.out, req.metadata());
+    }
+
+    /// The response's metadata (its headers).
+    pub(crate) fn head(&self, md: &tonic::metadata::MetadataMap) {
+        self.tap
+            .lines(&self.inn, &format!("response to {}", self.path));
+        self.metadata(&self.inn, md);
+    }
+
+    /// Message `n` (from 1) of a response, of type `T`.
+    pub(crate) fn message<T>(&self, n: u64) {
+        self.tap.lines(
+            &self.inn,
+            &format!("message {n} {}", short_type_name::<T>()),
+        );
+    }
+
+    /// The status a call ended with: `grpc-status: 0 (OK)`.
+    pub(crate) fn ok(&self) {
+        self.tap.lines(&self.inn, "grpc-status: 0 (OK)");
+    }
+
+    /// The status a call failed with: its code, message and metadata (trailers).
+    pub(crate) fn status(&self, s: &tonic::Status) {
+        self.tap.lines(
+            &self.inn,
+            &format!("grpc-status: {} ({:?})", s.code() as i32, s.code()),
+        );
+        self.tap
+            .lines(&self.inn, &format!("grpc-message: {}", s.message()));
+        if !s.details().is_empty() {
+            self.tap.lines(
+                &self.inn,
+                &format!("grpc-status-details-bin: {} bytes", s.details().len()),
+            );
+        }
+        self.metadata(&self.inn, s.metadata());
+    }
+}
+
+/// `SendMessageRequest` for `trident_proto::lf::a2a::v1::SendMessageRequest`.
+fn short_type_name<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    name.rsplit("::").next().unwrap_or(name)
+}
+
 /// Runs one unary call, decoding its status, within the caller's deadline and until it goes
 /// away.
 async fn call<T>(
     cx: &CallContext,
     fut: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    tap: Option<Tapped>,
 ) -> Result<T, A2aError> {
     let fut = async {
-        fut.await
+        let result = fut.await;
+        if let Some(t) = &tap {
+            match &result {
+                Ok(response) => {
+                    t.head(response.metadata());
+                    t.message::<T>(1);
+                    t.ok();
+                }
+                Err(s) => t.status(s),
+            }
+        }
+        result
             .map(tonic::Response::into_inner)
             .map_err(|s| error(&s))
     };
@@ -174,9 +283,17 @@ async fn stream(
     fut: impl Future<
         Output = Result<tonic::Response<tonic::Streaming<pb::StreamResponse>>, tonic::Status>,
     >,
+    tap: Option<Tapped>,
 ) -> Result<EventStream, A2aError> {
     let response = bounded(cx, "gRPC stream", async {
-        fut.await.map_err(|s| error(&s))
+        let result = fut.await;
+        if let Some(t) = &tap {
+            match &result {
+                Ok(response) => t.head(response.metadata()),
+                Err(s) => t.status(s),
+            }
+        }
+        result.map_err(|s| error(&s))
     })
     .await?;
     let first_seq: Option<u64> = response
@@ -205,19 +322,59 @@ async fn stream(
             ))
         })
         .boxed();
+    let events = match tap {
+        None => events,
+        Some(t) => tapped_stream(events, t),
+    };
     Ok(bounded_stream(cx, "gRPC stream", events))
+}
+
+/// `events` shown to the tap: each message, and the status the stream ends with.
+pub(crate) fn tapped_stream(events: EventStream, t: Tapped) -> EventStream {
+    let t = Arc::new(t);
+    let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (end, end_seen, end_failed) = (t.clone(), seen.clone(), failed.clone());
+    events
+        .inspect(move |item| match item {
+            Ok(_) => {
+                let n = seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                t.message::<pb::StreamResponse>(n);
+            }
+            Err(e) => {
+                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                t.tap.lines(
+                    &t.inn,
+                    &format!("stream failed: {:?} {}", e.kind(), e.message()),
+                );
+            }
+        })
+        .chain(
+            futures::stream::once(async move {
+                if !end_failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    let n = end_seen.load(std::sync::atomic::Ordering::Relaxed);
+                    end.tap
+                        .lines(&end.inn, &format!("end of stream after {n} messages"));
+                    end.ok();
+                }
+            })
+            .filter_map(|()| futures::future::ready(None)),
+        )
+        .boxed()
 }
 
 /// The call of tonic's generated client method `$call` (its future) by kind.
 macro_rules! grpc_call {
-    (unary, $cx:expr, $call:expr) => {
-        call($cx, $call).await
+    (unary, $cx:expr, $call:expr, $tap:expr) => {
+        call($cx, $call, $tap).await
     };
-    (stream, $cx:expr, $call:expr) => {
-        stream($cx, $call).await
+    (stream, $cx:expr, $call:expr, $tap:expr) => {
+        stream($cx, $call, $tap).await
     };
-    (empty, $cx:expr, $call:expr) => {
-        call($cx, $call).await.map(|_: pbjson_types::Empty| ())
+    (empty, $cx:expr, $call:expr, $tap:expr) => {
+        call($cx, $call, $tap)
+            .await
+            .map(|_: pbjson_types::Empty| ())
     };
 }
 
@@ -235,7 +392,13 @@ macro_rules! grpc_client {
                 ) -> Result<trident_core::reply_type!($kind, pb::$resp), A2aError> {
                     req.tenant = self.tenant(cx, &req.tenant)?;
                     let req = request(cx, req, &self.headers)?;
-                    grpc_call!($kind, cx, self.client().$method(req))
+                    let tap = self.tap.as_ref().map(|tap| {
+                        Tapped::new(tap, pb::SERVICE_NAME, Operation::$op.name())
+                    });
+                    if let Some(t) = &tap {
+                        t.request(&req);
+                    }
+                    grpc_call!($kind, cx, self.client().$method(req), tap)
                 }
             )*
         }

@@ -11,10 +11,12 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 use trident_core::deadline::{bounded, bounded_stream};
 use trident_core::{A2aError, A2aReply, A2aRequest, AroundCall, CallContext};
+use trident_http::WireTap;
 use trident_proto::v03;
 use trident_proto::v03::a2a_service_client::A2aServiceClient;
 use trident_v03::client::{self as v03c, Answer, Call};
 
+use crate::client::{Tapped, tapped_stream};
 use crate::{GrpcOptions, metadata};
 
 /// A gRPC client of one A2A v0.3 interface. Cheap to clone (the HTTP/2 connection is shared).
@@ -22,6 +24,7 @@ use crate::{GrpcOptions, metadata};
 pub struct V03Client {
     inner: A2aServiceClient<Channel>,
     headers: Arc<http::HeaderMap>,
+    tap: Option<WireTap>,
 }
 
 impl V03Client {
@@ -42,7 +45,34 @@ impl V03Client {
                 .max_encoding_message_size(opts.max_request_size)
                 .max_decoding_message_size(opts.max_response_size),
             headers: Arc::default(),
+            tap: None,
         }
+    }
+
+    /// Shows every call to `tap` as [`GrpcClient::with_wire_tap`](crate::GrpcClient::with_wire_tap)
+    /// does (`None`, the default: nothing is formatted).
+    pub fn with_wire_tap(mut self, tap: Option<WireTap>) -> Self {
+        self.tap = tap;
+        self
+    }
+
+    /// The tap of `call`, when this client has one.
+    fn tapped(&self, call: &Call) -> Option<Tapped> {
+        let method = match call {
+            Call::Send(_) => "SendMessage",
+            Call::Stream(_) => "SendStreamingMessage",
+            Call::GetTask(_) => "GetTask",
+            Call::Cancel(_) => "CancelTask",
+            Call::Subscribe(_) => "TaskSubscription",
+            Call::CreateConfig(_) => "CreateTaskPushNotificationConfig",
+            Call::GetConfig(_) => "GetTaskPushNotificationConfig",
+            Call::ListConfigs(_) => "ListTaskPushNotificationConfig",
+            Call::DeleteConfig(_) => "DeleteTaskPushNotificationConfig",
+            Call::Card(_) => "GetAgentCard",
+        };
+        self.tap
+            .as_ref()
+            .map(|tap| Tapped::new(tap, v03::SERVICE_NAME, method))
     }
 
     /// Sends `headers` as metadata with every call, except those the call sets itself.
@@ -51,7 +81,12 @@ impl V03Client {
         self
     }
 
-    fn request<T>(&self, cx: &CallContext, msg: T) -> Result<tonic::Request<T>, A2aError> {
+    fn request<T>(
+        &self,
+        cx: &CallContext,
+        msg: T,
+        tap: Option<&Tapped>,
+    ) -> Result<tonic::Request<T>, A2aError> {
         let mut req = crate::client::request(cx, msg, &self.headers)?;
         let md = req.metadata_mut();
         if !cx.extensions.is_empty() {
@@ -59,60 +94,74 @@ impl V03Client {
                 .map_err(|_| A2aError::invalid_field("extensions", "must be visible ASCII"))?;
             md.insert("x-a2a-extensions", value);
         }
+        if let Some(t) = tap {
+            t.request(&req);
+        }
         Ok(req)
     }
 
     async fn unary(&self, cx: &CallContext, call: &Call) -> Result<Answer, A2aError> {
         let mut c = self.inner.clone();
+        let tap = self.tapped(call);
+        let tap = tap.as_ref();
         let answer = async {
-            let st = |s: tonic::Status| error(&s);
+            let st = |s: tonic::Status| {
+                if let Some(t) = tap {
+                    t.status(&s);
+                }
+                error(&s)
+            };
             Ok::<Answer, A2aError>(match call.clone() {
                 Call::Send(r) => Answer::SendMessage(
-                    c.send_message(self.request(cx, r)?)
+                    c.send_message(self.request(cx, r, tap)?)
                         .await
                         .map_err(st)?
-                        .into_inner(),
+                        .answered(tap),
                 ),
                 Call::GetTask(r) => Answer::Task(
-                    c.get_task(self.request(cx, r)?)
+                    c.get_task(self.request(cx, r, tap)?)
                         .await
                         .map_err(st)?
-                        .into_inner(),
+                        .answered(tap),
                 ),
                 Call::Cancel(r) => Answer::Task(
-                    c.cancel_task(self.request(cx, r)?)
+                    c.cancel_task(self.request(cx, r, tap)?)
                         .await
                         .map_err(st)?
-                        .into_inner(),
+                        .answered(tap),
                 ),
                 Call::CreateConfig(r) => Answer::Config(
-                    c.create_task_push_notification_config(self.request(cx, r)?)
+                    c.create_task_push_notification_config(self.request(cx, r, tap)?)
                         .await
                         .map_err(st)?
-                        .into_inner(),
+                        .answered(tap),
                 ),
                 Call::GetConfig(r) => Answer::Config(
-                    c.get_task_push_notification_config(self.request(cx, r)?)
+                    c.get_task_push_notification_config(self.request(cx, r, tap)?)
                         .await
                         .map_err(st)?
-                        .into_inner(),
+                        .answered(tap),
                 ),
                 Call::ListConfigs(r) => Answer::Configs(
-                    c.list_task_push_notification_config(self.request(cx, r)?)
+                    c.list_task_push_notification_config(self.request(cx, r, tap)?)
                         .await
                         .map_err(st)?
-                        .into_inner()
+                        .answered(tap)
                         .configs,
                 ),
                 Call::DeleteConfig(r) => {
-                    c.delete_task_push_notification_config(self.request(cx, r)?)
+                    c.delete_task_push_notification_config(self.request(cx, r, tap)?)
                         .await
-                        .map_err(st)?;
+                        .map_err(st)?
+                        .answered(tap);
                     Answer::Empty
                 }
                 Call::Card(r) => {
-                    let card = c.get_agent_card(self.request(cx, r)?).await.map_err(st)?;
-                    Answer::Card(Box::new(trident_v03::ToV1::to_v1(card.into_inner())))
+                    let card = c
+                        .get_agent_card(self.request(cx, r, tap)?)
+                        .await
+                        .map_err(st)?;
+                    Answer::Card(Box::new(trident_v03::ToV1::to_v1(card.answered(tap))))
                 }
                 Call::Stream(_) | Call::Subscribe(_) => {
                     return Err(A2aError::internal("a streaming call has no unary answer"));
@@ -128,12 +177,20 @@ impl V03Client {
         call: &Call,
     ) -> Result<trident_core::EventStream, A2aError> {
         let mut c = self.inner.clone();
+        let tap = self.tapped(call);
         let opened = async {
+            let t = tap.as_ref();
             let response: Result<_, tonic::Status> = match call.clone() {
-                Call::Stream(r) => c.send_streaming_message(self.request(cx, r)?).await,
-                Call::Subscribe(r) => c.task_subscription(self.request(cx, r)?).await,
+                Call::Stream(r) => c.send_streaming_message(self.request(cx, r, t)?).await,
+                Call::Subscribe(r) => c.task_subscription(self.request(cx, r, t)?).await,
                 _ => return Err(A2aError::internal("not a streaming call")),
             };
+            if let Some(t) = t {
+                match &response {
+                    Ok(response) => t.head(response.metadata()),
+                    Err(s) => t.status(s),
+                }
+            }
             response.map_err(|s| error(&s))
         };
         let response = bounded(cx, "gRPC v0.3 stream", opened).await?;
@@ -148,11 +205,28 @@ impl V03Client {
             item.map(|m: v03::StreamResponse| (seq, m))
                 .map_err(|s| error(&s))
         });
-        Ok(bounded_stream(
-            cx,
-            "gRPC v0.3 stream",
-            v03c::events(messages),
-        ))
+        let events = v03c::events(messages);
+        let events = match tap {
+            None => events,
+            Some(t) => tapped_stream(events, t),
+        };
+        Ok(bounded_stream(cx, "gRPC v0.3 stream", events))
+    }
+}
+
+/// A unary call's answer, shown to the call's tap (its metadata, the message, the status).
+trait Answered<T> {
+    fn answered(self, tap: Option<&Tapped>) -> T;
+}
+
+impl<T> Answered<T> for tonic::Response<T> {
+    fn answered(self, tap: Option<&Tapped>) -> T {
+        if let Some(t) = tap {
+            t.head(self.metadata());
+            t.message::<T>(1);
+            t.ok();
+        }
+        self.into_inner()
     }
 }
 

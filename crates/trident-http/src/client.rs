@@ -63,6 +63,7 @@ pub struct HttpClient {
     headers: reqwest::header::HeaderMap,
     query: Vec<(String, String)>,
     max_response: usize,
+    tap: Option<crate::WireTap>,
 }
 
 #[cfg(feature = "client")]
@@ -84,7 +85,15 @@ impl HttpClient {
             headers: reqwest::header::HeaderMap::new(),
             query: Vec::new(),
             max_response: crate::DEFAULT_MAX_RESPONSE_BYTES,
+            tap: None,
         }
+    }
+
+    /// Shows every exchange to `tap` (`None`, the default: nothing is formatted): each
+    /// request's method, URL, headers and body as sent, each response's status line, headers
+    /// and body as received, and each line of an SSE stream, credentials redacted.
+    pub fn set_wire_tap(&mut self, tap: Option<crate::WireTap>) {
+        self.tap = tap;
     }
 
     /// Sends `headers` with every request, except those a call sets itself.
@@ -142,21 +151,86 @@ impl HttpClient {
         what: &str,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, A2aError> {
-        request
-            .send()
-            .await
-            .map_err(|e| transport_error(self.binding, what, e))
+        let Some(tap) = &self.tap else {
+            return request
+                .send()
+                .await
+                .map_err(|e| transport_error(self.binding, what, e));
+        };
+        let (http, request) = request.build_split();
+        let request = request.map_err(|e| transport_error(self.binding, what, e))?;
+        self.tap_request(tap, &request);
+        match http.execute(request).await {
+            Ok(response) => {
+                self.tap_response(tap, &response);
+                Ok(response)
+            }
+            Err(e) => {
+                let e = transport_error(self.binding, what, e);
+                tap.line(&format!(
+                    "{} ✗ {}",
+                    self.binding,
+                    trident_core::error_chain(&e)
+                ));
+                Err(e)
+            }
+        }
     }
 
-    /// The whole body of `response`, at most [`max_response_size`](Self::max_response_size).
+    /// The request line, headers and body of `request`, as it goes out.
+    fn tap_request(&self, tap: &crate::WireTap, request: &reqwest::Request) {
+        let out = format!("{} → ", self.binding);
+        tap.lines(
+            &out,
+            &format!("{} {}", request.method(), tap.url(request.url().as_str())),
+        );
+        for (name, value) in request.headers() {
+            tap.lines(
+                &out,
+                &tap.header(name.as_str(), value.as_bytes(), value.is_sensitive()),
+            );
+        }
+        if let Some(body) = request.body().and_then(|b| b.as_bytes()) {
+            tap.lines(&out, &String::from_utf8_lossy(body));
+        }
+    }
+
+    /// The status line and headers of `response`, as they came.
+    fn tap_response(&self, tap: &crate::WireTap, response: &reqwest::Response) {
+        let inn = format!("{} ← ", self.binding);
+        tap.lines(
+            &inn,
+            &format!("{:?} {}", response.version(), response.status()),
+        );
+        for (name, value) in response.headers() {
+            tap.lines(
+                &inn,
+                &tap.header(name.as_str(), value.as_bytes(), value.is_sensitive()),
+            );
+        }
+    }
+
+    /// The whole body of `response`, at most [`max_response_size`](Self::max_response_size)
+    /// (shown to the wire tap as it came, when there is one).
     pub async fn body(&self, response: reqwest::Response) -> Result<Vec<u8>, A2aError> {
-        crate::read_body(self.chunks(response, "response body"), self.max_response)
-            .await
-            .map_err(|e| e.into_described(format_args!("{} response", self.binding)))
+        let body = crate::read_body(
+            self.raw_chunks(response, "response body"),
+            self.max_response,
+        )
+        .await
+        .map_err(|e| e.into_described(format_args!("{} response", self.binding)));
+        if let Some(tap) = &self.tap {
+            let inn = format!("{} ← ", self.binding);
+            match &body {
+                Ok(body) => tap.lines(&inn, &String::from_utf8_lossy(body)),
+                Err(e) => tap.lines(&inn, &format!("✗ {}", e.message())),
+            }
+        }
+        body
     }
 
     /// The chunks of a response body, their failures described with their cause.
-    pub fn chunks(
+    fn raw_chunks(
         &self,
         response: reqwest::Response,
         what: &'static str,
@@ -166,6 +240,46 @@ impl HttpClient {
         response
             .bytes_stream()
             .map_err(move |e| transport_error(binding, what, e))
+    }
+
+    /// The chunks of a streamed (SSE) response body, their failures described with their
+    /// cause. With a wire tap, each line of the stream is shown to it as it completes.
+    pub fn chunks(
+        &self,
+        response: reqwest::Response,
+        what: &'static str,
+    ) -> impl futures::Stream<Item = Result<bytes::Bytes, A2aError>> + use<> {
+        use futures::StreamExt;
+        let raw = self.raw_chunks(response, what);
+        let Some(tap) = self.tap.clone() else {
+            return raw.left_stream();
+        };
+        let inn = format!("{} ← ", self.binding);
+        let limit = self.max_response;
+        let mut pending: Vec<u8> = Vec::new();
+        raw.map(move |item| {
+            match &item {
+                Ok(chunk) => {
+                    pending.extend_from_slice(chunk);
+                    while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                        let line: Vec<u8> = pending.drain(..=end).collect();
+                        let line = String::from_utf8_lossy(&line);
+                        let line = line.trim_end_matches(['\r', '\n']);
+                        if !line.is_empty() {
+                            tap.lines(&inn, line);
+                        }
+                    }
+                    // A line longer than a whole response is shown in pieces.
+                    if pending.len() > limit {
+                        tap.lines(&inn, &String::from_utf8_lossy(&pending));
+                        pending.clear();
+                    }
+                }
+                Err(e) => tap.lines(&inn, &format!("✗ {}", trident_core::error_chain(e))),
+            }
+            item
+        })
+        .right_stream()
     }
 
     /// The events of an SSE `response`, each at most
@@ -217,6 +331,14 @@ macro_rules! http_client_setters {
         /// from the URL of every transport error.
         pub fn with_query(mut self, query: Vec<(String, String)>) -> Self {
             self.http.set_query(query);
+            self
+        }
+
+        /// Shows every exchange to `tap` (`None`: nothing is formatted): requests and
+        /// responses as they cross the wire, SSE lines as they arrive, credentials redacted
+        /// (`trident_http::WireTap`).
+        pub fn with_wire_tap(mut self, tap: Option<::trident_http::WireTap>) -> Self {
+            self.http.set_wire_tap(tap);
             self
         }
 

@@ -12,6 +12,8 @@
 //!   (each event encoded once into the body chunk, ready events gathered into one chunk).
 //! - [`json_client!`]: the JSON clients' `A2aService` impl, generated per RPC from the list;
 //!   `HttpClient` (feature `client`): their HTTP side (headers, query, bounded reads, errors).
+//! - [`WireTap`] (module [`wiretap`]): the diagnostic hook every binding's client calls with
+//!   what it exchanges on the wire (`trident --debug`), credentials redacted.
 //! - `HttpWebhooks` (feature `webhooks`): push-notification delivery over reqwest, the
 //!   engine's `WebhookTransport`. Behind a feature so the bindings, which use the rest of this
 //!   crate, depend on no engine; the server and the facade switch it on.
@@ -30,6 +32,7 @@ mod sse;
 mod sse_writer;
 #[cfg(feature = "webhooks")]
 mod webhooks;
+pub mod wiretap;
 
 pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
 #[cfg(feature = "client")]
@@ -41,6 +44,7 @@ pub use sse::{SseDecoder, SseEvent, sse_events};
 pub use sse_writer::{EncodeEvent, SseWriter, write_event};
 #[cfg(feature = "webhooks")]
 pub use webhooks::{HttpWebhooks, Signer};
+pub use wiretap::WireTap;
 
 /// Settings of a JSON binding's endpoint (HTTP+JSON's `RestOptions`, JSON-RPC's
 /// `JsonRpcOptions`: the two bindings take the same ones).
