@@ -22,6 +22,7 @@ use trident_proto as pb;
 use crate::failure::{Failure, Local};
 use crate::render;
 
+mod in_task;
 pub(crate) mod oauth;
 
 /// The options every client command takes: which agent, how to reach it, how to print.
@@ -306,6 +307,18 @@ pub(crate) struct Send {
     /// task ends or needs input (SPEC §9.2).
     #[arg(long = "push-receiver", value_name = "ADDR")]
     push_receiver: Option<String>,
+    /// The credential for a task that pauses at AUTH_REQUIRED (in-task authorization, SPEC
+    /// §12.3): sent to the task in a follow-up message, and the wait goes on. Without it, the
+    /// token `auth login` kept for the scheme the agent names, else a prompt on a terminal;
+    /// else the task is reported as waiting. Prefer the variable: a flag shows in the process
+    /// table.
+    #[arg(
+        long = "task-credential",
+        env = "A2ACLI_TASK_CREDENTIAL",
+        hide_env_values = true,
+        value_name = "CREDENTIAL"
+    )]
+    task_credential: Option<String>,
 }
 
 /// `task …`
@@ -739,7 +752,22 @@ pub(crate) fn debug(text: &str) {
 }
 
 fn json_line<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|e| format!("<{e}>"))
+    serde_json::to_string(value).map_or_else(|e| format!("<{e}>"), scrubbed)
+}
+
+/// `json` with the credential of any in-task authorization follow-up it holds redacted
+/// ([`render::scrub`]); unchanged (and not re-read) when it holds none.
+fn scrubbed(json: String) -> String {
+    if !json.contains(&format!("\"{}\"", render::CREDENTIAL_KEY)) {
+        return json;
+    }
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(mut value) => {
+            render::scrub(&mut value);
+            value.to_string()
+        }
+        Err(_) => json,
+    }
 }
 
 /// Where a card reference points.
@@ -1600,6 +1628,16 @@ fn outcome(s: &Session, out: &mut String, id: &str, state: pb::TaskState, wanted
         pb::TaskState::InputRequired if s.chat => {
             let _ = writeln!(err, "note: task {id} is waiting: {name}; type your reply");
         }
+        pb::TaskState::AuthRequired if !s.chat => {
+            let resume = format!(
+                "A2ACLI_TASK_CREDENTIAL='<credential>' trident send -a {reference} --task-id {id}"
+            );
+            let _ = writeln!(
+                err,
+                "warning: task {id} is waiting: {name}; give it a credential with: {resume}"
+            );
+            render::field(out, "Resume", &resume);
+        }
         pb::TaskState::InputRequired | pb::TaskState::AuthRequired => {
             let resume = format!("trident send -a {reference} --task-id {id} '<reply>'");
             let _ = writeln!(
@@ -1656,12 +1694,42 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     if args.stream && args.r#async {
         return Err(Failure::usage("--stream and --async do not go together"));
     }
-    let parts = message_parts(text, &args.parts)?;
+    // `--task-id` with `--task-credential` and nothing else: answer the task's AUTH_REQUIRED
+    // (the `Resume:` line of a task left waiting for authorization).
+    let credential_only = text.is_none()
+        && args.parts.is_empty()
+        && args.task_credential.is_some()
+        && args.task_id.is_some();
+    let parts = if credential_only {
+        Vec::new()
+    } else {
+        message_parts(text, &args.parts)?
+    };
     let metadata = metadata(&args.metadata)?;
     let s = connect(&target).await?;
+    let mut resolver = in_task::Resolver::new(args.task_credential.clone());
     let mut message = pb::Message::user(uuid::Uuid::new_v4().to_string(), parts);
     message.task_id = args.task_id.clone().unwrap_or_default();
     message.context_id = args.context_id.clone().unwrap_or_default();
+    if credential_only {
+        let request = pb::GetTaskRequest {
+            id: message.task_id.clone(),
+            history_length: Some(0),
+            ..Default::default()
+        };
+        let task = s.get_task(request).await.map_err(|e| s.failed(e))?;
+        if task.state() != pb::TaskState::AuthRequired {
+            return Err(Failure::usage(format!(
+                "task {} is {}, not waiting for authorization: give a message to send",
+                task.id,
+                render::state_name(task.state())
+            )));
+        }
+        message = match resolver.follow_up(&s, &target, &task).await? {
+            Some(answer) => answer,
+            None => return Err(Failure::usage("--task-credential is empty")),
+        };
+    }
     let req = pb::SendMessageRequest {
         message: Some(message),
         configuration: Some(pb::SendMessageConfiguration {
@@ -1685,10 +1753,17 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         s.sending("SendStreamingMessage", &req);
         let stream = s
             .svc
-            .send_streaming_message(&s.cx, req)
+            .send_streaming_message(&s.cx, req.clone())
             .await
             .map_err(|e| s.failed(e))?;
-        return follow(&s, stream, true).await;
+        let resume = Resume {
+            target: &target,
+            resolver: &mut resolver,
+            request: &req,
+        };
+        return follow_resolving(&s, stream, true, Some(resume))
+            .await
+            .map(|_| ());
     }
     if args.stream {
         let _ = writeln!(
@@ -1699,12 +1774,28 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     if args.poll_interval < Duration::from_millis(10) {
         return Err(Failure::usage("--poll-interval must be at least 10ms"));
     }
-    let resp = if streams && !args.stream && !args.r#async {
-        wait_streaming(&s, req, args).await?
-    } else {
-        let call = s.svc.send_message(&s.cx, req.clone());
-        let result = s.logged("SendMessage", &req, call).await;
-        result.map_err(|e| refused(&s, e, args))?
+    let mut req = req;
+    let resp = loop {
+        let resp = if streams && !args.stream && !args.r#async {
+            wait_streaming(&s, req.clone(), args).await?
+        } else {
+            let call = s.svc.send_message(&s.cx, req.clone());
+            let result = s.logged("SendMessage", &req, call).await;
+            result.map_err(|e| refused(&s, e, args))?
+        };
+        // A task paused for authorization is resumed when there is a credential (§12.3).
+        let paused = match &resp.payload {
+            Some(pb::send_message_response::Payload::Task(t))
+                if !args.r#async && t.state() == pb::TaskState::AuthRequired =>
+            {
+                resolver.follow_up(&s, &target, t).await?
+            }
+            _ => None,
+        };
+        match paused {
+            Some(message) => req.message = Some(message),
+            None => break resp,
+        }
     };
     let mut out = String::new();
     match &resp.payload {
@@ -2543,32 +2634,90 @@ async fn follow(s: &Session, stream: trident_core::EventStream, live: bool) -> R
 /// any (`chat` carries the identifiers to its next turn).
 async fn follow_to_end(
     s: &Session,
-    mut stream: trident_core::EventStream,
+    stream: trident_core::EventStream,
     live: bool,
 ) -> Result<(pb::Task, Option<pb::Message>), Failure> {
-    use pb::stream_response::Payload;
+    follow_resolving(s, stream, live, None).await
+}
+
+/// What a streaming `send` needs to resume its task at `AUTH_REQUIRED` ([`in_task`]).
+struct Resume<'a> {
+    target: &'a Target,
+    resolver: &'a mut in_task::Resolver,
+    request: &'a pb::SendMessageRequest,
+}
+
+/// [`follow_to_end`]; with `resume`, a task that pauses at `AUTH_REQUIRED` is answered with a
+/// credential when there is one ([`in_task::Resolver`]) and the follow-up's stream is
+/// followed in turn.
+async fn follow_resolving(
+    s: &Session,
+    mut stream: trident_core::EventStream,
+    live: bool,
+    mut resume: Option<Resume<'_>>,
+) -> Result<(pb::Task, Option<pb::Message>), Failure> {
     let mut task = pb::Task::default();
     let mut reply: Option<pb::Message> = None;
     let mut last_seq: Option<u64> = None;
     let mut resubscribed = 0;
+    loop {
+        let paused = follow_stream(
+            s,
+            &mut stream,
+            live,
+            resume.is_some(),
+            (&mut task, &mut reply),
+            (&mut last_seq, &mut resubscribed),
+        )
+        .await?;
+        let Some(r) = resume.as_mut().filter(|_| paused) else {
+            break;
+        };
+        let Some(message) = r.resolver.follow_up(s, r.target, &task).await? else {
+            break;
+        };
+        let mut request = r.request.clone();
+        request.message = Some(message);
+        s.sending("SendStreamingMessage", &request);
+        stream = s
+            .svc
+            .send_streaming_message(&s.cx, request)
+            .await
+            .map_err(|e| s.failed(e))?;
+        last_seq = None;
+    }
+    follow_tail(s, task, reply, live)
+}
+
+/// Reads `stream` into `task` and `reply` (printing each event when `live`) until it ends, or,
+/// with `stop_at_auth`, until the task pauses at `AUTH_REQUIRED` (returns `true` then).
+async fn follow_stream(
+    s: &Session,
+    stream: &mut trident_core::EventStream,
+    live: bool,
+    stop_at_auth: bool,
+    (task, reply): (&mut pb::Task, &mut Option<pb::Message>),
+    (last_seq, resubscribed): (&mut Option<u64>, &mut u32),
+) -> Result<bool, Failure> {
+    use pb::stream_response::Payload;
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
             // The connection broke under a known task: subscribe again from the last event
             // seen (SPEC §9.4), a few times.
-            Err(e) if e.is_transport() && !task.id.is_empty() && resubscribed < 3 => {
-                stream = resubscribe(s, &task.id, last_seq, &mut resubscribed, e).await?;
+            Err(e) if e.is_transport() && !task.id.is_empty() && *resubscribed < 3 => {
+                *stream = resubscribe(s, &task.id, *last_seq, resubscribed, e).await?;
                 continue;
             }
             Err(e) => return Err(s.failed(e)),
         };
         if event.seq.is_some() {
-            last_seq = event.seq;
+            *last_seq = event.seq;
         }
         s.event(&event.response);
         match &event.response.payload {
-            Some(Payload::Task(t)) => task = t.clone(),
-            Some(Payload::Message(m)) => reply = Some(m.clone()),
+            Some(Payload::Task(t)) => *task = t.clone(),
+            Some(Payload::Message(m)) => *reply = Some(m.clone()),
             Some(Payload::StatusUpdate(u)) => {
                 task.id.clone_from(&u.task_id);
                 task.context_id.clone_from(&u.context_id);
@@ -2600,7 +2749,22 @@ async fn follow_to_end(
                 print_text(&out)?;
             }
         }
+        if stop_at_auth && task.state() == pb::TaskState::AuthRequired {
+            return Ok(true);
+        }
     }
+    Ok(false)
+}
+
+/// The end of [`follow_resolving`]: the summary (or the task, when not `live`) and the
+/// outcome.
+fn follow_tail(
+    s: &Session,
+    task: pb::Task,
+    reply: Option<pb::Message>,
+    live: bool,
+) -> Result<(pb::Task, Option<pb::Message>), Failure> {
+    use pb::stream_response::Payload;
     let mut out = String::new();
     if task.id.is_empty() {
         if let Some(m) = reply.as_ref().filter(|_| !live) {
@@ -2906,7 +3070,7 @@ pub(crate) async fn task_download(args: &TaskDownload) -> Result<(), Failure> {
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let line =
         serde_json::to_string(value).map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
-    print_text(&format!("{line}\n"))
+    print_text(&format!("{}\n", scrubbed(line)))
 }
 
 pub(crate) fn print_text(text: &str) -> Result<(), Failure> {
