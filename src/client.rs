@@ -22,6 +22,7 @@ use trident_proto as pb;
 use crate::failure::{Failure, Local};
 use crate::render;
 
+mod catalog;
 mod in_task;
 pub(crate) mod oauth;
 
@@ -37,6 +38,11 @@ pub(crate) struct Target {
         value_name = "REF"
     )]
     pub(crate) agent_card: Option<String>,
+    /// An agent catalog (an AI Catalog: a file, a URL, or a host serving
+    /// /.well-known/ai-catalog.json) in which a card reference `catalog:NAME` is looked up:
+    /// NAME is an entry's identifier, display name or card name (`NAME@VERSION` for a version).
+    #[arg(long, env = "A2ACLI_CATALOG", value_name = "REF")]
+    pub(crate) catalog: Option<String>,
     /// Transport preference, highest first; repeatable (JSONRPC, HTTP+JSON, GRPC). Bindings
     /// the card does not offer are skipped; default: the card's own order.
     #[arg(long = "transport", alias = "binding", value_name = "BINDING", value_parser = parse_binding)]
@@ -917,20 +923,28 @@ async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), 
     }
     let reference = target.reference()?;
     let hint = format!("check the reference: trident card get -a {reference}");
-    let source = card_source(reference);
+    // A catalog entry is resolved first (SPEC §10.1): to a card reference, or the card itself.
+    let (source, inline) = match reference.strip_prefix(catalog::PREFIX) {
+        Some(name) => match catalog::resolve(target, name).await? {
+            catalog::Entry::Reference(r) => (card_source(&r), None),
+            catalog::Entry::Inline(body) => (CardSource::File(reference.into()), Some(body)),
+        },
+        None => (card_source(reference), None),
+    };
     if target.debug {
         debug(&format!("card: {source:?} (from {reference:?})"));
     }
     let started = std::time::Instant::now();
-    let body = match source {
-        CardSource::File(path) => std::fs::read(&path).map_err(|e| {
+    let body = match (source, inline) {
+        (_, Some(body)) => body,
+        (CardSource::File(path), None) => std::fs::read(&path).map_err(|e| {
             Failure::local(
                 Local::CardNotFound,
                 format!("card file {}: {e}", path.display()),
             )
             .with_hint(hint.clone())
         })?,
-        CardSource::Url(url) => {
+        (CardSource::Url(url), None) => {
             let http = http_client(target)?;
             let mut request = http
                 .get(&url)

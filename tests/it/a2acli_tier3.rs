@@ -288,3 +288,237 @@ async fn a2acli_auth_011_without_a_credential_the_pause_is_reported_and_resumabl
         assert!(stderr(&o).contains("not waiting for authorization"), "{t}");
     }
 }
+
+/// The catalog entry type of an A2A Agent Card.
+const CARD_TYPE: &str = "application/a2a-agent-card+json";
+
+/// The `error` of a failed run with `-o json`, after checking its exit status.
+#[track_caller]
+fn error_of(o: &Output, exit: i32) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(exit), "{}{}", stdout(o), stderr(o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(o)).expect("one JSON document");
+    v["error"].clone()
+}
+
+/// Serves `catalog` at `/.well-known/ai-catalog.json` and `card` at `/cards/demo.json`, on
+/// loopback; returns `127.0.0.1:PORT`.
+async fn catalog_server(catalog: serde_json::Value, card: serde_json::Value) -> String {
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/ai-catalog.json",
+            axum::routing::get(move || async move { axum::Json(catalog) }),
+        )
+        .route(
+            "/cards/demo.json",
+            axum::routing::get(move || async move { axum::Json(card) }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_card_get_005_catalog_entries_resolve_to_cards_on_every_binding() {
+    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let a = server.origin.as_str();
+    let card_url = format!("{a}/.well-known/agent-card.json");
+    let card: serde_json::Value = reqwest::get(&card_url)
+        .await
+        .expect("the card")
+        .json()
+        .await
+        .expect("card JSON");
+    let name = card["name"].as_str().expect("a name").to_owned();
+    let dir = TempDir::new("a2acli-catalog");
+    std::fs::write(dir.0.join("demo-card.json"), card.to_string()).expect("write");
+    // An AI Catalog file: an entry of another type under the same name first (never taken),
+    // an entry by URL, one by a path relative to the catalog, one with the card inline.
+    let catalog = serde_json::json!({
+        "specVersion": "1.0",
+        "host": {"displayName": "Trident tests"},
+        "entries": [
+            {"identifier": "urn:air:test:a2a:demo", "type": "application/mcp-server-card+json",
+             "url": "http://127.0.0.1:9/not-a-card"},
+            {"identifier": "urn:air:test:a2a:demo", "type": CARD_TYPE, "url": card_url},
+            {"identifier": "urn:air:test:a2a:copy", "type": CARD_TYPE,
+             "displayName": "Demo Copy", "url": "demo-card.json"},
+            {"identifier": "urn:air:test:a2a:inline", "type": CARD_TYPE, "data": card},
+        ]
+    });
+    let file = dir.0.join("catalog.json");
+    std::fs::write(&file, catalog.to_string()).expect("write");
+    let file = file.display().to_string();
+    for entry in [
+        "urn:air:test:a2a:demo",
+        "demo copy",
+        "urn:air:test:a2a:inline",
+    ] {
+        let reference = format!("catalog:{entry}");
+        let o = run(&["card", "get", "-a", &reference, "--catalog", &file], &[]).await;
+        assert_eq!(field(&ok(&o), "Name"), Some(name.as_str()), "{entry}");
+        for t in TRANSPORTS {
+            let o = run(
+                &[
+                    "send",
+                    "-a",
+                    &reference,
+                    "--catalog",
+                    &file,
+                    "--transport",
+                    t,
+                    "hello",
+                ],
+                &[],
+            )
+            .await;
+            let text = ok(&o);
+            assert_eq!(
+                field(&text, "State"),
+                Some("COMPLETED"),
+                "{entry} {t}: {text}"
+            );
+        }
+    }
+
+    // A catalog served over HTTP, found at a host's well-known URI (A2ACLI_CATALOG), whose
+    // entry's URL is relative to it; the agent given positionally.
+    let web = serde_json::json!({
+        "specVersion": "1.0",
+        "entries": [{"identifier": "urn:air:test:a2a:web", "type": CARD_TYPE,
+                     "url": "/cards/demo.json"}]
+    });
+    let host = catalog_server(web, card.clone()).await;
+    let env = [("A2ACLI_CATALOG", host.as_str())];
+    let o = run(&["card", "get", "catalog:urn:air:test:a2a:web"], &env).await;
+    assert_eq!(field(&ok(&o), "Name"), Some(name.as_str()));
+    for t in TRANSPORTS {
+        let o = run(
+            &[
+                "send",
+                "catalog:urn:air:test:a2a:web",
+                "hello",
+                "--transport",
+                t,
+                "-o",
+                "json",
+            ],
+            &env,
+        )
+        .await;
+        let task = task_of(serde_json::from_str(&ok(&o)).expect("one document"));
+        assert_eq!(task.state(), pb::TaskState::Completed, "{t}");
+        // task get through the same entry finds the task.
+        let o = run(
+            &[
+                "task",
+                "get",
+                "-a",
+                "catalog:urn:air:test:a2a:web",
+                "--transport",
+                t,
+                &task.id,
+            ],
+            &env,
+        )
+        .await;
+        assert_eq!(field(&ok(&o), "State"), Some("COMPLETED"), "{t}");
+    }
+
+    // An unknown entry: A2ACLI_ERR_CARD_NOT_FOUND, exit 3, the hint naming the agents there.
+    let o = run(
+        &[
+            "send",
+            "-a",
+            "catalog:nobody",
+            "--catalog",
+            &file,
+            "-o",
+            "json",
+            "hi",
+        ],
+        &[],
+    )
+    .await;
+    let e = error_of(&o, 3);
+    assert_eq!(e["code"], "A2ACLI_ERR_CARD_NOT_FOUND", "{e}");
+    assert!(
+        e["hint"]
+            .as_str()
+            .is_some_and(|h| h.contains("urn:air:test:a2a:copy")),
+        "{e}"
+    );
+    // A version of a known entry the catalog does not list: exit 3 too.
+    let o = run(
+        &[
+            "card",
+            "get",
+            "-a",
+            "catalog:urn:air:test:a2a:demo@9",
+            "--catalog",
+            &file,
+            "-o",
+            "json",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(error_of(&o, 3)["code"], "A2ACLI_ERR_CARD_NOT_FOUND");
+    // No catalog to look in: a usage error, exit 2.
+    let o = run(
+        &[
+            "card",
+            "get",
+            "-a",
+            "catalog:urn:air:test:a2a:demo",
+            "-o",
+            "json",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(error_of(&o, 2)["code"], "A2ACLI_ERR_USAGE");
+    // A catalog that is not there (a file, a host without one): exit 3.
+    let missing = dir.0.join("nothing.json").display().to_string();
+    for catalog in [missing.as_str(), a] {
+        let o = run(
+            &[
+                "card",
+                "get",
+                "-a",
+                "catalog:x",
+                "--catalog",
+                catalog,
+                "-o",
+                "json",
+            ],
+            &[],
+        )
+        .await;
+        assert_eq!(
+            error_of(&o, 3)["code"],
+            "A2ACLI_ERR_CARD_NOT_FOUND",
+            "{catalog}"
+        );
+    }
+    // A catalog that is not one: A2ACLI_ERR_CARD_INVALID, exit 1.
+    let bad = dir.0.join("bad.json");
+    std::fs::write(&bad, "[1, 2, 3]").expect("write");
+    let o = run(
+        &[
+            "card",
+            "get",
+            "-a",
+            "catalog:x",
+            "--catalog",
+            &bad.display().to_string(),
+            "-o",
+            "json",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(error_of(&o, 1)["code"], "A2ACLI_ERR_CARD_INVALID");
+}
