@@ -100,19 +100,20 @@ pub(crate) struct Target {
     /// messages sent and received), not only its state and artifacts.
     #[arg(long)]
     pub(crate) verbose: bool,
-    /// Do not verify TLS certificates (the card fetch and the HTTP bindings): for development
-    /// against a self-signed agent only. Always warned about on stderr.
+    /// Do not verify TLS certificates (the card fetch and the HTTP bindings; gRPC's TLS is
+    /// always verified): for development against a self-signed agent only. Always warned
+    /// about on stderr.
     #[arg(long)]
     pub(crate) insecure: bool,
     /// Mutual TLS: present this client certificate (PEM, leaf first, then its chain) to an
-    /// agent that asks for one; with --key. The card fetch and the HTTP bindings (not gRPC).
+    /// agent that asks for one; with --key. The card fetch and every binding (gRPC over TLS).
     #[arg(long, env = "A2ACLI_CERT", value_name = "PEM")]
     pub(crate) cert: Option<std::path::PathBuf>,
     /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, env = "A2ACLI_KEY", value_name = "PEM")]
     pub(crate) key: Option<std::path::PathBuf>,
     /// Also trust the CA certificates of this PEM file (besides the system's) for the agent's
-    /// certificate: the card fetch and the HTTP bindings.
+    /// certificate: the card fetch and every binding.
     #[arg(long, env = "A2ACLI_CA", value_name = "PEM")]
     pub(crate) ca: Option<std::path::PathBuf>,
     /// Diagnostics on stderr: the card read, the binding and version chosen, the credentials
@@ -1119,6 +1120,29 @@ fn select(
     }))
 }
 
+/// The gRPC interface URL `url` of `card`, with the scheme that decides TLS: `https://` (TLS)
+/// and `http://` (plain HTTP/2) as written; a bare `host:port` (how A2A 1.0 cards write gRPC
+/// URLs) is TLS when the card offers an `https://` interface at the same host and port (one
+/// server, one TLS; the bindings of a card are the same agent), or the port is 443, and plain
+/// HTTP/2 otherwise.
+fn grpc_url(card: &pb::AgentCard, url: &str) -> String {
+    if url.contains("://") {
+        return url.to_owned();
+    }
+    let authority = url.trim_end_matches('/');
+    let same_https = card.supported_interfaces.iter().any(|i| {
+        i.url
+            .strip_prefix("https://")
+            .and_then(|rest| rest.split('/').next())
+            .is_some_and(|a| a.eq_ignore_ascii_case(authority))
+    });
+    if same_https || authority.ends_with(":443") {
+        format!("https://{authority}")
+    } else {
+        url.to_owned()
+    }
+}
+
 /// Where an API key goes (A2A §4.5.2: `header`, `query` or `cookie`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum KeyPlace {
@@ -1175,6 +1199,16 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
     if target.insecure || target.cert.is_some() || target.ca.is_some() {
         builder = builder.http_client(http_client(target)?);
     }
+    // gRPC over TLS (an https:// interface): the same roots and client certificate.
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| Failure::usage(format!("{flag} {}: {e}", path.display())))
+    };
+    if let Some(ca) = &target.ca {
+        builder = builder.tls_roots_pem(read("--ca", ca)?);
+    }
+    if let (Some(cert), Some(key)) = (&target.cert, &target.key) {
+        builder = builder.grpc_client_identity(read("--cert", cert)?, read("--key", key)?);
+    }
     // A token `auth login` kept for this agent, unless a bearer token is given (§12.2).
     let (bearer, stored_scheme) = match target.bearer() {
         Some(token) => (Some(token), None),
@@ -1215,7 +1249,18 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         .build()
         .map_err(|e| Failure::usage(e.message().to_owned()))?;
     let order = preference(target, &card);
-    let (binding, interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    let (binding, mut interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    if binding == Binding::Grpc {
+        interface.url = grpc_url(&card, &interface.url);
+        if target.insecure && interface.url.starts_with("https://") {
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: --insecure does not reach the gRPC binding: the certificate of {} is \
+                 verified",
+                interface.url
+            );
+        }
+    }
     if let Some((name, KeyPlace::Query)) = &key_place
         && binding == Binding::Grpc
     {
@@ -1228,20 +1273,14 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
             "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
         ));
     }
-    if binding == Binding::Grpc && (target.cert.is_some() || target.ca.is_some()) {
-        // This build's gRPC client speaks plain HTTP/2 only: the certificates would go unused.
-        return Err(Failure::usage(
-            "--cert and --ca apply to the HTTP bindings: this build's gRPC client has no TLS",
-        )
-        .with_hint(
-            "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
-        ));
-    }
     let credentials = bearer.is_some() || target.api_key.is_some();
-    let svc = client
-        .client(binding, &interface)
-        .await
-        .map_err(|e| Failure::from_a2a(e, credentials))?;
+    let svc = client.client(binding, &interface).await.map_err(|e| {
+        let chain = trident_core::error_chain(&e);
+        if refused_client_certificate(&chain) {
+            return client_certificate_refused(target.cert.is_some(), chain);
+        }
+        Failure::from_a2a(e, credentials)
+    })?;
     let mut cx = CallContext::new();
     // The card's required extensions are declared on every call (A2A §4.6: a server refuses
     // a call that does not activate one); --extensions adds more (A2ACLI_VER_002).
@@ -3121,6 +3160,37 @@ fn neither_task_nor_message() -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grpc_url_is_tls_by_its_scheme_or_its_card() {
+        let card = |urls: &[&str]| pb::AgentCard {
+            supported_interfaces: urls
+                .iter()
+                .map(|u| pb::AgentInterface {
+                    url: (*u).to_owned(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let tls = card(&["https://agent.example:8443/a2a", "agent.example:8443"]);
+        assert_eq!(
+            grpc_url(&tls, "agent.example:8443"),
+            "https://agent.example:8443"
+        );
+        assert_eq!(grpc_url(&tls, "other.example:8443"), "other.example:8443");
+        assert_eq!(
+            grpc_url(&tls, "http://agent.example:8443"),
+            "http://agent.example:8443"
+        );
+        let plain = card(&["http://127.0.0.1:8080/", "127.0.0.1:8080"]);
+        assert_eq!(grpc_url(&plain, "127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(
+            grpc_url(&plain, "agent.example:443"),
+            "https://agent.example:443"
+        );
+        assert_eq!(grpc_url(&plain, "https://x:1"), "https://x:1");
+    }
 
     #[test]
     fn states_parse_in_every_spelling() {
