@@ -7,6 +7,7 @@ use std::process::Output;
 
 use trident_proto as pb;
 
+use crate::a2acli_chat::Tmux;
 use crate::process::{Run, TempDir, Trident, field, ok, stderr, stdout};
 
 /// The bindings as `--transport` names them (the card's names).
@@ -287,6 +288,51 @@ async fn a2acli_auth_011_without_a_credential_the_pause_is_reported_and_resumabl
         assert_eq!(o.status.code(), Some(2), "{t}: {}", stderr(&o));
         assert!(stderr(&o).contains("not waiting for authorization"), "{t}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_011_on_a_terminal_the_credential_is_asked_for_unechoed() {
+    let dir = TempDir::new("a2acli-in-task-auth");
+    let agent = calendar_agent(&dir);
+    let server = Trident::serve(&["--exec", &agent, "--store", "memory"]).await;
+    let a = server.origin.clone();
+    tokio::task::spawn_blocking(move || {
+        for t in TRANSPORTS {
+            let Some(tmux) = Tmux::start(&["send", "-a", &a, "--transport", t, "agenda?"]) else {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "tmux is not installed: CI must exercise the prompt"
+                );
+                eprintln!("tmux is not installed: the prompt is not exercised");
+                return;
+            };
+            let asked = |n: usize| move |s: &str| s.matches("credential for task").count() == n;
+            tmux.until("the prompt", asked(1));
+            // A credential the agent refuses: it asks again, and so does the tool.
+            tmux.line("bad-credential-x");
+            tmux.until("the second prompt", asked(2));
+            tmux.line(CREDENTIAL);
+            let screen = tmux.until("the end", |s| s.contains("EXIT="));
+            assert!(screen.contains("EXIT=0"), "{t}: {screen}");
+            assert_eq!(
+                screen.lines().rev().find_map(|l| l.strip_prefix("State: ")),
+                Some("COMPLETED"),
+                "{t}: {screen}"
+            );
+            assert!(
+                screen.contains("Sign in to the calendar")
+                    && screen.contains("did not accept the credential"),
+                "{t}: {screen}"
+            );
+            // Nothing typed was echoed.
+            assert!(
+                !screen.contains("bad-credential-x") && !screen.contains(CREDENTIAL),
+                "{t}: {screen}"
+            );
+        }
+    })
+    .await
+    .expect("the terminals");
 }
 
 /// The catalog entry type of an A2A Agent Card.
