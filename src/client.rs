@@ -22,6 +22,8 @@ use trident_proto as pb;
 use crate::failure::{Failure, Local};
 use crate::render;
 
+mod catalog;
+mod in_task;
 pub(crate) mod oauth;
 
 /// The options every client command takes: which agent, how to reach it, how to print.
@@ -36,6 +38,11 @@ pub(crate) struct Target {
         value_name = "REF"
     )]
     pub(crate) agent_card: Option<String>,
+    /// An agent catalog (an AI Catalog: a file, a URL, or a host serving
+    /// /.well-known/ai-catalog.json) in which a card reference `catalog:NAME` is looked up:
+    /// NAME is an entry's identifier, display name or card name (`NAME@VERSION` for a version).
+    #[arg(long, env = "A2ACLI_CATALOG", value_name = "REF")]
+    pub(crate) catalog: Option<String>,
     /// Transport preference, highest first; repeatable (JSONRPC, HTTP+JSON, GRPC). Bindings
     /// the card does not offer are skipped; default: the card's own order.
     #[arg(long = "transport", alias = "binding", value_name = "BINDING", value_parser = parse_binding)]
@@ -93,19 +100,20 @@ pub(crate) struct Target {
     /// messages sent and received), not only its state and artifacts.
     #[arg(long)]
     pub(crate) verbose: bool,
-    /// Do not verify TLS certificates (the card fetch and the HTTP bindings): for development
-    /// against a self-signed agent only. Always warned about on stderr.
+    /// Do not verify TLS certificates (the card fetch and the HTTP bindings; gRPC's TLS is
+    /// always verified): for development against a self-signed agent only. Always warned
+    /// about on stderr.
     #[arg(long)]
     pub(crate) insecure: bool,
     /// Mutual TLS: present this client certificate (PEM, leaf first, then its chain) to an
-    /// agent that asks for one; with --key. The card fetch and the HTTP bindings (not gRPC).
+    /// agent that asks for one; with --key. The card fetch and every binding (gRPC over TLS).
     #[arg(long, env = "A2ACLI_CERT", value_name = "PEM")]
     pub(crate) cert: Option<std::path::PathBuf>,
     /// The private key of --cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, env = "A2ACLI_KEY", value_name = "PEM")]
     pub(crate) key: Option<std::path::PathBuf>,
     /// Also trust the CA certificates of this PEM file (besides the system's) for the agent's
-    /// certificate: the card fetch and the HTTP bindings.
+    /// certificate: the card fetch and every binding.
     #[arg(long, env = "A2ACLI_CA", value_name = "PEM")]
     pub(crate) ca: Option<std::path::PathBuf>,
     /// Diagnostics on stderr: the card read, the binding and version chosen, the credentials
@@ -306,6 +314,18 @@ pub(crate) struct Send {
     /// task ends or needs input (SPEC §9.2).
     #[arg(long = "push-receiver", value_name = "ADDR")]
     push_receiver: Option<String>,
+    /// The credential for a task that pauses at AUTH_REQUIRED (in-task authorization, SPEC
+    /// §12.3): sent to the task in a follow-up message, and the wait goes on. Without it, the
+    /// token `auth login` kept for the scheme the agent names, else a prompt on a terminal;
+    /// else the task is reported as waiting. Prefer the variable: a flag shows in the process
+    /// table.
+    #[arg(
+        long = "task-credential",
+        env = "A2ACLI_TASK_CREDENTIAL",
+        hide_env_values = true,
+        value_name = "CREDENTIAL"
+    )]
+    task_credential: Option<String>,
 }
 
 /// `task …`
@@ -781,7 +801,22 @@ fn card_wire_tap(
 }
 
 fn json_line<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|e| format!("<{e}>"))
+    serde_json::to_string(value).map_or_else(|e| format!("<{e}>"), scrubbed)
+}
+
+/// `json` with the credential of any in-task authorization follow-up it holds redacted
+/// ([`render::scrub`]); unchanged (and not re-read) when it holds none.
+fn scrubbed(json: String) -> String {
+    if !json.contains(&format!("\"{}\"", render::CREDENTIAL_KEY)) {
+        return json;
+    }
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(mut value) => {
+            render::scrub(&mut value);
+            value.to_string()
+        }
+        Err(_) => json,
+    }
 }
 
 /// Where a card reference points.
@@ -931,20 +966,28 @@ async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), 
     }
     let reference = target.reference()?;
     let hint = format!("check the reference: trident card get -a {reference}");
-    let source = card_source(reference);
+    // A catalog entry is resolved first (SPEC §10.1): to a card reference, or the card itself.
+    let (source, inline) = match reference.strip_prefix(catalog::PREFIX) {
+        Some(name) => match catalog::resolve(target, name).await? {
+            catalog::Entry::Reference(r) => (card_source(&r), None),
+            catalog::Entry::Inline(body) => (CardSource::File(reference.into()), Some(body)),
+        },
+        None => (card_source(reference), None),
+    };
     if target.debug {
         debug(&format!("card: {source:?} (from {reference:?})"));
     }
     let started = std::time::Instant::now();
-    let body = match source {
-        CardSource::File(path) => std::fs::read(&path).map_err(|e| {
+    let body = match (source, inline) {
+        (_, Some(body)) => body,
+        (CardSource::File(path), None) => std::fs::read(&path).map_err(|e| {
             Failure::local(
                 Local::CardNotFound,
                 format!("card file {}: {e}", path.display()),
             )
             .with_hint(hint.clone())
         })?,
-        CardSource::Url(url) => {
+        (CardSource::Url(url), None) => {
             let http = http_client(target)?;
             let mut request = http
                 .get(&url)
@@ -1141,6 +1184,29 @@ fn select(
     }))
 }
 
+/// The gRPC interface URL `url` of `card`, with the scheme that decides TLS: `https://` (TLS)
+/// and `http://` (plain HTTP/2) as written; a bare `host:port` (how A2A 1.0 cards write gRPC
+/// URLs) is TLS when the card offers an `https://` interface at the same host and port (one
+/// server, one TLS; the bindings of a card are the same agent), or the port is 443, and plain
+/// HTTP/2 otherwise.
+fn grpc_url(card: &pb::AgentCard, url: &str) -> String {
+    if url.contains("://") {
+        return url.to_owned();
+    }
+    let authority = url.trim_end_matches('/');
+    let same_https = card.supported_interfaces.iter().any(|i| {
+        i.url
+            .strip_prefix("https://")
+            .and_then(|rest| rest.split('/').next())
+            .is_some_and(|a| a.eq_ignore_ascii_case(authority))
+    });
+    if same_https || authority.ends_with(":443") {
+        format!("https://{authority}")
+    } else {
+        url.to_owned()
+    }
+}
+
 /// Where an API key goes (A2A §4.5.2: `header`, `query` or `cookie`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum KeyPlace {
@@ -1197,6 +1263,16 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
     if target.insecure || target.cert.is_some() || target.ca.is_some() {
         builder = builder.http_client(http_client(target)?);
     }
+    // gRPC over TLS (an https:// interface): the same roots and client certificate.
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|e| Failure::usage(format!("{flag} {}: {e}", path.display())))
+    };
+    if let Some(ca) = &target.ca {
+        builder = builder.tls_roots_pem(read("--ca", ca)?);
+    }
+    if let (Some(cert), Some(key)) = (&target.cert, &target.key) {
+        builder = builder.grpc_client_identity(read("--cert", cert)?, read("--key", key)?);
+    }
     // A token `auth login` kept for this agent, unless a bearer token is given (§12.2).
     let (bearer, stored_scheme) = match target.bearer() {
         Some(token) => (Some(token), None),
@@ -1240,7 +1316,18 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         .build()
         .map_err(|e| Failure::usage(e.message().to_owned()))?;
     let order = preference(target, &card);
-    let (binding, interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    let (binding, mut interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    if binding == Binding::Grpc {
+        interface.url = grpc_url(&card, &interface.url);
+        if target.insecure && interface.url.starts_with("https://") {
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: --insecure does not reach the gRPC binding: the certificate of {} is \
+                 verified",
+                interface.url
+            );
+        }
+    }
     if let Some((name, KeyPlace::Query)) = &key_place
         && binding == Binding::Grpc
     {
@@ -1253,20 +1340,14 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
             "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
         ));
     }
-    if binding == Binding::Grpc && (target.cert.is_some() || target.ca.is_some()) {
-        // This build's gRPC client speaks plain HTTP/2 only: the certificates would go unused.
-        return Err(Failure::usage(
-            "--cert and --ca apply to the HTTP bindings: this build's gRPC client has no TLS",
-        )
-        .with_hint(
-            "choose an HTTP binding the card offers: --transport JSONRPC or --transport HTTP+JSON",
-        ));
-    }
     let credentials = bearer.is_some() || target.api_key.is_some();
-    let svc = client
-        .client(binding, &interface)
-        .await
-        .map_err(|e| Failure::from_a2a(e, credentials))?;
+    let svc = client.client(binding, &interface).await.map_err(|e| {
+        let chain = trident_core::error_chain(&e);
+        if refused_client_certificate(&chain) {
+            return client_certificate_refused(target.cert.is_some(), chain);
+        }
+        Failure::from_a2a(e, credentials)
+    })?;
     let mut cx = CallContext::new();
     // The card's required extensions are declared on every call (A2A §4.6: a server refuses
     // a call that does not activate one); --extensions adds more (A2ACLI_VER_002).
@@ -1667,6 +1748,16 @@ fn outcome(s: &Session, out: &mut String, id: &str, state: pb::TaskState, wanted
         pb::TaskState::InputRequired if s.chat => {
             let _ = writeln!(err, "note: task {id} is waiting: {name}; type your reply");
         }
+        pb::TaskState::AuthRequired if !s.chat => {
+            let resume = format!(
+                "A2ACLI_TASK_CREDENTIAL='<credential>' trident send -a {reference} --task-id {id}"
+            );
+            let _ = writeln!(
+                err,
+                "warning: task {id} is waiting: {name}; give it a credential with: {resume}"
+            );
+            render::field(out, "Resume", &resume);
+        }
         pb::TaskState::InputRequired | pb::TaskState::AuthRequired => {
             let resume = format!("trident send -a {reference} --task-id {id} '<reply>'");
             let _ = writeln!(
@@ -1723,12 +1814,42 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     if args.stream && args.r#async {
         return Err(Failure::usage("--stream and --async do not go together"));
     }
-    let parts = message_parts(text, &args.parts)?;
+    // `--task-id` with `--task-credential` and nothing else: answer the task's AUTH_REQUIRED
+    // (the `Resume:` line of a task left waiting for authorization).
+    let credential_only = text.is_none()
+        && args.parts.is_empty()
+        && args.task_credential.is_some()
+        && args.task_id.is_some();
+    let parts = if credential_only {
+        Vec::new()
+    } else {
+        message_parts(text, &args.parts)?
+    };
     let metadata = metadata(&args.metadata)?;
     let s = connect(&target).await?;
+    let mut resolver = in_task::Resolver::new(args.task_credential.clone());
     let mut message = pb::Message::user(uuid::Uuid::new_v4().to_string(), parts);
     message.task_id = args.task_id.clone().unwrap_or_default();
     message.context_id = args.context_id.clone().unwrap_or_default();
+    if credential_only {
+        let request = pb::GetTaskRequest {
+            id: message.task_id.clone(),
+            history_length: Some(0),
+            ..Default::default()
+        };
+        let task = s.get_task(request).await.map_err(|e| s.failed(e))?;
+        if task.state() != pb::TaskState::AuthRequired {
+            return Err(Failure::usage(format!(
+                "task {} is {}, not waiting for authorization: give a message to send",
+                task.id,
+                render::state_name(task.state())
+            )));
+        }
+        message = match resolver.follow_up(&s, &target, &task).await? {
+            Some(answer) => answer,
+            None => return Err(Failure::usage("--task-credential is empty")),
+        };
+    }
     let req = pb::SendMessageRequest {
         message: Some(message),
         configuration: Some(pb::SendMessageConfiguration {
@@ -1752,10 +1873,17 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         s.sending("SendStreamingMessage", &req);
         let stream = s
             .svc
-            .send_streaming_message(&s.cx, req)
+            .send_streaming_message(&s.cx, req.clone())
             .await
             .map_err(|e| s.failed(e))?;
-        return follow(&s, stream, true).await;
+        let resume = Resume {
+            target: &target,
+            resolver: &mut resolver,
+            request: &req,
+        };
+        return follow_resolving(&s, stream, true, Some(resume))
+            .await
+            .map(|_| ());
     }
     if args.stream {
         let _ = writeln!(
@@ -1766,12 +1894,28 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
     if args.poll_interval < Duration::from_millis(10) {
         return Err(Failure::usage("--poll-interval must be at least 10ms"));
     }
-    let resp = if streams && !args.stream && !args.r#async {
-        wait_streaming(&s, req, args).await?
-    } else {
-        let call = s.svc.send_message(&s.cx, req.clone());
-        let result = s.logged("SendMessage", &req, call).await;
-        result.map_err(|e| refused(&s, e, args))?
+    let mut req = req;
+    let resp = loop {
+        let resp = if streams && !args.stream && !args.r#async {
+            wait_streaming(&s, req.clone(), args).await?
+        } else {
+            let call = s.svc.send_message(&s.cx, req.clone());
+            let result = s.logged("SendMessage", &req, call).await;
+            result.map_err(|e| refused(&s, e, args))?
+        };
+        // A task paused for authorization is resumed when there is a credential (§12.3).
+        let paused = match &resp.payload {
+            Some(pb::send_message_response::Payload::Task(t))
+                if !args.r#async && t.state() == pb::TaskState::AuthRequired =>
+            {
+                resolver.follow_up(&s, &target, t).await?
+            }
+            _ => None,
+        };
+        match paused {
+            Some(message) => req.message = Some(message),
+            None => break resp,
+        }
     };
     let mut out = String::new();
     match &resp.payload {
@@ -2623,32 +2767,90 @@ async fn follow(s: &Session, stream: trident_core::EventStream, live: bool) -> R
 /// any (`chat` carries the identifiers to its next turn).
 async fn follow_to_end(
     s: &Session,
-    mut stream: trident_core::EventStream,
+    stream: trident_core::EventStream,
     live: bool,
 ) -> Result<(pb::Task, Option<pb::Message>), Failure> {
-    use pb::stream_response::Payload;
+    follow_resolving(s, stream, live, None).await
+}
+
+/// What a streaming `send` needs to resume its task at `AUTH_REQUIRED` ([`in_task`]).
+struct Resume<'a> {
+    target: &'a Target,
+    resolver: &'a mut in_task::Resolver,
+    request: &'a pb::SendMessageRequest,
+}
+
+/// [`follow_to_end`]; with `resume`, a task that pauses at `AUTH_REQUIRED` is answered with a
+/// credential when there is one ([`in_task::Resolver`]) and the follow-up's stream is
+/// followed in turn.
+async fn follow_resolving(
+    s: &Session,
+    mut stream: trident_core::EventStream,
+    live: bool,
+    mut resume: Option<Resume<'_>>,
+) -> Result<(pb::Task, Option<pb::Message>), Failure> {
     let mut task = pb::Task::default();
     let mut reply: Option<pb::Message> = None;
     let mut last_seq: Option<u64> = None;
     let mut resubscribed = 0;
+    loop {
+        let paused = follow_stream(
+            s,
+            &mut stream,
+            live,
+            resume.is_some(),
+            (&mut task, &mut reply),
+            (&mut last_seq, &mut resubscribed),
+        )
+        .await?;
+        let Some(r) = resume.as_mut().filter(|_| paused) else {
+            break;
+        };
+        let Some(message) = r.resolver.follow_up(s, r.target, &task).await? else {
+            break;
+        };
+        let mut request = r.request.clone();
+        request.message = Some(message);
+        s.sending("SendStreamingMessage", &request);
+        stream = s
+            .svc
+            .send_streaming_message(&s.cx, request)
+            .await
+            .map_err(|e| s.failed(e))?;
+        last_seq = None;
+    }
+    follow_tail(s, task, reply, live)
+}
+
+/// Reads `stream` into `task` and `reply` (printing each event when `live`) until it ends, or,
+/// with `stop_at_auth`, until the task pauses at `AUTH_REQUIRED` (returns `true` then).
+async fn follow_stream(
+    s: &Session,
+    stream: &mut trident_core::EventStream,
+    live: bool,
+    stop_at_auth: bool,
+    (task, reply): (&mut pb::Task, &mut Option<pb::Message>),
+    (last_seq, resubscribed): (&mut Option<u64>, &mut u32),
+) -> Result<bool, Failure> {
+    use pb::stream_response::Payload;
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(event) => event,
             // The connection broke under a known task: subscribe again from the last event
             // seen (SPEC §9.4), a few times.
-            Err(e) if e.is_transport() && !task.id.is_empty() && resubscribed < 3 => {
-                stream = resubscribe(s, &task.id, last_seq, &mut resubscribed, e).await?;
+            Err(e) if e.is_transport() && !task.id.is_empty() && *resubscribed < 3 => {
+                *stream = resubscribe(s, &task.id, *last_seq, resubscribed, e).await?;
                 continue;
             }
             Err(e) => return Err(s.failed(e)),
         };
         if event.seq.is_some() {
-            last_seq = event.seq;
+            *last_seq = event.seq;
         }
         s.event(&event.response);
         match &event.response.payload {
-            Some(Payload::Task(t)) => task = t.clone(),
-            Some(Payload::Message(m)) => reply = Some(m.clone()),
+            Some(Payload::Task(t)) => *task = t.clone(),
+            Some(Payload::Message(m)) => *reply = Some(m.clone()),
             Some(Payload::StatusUpdate(u)) => {
                 task.id.clone_from(&u.task_id);
                 task.context_id.clone_from(&u.context_id);
@@ -2680,7 +2882,22 @@ async fn follow_to_end(
                 print_text(&out)?;
             }
         }
+        if stop_at_auth && task.state() == pb::TaskState::AuthRequired {
+            return Ok(true);
+        }
     }
+    Ok(false)
+}
+
+/// The end of [`follow_resolving`]: the summary (or the task, when not `live`) and the
+/// outcome.
+fn follow_tail(
+    s: &Session,
+    task: pb::Task,
+    reply: Option<pb::Message>,
+    live: bool,
+) -> Result<(pb::Task, Option<pb::Message>), Failure> {
+    use pb::stream_response::Payload;
     let mut out = String::new();
     if task.id.is_empty() {
         if let Some(m) = reply.as_ref().filter(|_| !live) {
@@ -2986,7 +3203,7 @@ pub(crate) async fn task_download(args: &TaskDownload) -> Result<(), Failure> {
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let line =
         serde_json::to_string(value).map_err(|e| Failure::local(Local::Internal, e.to_string()))?;
-    print_text(&format!("{line}\n"))
+    print_text(&format!("{}\n", scrubbed(line)))
 }
 
 pub(crate) fn print_text(text: &str) -> Result<(), Failure> {
@@ -3023,6 +3240,37 @@ fn neither_task_nor_message() -> Failure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grpc_url_is_tls_by_its_scheme_or_its_card() {
+        let card = |urls: &[&str]| pb::AgentCard {
+            supported_interfaces: urls
+                .iter()
+                .map(|u| pb::AgentInterface {
+                    url: (*u).to_owned(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let tls = card(&["https://agent.example:8443/a2a", "agent.example:8443"]);
+        assert_eq!(
+            grpc_url(&tls, "agent.example:8443"),
+            "https://agent.example:8443"
+        );
+        assert_eq!(grpc_url(&tls, "other.example:8443"), "other.example:8443");
+        assert_eq!(
+            grpc_url(&tls, "http://agent.example:8443"),
+            "http://agent.example:8443"
+        );
+        let plain = card(&["http://127.0.0.1:8080/", "127.0.0.1:8080"]);
+        assert_eq!(grpc_url(&plain, "127.0.0.1:8080"), "127.0.0.1:8080");
+        assert_eq!(
+            grpc_url(&plain, "agent.example:443"),
+            "https://agent.example:443"
+        );
+        assert_eq!(grpc_url(&plain, "https://x:1"), "https://x:1");
+    }
 
     #[test]
     fn states_parse_in_every_spelling() {

@@ -77,7 +77,14 @@ fn part_lines(out: &mut String, part: &pb::Part) {
         }
         Some(pb::part::Content::Data(d)) => {
             indented(out, &format!("[data{media}]"));
-            let pretty = serde_json::to_string_pretty(d).unwrap_or_else(|e| format!("<{e}>"));
+            // An in-task credential this tool sent is never shown (SPEC §12.1).
+            let mut pretty = serde_json::to_string_pretty(d).unwrap_or_else(|e| format!("<{e}>"));
+            if pretty.contains(&format!("\"{CREDENTIAL_KEY}\""))
+                && let Ok(mut v) = serde_json::to_value(d)
+            {
+                scrub(&mut v);
+                pretty = serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("<{e}>"));
+            }
             indented(out, &pretty);
         }
         Some(pb::part::Content::Raw(bytes)) => {
@@ -171,6 +178,30 @@ pub(crate) fn event(out: &mut String, response: &pb::StreamResponse) {
         None => field(out, "Event", "empty"),
     }
     out.push('\n');
+}
+
+/// The key of the data part an in-task authorization follow-up carries (`client::in_task`),
+/// and the key of the credential inside it, which is never shown.
+pub(crate) const CREDENTIAL_KEY: &str = "authorization";
+/// See [`CREDENTIAL_KEY`].
+pub(crate) const CREDENTIAL_SECRET: &str = "credentials";
+
+/// `value` with the credential of every in-task follow-up it holds (a data part's
+/// `authorization.credentials`, wherever it is nested: a task's history, an event) replaced by
+/// `[redacted]`, so what this tool prints never shows one (SPEC §12.1).
+pub(crate) fn scrub(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(auth)) = map.get_mut(CREDENTIAL_KEY)
+                && let Some(secret) = auth.get_mut(CREDENTIAL_SECRET)
+            {
+                *secret = serde_json::Value::String("[redacted]".into());
+            }
+            map.values_mut().for_each(scrub);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(scrub),
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -331,7 +331,7 @@ pub(crate) fn resolve(
             id: id.to_owned(),
             name: long.to_owned(),
             // A service parameter can carry a secret too (--debug redacts them as well).
-            sensitive: matches!(long, "bearer" | "api-key" | "svc-param"),
+            sensitive: matches!(long, "bearer" | "api-key" | "svc-param" | "task-credential"),
             env,
             source,
         });
@@ -378,10 +378,12 @@ fn as_flags(
 /// the tool reads it anyway, and says so on stderr.
 fn warn_if_readable_by_others(file: &DotEnv) {
     use std::os::unix::fs::PermissionsExt;
-    let holds_secret = file
-        .values
-        .iter()
-        .any(|(k, _)| k == "A2ACLI_BEARER" || k == "A2ACLI_API_KEY");
+    let holds_secret = file.values.iter().any(|(k, _)| {
+        matches!(
+            k.as_str(),
+            "A2ACLI_BEARER" | "A2ACLI_API_KEY" | "A2ACLI_TASK_CREDENTIAL"
+        )
+    });
     let open = std::fs::metadata(&file.path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0);
     if holds_secret && open {
         eprintln!(

@@ -921,6 +921,16 @@ pub(crate) async fn stored_token(
     target: &Target,
     card: &pb::AgentCard,
 ) -> Result<Option<(String, String)>, Failure> {
+    stored_token_for(target, card, None).await
+}
+
+/// [`stored_token`], of the scheme `only` when given (an in-task `AUTH_REQUIRED` that names
+/// the scheme it needs).
+pub(crate) async fn stored_token_for(
+    target: &Target,
+    card: &pb::AgentCard,
+    only: Option<&str>,
+) -> Result<Option<(String, String)>, Failure> {
     if card.security_schemes.is_empty() {
         return Ok(None);
     }
@@ -938,6 +948,7 @@ pub(crate) async fn stored_token(
         .enumerate()
         .filter(|(_, e)| {
             e.agent == agent
+                && only.is_none_or(|n| n == e.scheme)
                 && flow_of(card, &e.scheme).is_some_and(|f| f.token_url() == e.token_url)
         })
         .map(|(i, _)| i)

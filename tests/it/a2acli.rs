@@ -1105,7 +1105,11 @@ async fn a2acli_cli_001_auth_002_help_and_version() {
     }
     assert!(!send.contains("--return-immediately"), "{send}");
     // AUTH_002: each credential flag has its variable, and says why to prefer it.
-    for variable in ["[env: A2ACLI_BEARER", "[env: A2ACLI_API_KEY"] {
+    for variable in [
+        "[env: A2ACLI_BEARER",
+        "[env: A2ACLI_API_KEY",
+        "[env: A2ACLI_TASK_CREDENTIAL",
+    ] {
         assert!(
             send.contains(variable),
             "{variable} in send --help:\n{send}"
@@ -1113,7 +1117,7 @@ async fn a2acli_cli_001_auth_002_help_and_version() {
     }
     assert_eq!(
         send.matches("shows in the process table").count(),
-        2,
+        3,
         "{send}"
     );
     let get = ok(&run(&["task", "get", "--help"]).await);

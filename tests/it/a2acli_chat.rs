@@ -15,15 +15,15 @@ async fn demo() -> Trident {
 }
 
 /// A tmux server of its own (its own socket) running one command in a detached session;
-/// killed on drop.
-struct Tmux {
+/// killed on drop. (Also used by `a2acli_tier3.rs`.)
+pub(crate) struct Tmux {
     socket: std::path::PathBuf,
 }
 
 impl Tmux {
     /// `trident ARGS…` in a fresh terminal, then `EXIT=<status>` once it ends. `None` when
     /// tmux is not installed.
-    fn start(args: &[&str]) -> Option<Self> {
+    pub(crate) fn start(args: &[&str]) -> Option<Self> {
         if Command::new("tmux").arg("-V").output().is_err() {
             return None;
         }
@@ -64,7 +64,7 @@ impl Tmux {
     }
 
     /// A line typed and entered.
-    fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         self.keys(&["-l", text]);
         self.keys(&["Enter"]);
     }
@@ -84,7 +84,7 @@ impl Tmux {
 
     /// The screen once `done` holds of it (fails the test after 30 s).
     #[track_caller]
-    fn until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn until(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();

@@ -404,7 +404,7 @@ impl Drop for Children {
 /// The gRPC binding, whose client has no TLS, is a usage error (exit 2) rather than
 /// certificates silently unused. (Returns early where openssl or socat is not installed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
+async fn a2acli_auth_009_mutual_tls_on_every_binding() {
     let dir = TempDir::new("a2acli-mtls");
     let d = dir.0.as_path();
     if !certificates(d, "good") || !certificates(d, "rogue") || !tool("socat", &["-V"], d) {
@@ -484,7 +484,9 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
     let card_file = p("card.json");
     std::fs::write(&card_file, &card).expect("keep the card");
 
-    for t in ["JSONRPC", "HTTP+JSON"] {
+    // gRPC too: the card's gRPC interface is `localhost:PORT`, the front's, whose HTTP
+    // interfaces are https://, so TLS (HTTP/2 through the front, which answers no ALPN).
+    for t in ["JSONRPC", "HTTP+JSON", "GRPC"] {
         let send = [
             "send",
             "hello",
@@ -573,7 +575,25 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
     let e = error_object(&o, 3);
     assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE", "{e}");
 
-    // A key without its certificate, and gRPC (no TLS in its client): usage errors.
+    // The gRPC call went over TLS to the front (the card's bare host:port, taken as https).
+    let debug = [
+        "send",
+        "hello",
+        "-a",
+        &front,
+        "--transport",
+        "GRPC",
+        "--debug",
+    ];
+    let o = run(&[&debug[..], &mtls[..]].concat(), &dir).await;
+    ok(&o);
+    assert!(
+        stderr(&o).contains(&format!("transport: GRPC https://localhost:{front_port} ")),
+        "{}",
+        stderr(&o)
+    );
+
+    // A key without its certificate: a usage error.
     let o = run(
         &[
             "card", "get", "-a", &front, "--ca", &ca, "--key", &key, "-o", "json",
@@ -582,6 +602,8 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
     )
     .await;
     assert_eq!(error_object(&o, 2)["code"], "A2ACLI_ERR_USAGE");
+    // gRPC's TLS verifies the agent's certificate as the HTTP bindings do: not trusted
+    // without --ca (the card read from the file), exit 3.
     let grpc = [
         "send",
         "hello",
@@ -589,11 +611,15 @@ async fn a2acli_auth_009_mutual_tls_on_the_http_bindings() {
         &card_file,
         "--transport",
         "GRPC",
+        "--cert",
+        &cert,
+        "--key",
+        &key,
         "-o",
         "json",
     ];
-    let e = error_object(&run(&[&grpc[..], &mtls[..]].concat(), &dir).await, 2);
-    assert_eq!(e["code"], "A2ACLI_ERR_USAGE", "{e}");
+    let e = error_object(&run(&grpc, &dir).await, 3);
+    assert_eq!(e["code"], "A2ACLI_ERR_UNREACHABLE", "{e}");
     drop(children);
 }
 

@@ -6,6 +6,7 @@ mod a2acli_auth;
 mod a2acli_chat;
 mod a2acli_more;
 mod a2acli_push;
+mod a2acli_tier3;
 mod a2acli_tls;
 mod agent_crate;
 mod card;

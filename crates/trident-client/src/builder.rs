@@ -39,6 +39,7 @@ pub struct ClientBuilder {
     query: Query,
     roots_pem: Vec<Vec<u8>>,
     roots_only: bool,
+    grpc_identity: Option<GrpcIdentity>,
     preference: Vec<Binding>,
     protocol: Protocol,
     max_response: usize,
@@ -65,6 +66,7 @@ impl ClientBuilder {
             query: Query::default(),
             roots_pem: Vec::new(),
             roots_only: false,
+            grpc_identity: None,
             preference: Vec::new(),
             protocol: Protocol::Auto,
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
@@ -144,9 +146,22 @@ impl ClientBuilder {
 
     /// Trusts the certificates of a PEM bundle as TLS roots, besides the system's (or instead
     /// of them after [`tls_roots_only`](Self::tls_roots_only)). Applies to the HTTP bindings
-    /// and card fetches; this build's gRPC client speaks plain HTTP/2 only.
+    /// and card fetches (unless [`http_client`](Self::http_client) gives the HTTP client), and
+    /// to gRPC over TLS (an `https://` gRPC interface).
     pub fn tls_roots_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.roots_pem.push(pem.into());
+        self
+    }
+
+    /// Presents this client certificate (PEM, leaf first, then its chain) with its private key
+    /// (PEM) to a gRPC agent over TLS that asks for one (mutual TLS). The HTTP bindings take
+    /// theirs from the [`http_client`](Self::http_client) given (`reqwest::Identity`).
+    pub fn grpc_client_identity(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.grpc_identity = Some(GrpcIdentity(cert_pem.into(), key_pem.into()));
         self
     }
 
@@ -222,9 +237,17 @@ impl ClientBuilder {
                     .map_err(|e| A2aError::caused_by("cannot build the HTTP client", e, false))?
             }
         };
+        let grpc_tls = trident_grpc::GrpcTls {
+            ca_pem: (!self.roots_pem.is_empty()).then(|| self.roots_pem.join(&b'\n')),
+            ca_only: self.roots_only,
+            identity: self
+                .grpc_identity
+                .map(|GrpcIdentity(cert, key)| (cert, key)),
+        };
         Ok(Client {
             shared: Arc::new(Shared {
                 http,
+                grpc_tls,
                 headers,
                 query: self.query,
                 timeout: self.timeout,
@@ -242,6 +265,7 @@ impl ClientBuilder {
 #[derive(Debug)]
 struct Shared {
     http: reqwest::Client,
+    grpc_tls: trident_grpc::GrpcTls,
     headers: HeaderMap,
     query: Query,
     timeout: Option<Duration>,
@@ -259,6 +283,7 @@ impl Shared {
         trident_grpc::GrpcOptions {
             max_response_size: self.max_response,
             connect_timeout: self.connect_timeout,
+            tls: self.grpc_tls.clone(),
             ..Default::default()
         }
     }
@@ -501,6 +526,16 @@ impl Client {
             Some(timeout) => Arc::new(Timed::new(inner, timeout)),
             None => inner,
         })
+    }
+}
+
+/// A gRPC client certificate and its key (PEM); `Debug` shows neither.
+#[derive(Clone)]
+struct GrpcIdentity(Vec<u8>, Vec<u8>);
+
+impl std::fmt::Debug for GrpcIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GrpcIdentity([redacted])")
     }
 }
 

@@ -35,8 +35,9 @@ pub struct GrpcClient {
 
 impl GrpcClient {
     /// Connects to `target` with default [`GrpcOptions`]. `target` is `host:port` (how agent
-    /// cards write gRPC URLs) or `http://host:port`. `https://` needs TLS, which this build does
-    /// not include. A target that cannot be reached is `Unavailable`.
+    /// cards write gRPC URLs) or `http://host:port`, over plain HTTP/2, or `https://host:port`,
+    /// over TLS ([`GrpcOptions::tls`]; with the `tls` feature, on by default). A target that
+    /// cannot be reached is `Unavailable`.
     pub async fn connect(target: &str) -> Result<Self, A2aError> {
         Self::connect_with(target, &GrpcOptions::default()).await
     }
@@ -108,7 +109,8 @@ impl GrpcClient {
     }
 }
 
-/// `host:port`, `http://host:port` → an endpoint; everything else is refused up front.
+/// `host:port`, `http://host:port` → a plain HTTP/2 endpoint, `https://host:port` → a TLS one
+/// (with the `tls` feature); everything else is refused up front.
 pub(crate) fn endpoint(target: &str, opts: &GrpcOptions) -> Result<Endpoint, A2aError> {
     let target = target.trim();
     let bad = |why: String| {
@@ -121,9 +123,21 @@ pub(crate) fn endpoint(target: &str, opts: &GrpcOptions) -> Result<Endpoint, A2a
     let uri = match target.split_once("://") {
         None => format!("http://{target}"),
         Some(("http", _)) => target.to_owned(),
+        #[cfg(feature = "tls")]
+        Some(("https", _)) => {
+            let endpoint = Endpoint::from_shared(target.to_owned())
+                .map_err(|e| bad(trident_core::error_chain(&e)))?;
+            return endpoint
+                .tls_config(tls_config(&opts.tls))
+                .map(|e| e.connect_timeout(opts.connect_timeout))
+                .map_err(|e| bad(trident_core::error_chain(&e)));
+        }
+        #[cfg(not(feature = "tls"))]
         Some(("https", _)) => {
             return Err(bad(
-                "https needs TLS, which this build of trident-grpc does not include".to_owned(),
+                "https needs TLS, which this build of trident-grpc does not include (feature \
+                 `tls`)"
+                    .to_owned(),
             ));
         }
         Some((scheme, _)) => return Err(bad(format!("unsupported scheme {scheme}"))),
@@ -131,6 +145,25 @@ pub(crate) fn endpoint(target: &str, opts: &GrpcOptions) -> Result<Endpoint, A2a
     Endpoint::from_shared(uri)
         .map(|e| e.connect_timeout(opts.connect_timeout))
         .map_err(|e| bad(trident_core::error_chain(&e)))
+}
+
+/// tonic's TLS settings for `tls`: the system's roots (unless `ca_only`) and `tls`'s own, ALPN `h2`, and the
+/// client certificate when one is given. HTTP/2 is assumed when the server's TLS answers no
+/// ALPN (a TLS front that forwards to a plain HTTP/2 server, such as `socat` or `stunnel`).
+#[cfg(feature = "tls")]
+fn tls_config(tls: &crate::GrpcTls) -> tonic::transport::ClientTlsConfig {
+    use tonic::transport::{Certificate, ClientTlsConfig, Identity};
+    let mut config = ClientTlsConfig::new().assume_http2(true);
+    if !tls.ca_only {
+        config = config.with_native_roots();
+    }
+    if let Some(pem) = &tls.ca_pem {
+        config = config.ca_certificate(Certificate::from_pem(pem));
+    }
+    if let Some((cert, key)) = &tls.identity {
+        config = config.identity(Identity::from_pem(cert, key));
+    }
+    config
 }
 
 /// Wraps `msg` with the service parameters of `cx` (`grpc-timeout` among them), then the

@@ -58,7 +58,7 @@ mod v03_client;
 
 pub use client::GrpcClient;
 pub use hygiene::{Checked, Hygiene, MAX_JSON_DEPTH, MAX_JSON_VALUES};
-pub use options::GrpcOptions;
+pub use options::{GrpcOptions, GrpcTls};
 pub use server::{GrpcServer, routes, routes_with};
 pub use status::{error, status};
 pub use v03_client::V03Client;

@@ -23,6 +23,32 @@ pub struct GrpcOptions {
     pub v1: bool,
     /// Client only: how long to wait for the TCP/HTTP/2 connection (default 10 s).
     pub connect_timeout: Duration,
+    /// Client only: the TLS of an `https://` target (extra trusted roots, a client
+    /// certificate). Without the `tls` feature an `https://` target is refused.
+    pub tls: GrpcTls,
+}
+
+/// A gRPC client's TLS, for `https://` targets: the system's roots are trusted (unless
+/// `ca_only`), and `ca_pem`'s too; `identity` is presented to an agent that asks for a client certificate
+/// (mutual TLS). `Debug` shows what is set, never the key.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct GrpcTls {
+    /// PEM CA certificates trusted besides the system's.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Trust `ca_pem` only, not the system's roots.
+    pub ca_only: bool,
+    /// The client certificate chain (PEM, leaf first) and its private key (PEM).
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for GrpcTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcTls")
+            .field("ca_pem", &self.ca_pem.as_ref().map(Vec::len))
+            .field("ca_only", &self.ca_only)
+            .field("identity", &self.identity.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
 }
 
 impl Default for GrpcOptions {
@@ -34,6 +60,7 @@ impl Default for GrpcOptions {
             v03: true,
             v1: true,
             connect_timeout: Duration::from_secs(10),
+            tls: GrpcTls::default(),
         }
     }
 }

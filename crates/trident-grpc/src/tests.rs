@@ -415,10 +415,20 @@ async fn connect_failures_are_unavailable_and_bad_targets_invalid() {
         .expect_err("refused");
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{e:?}");
 
-    for bad in ["https://127.0.0.1:1", "ftp://x:1", "not a uri"] {
+    for bad in ["ftp://x:1", "not a uri"] {
         let e = GrpcClient::connect(bad).await.expect_err(bad);
         assert_eq!(e.kind(), ErrorKind::InvalidParams, "{bad}: {e:?}");
     }
+    // https:// is TLS (feature `tls`): tried, and unreachable like any other target.
+    let e = GrpcClient::connect(&format!("https://127.0.0.1:{port}"))
+        .await
+        .expect_err("refused");
+    let expected = if cfg!(feature = "tls") {
+        ErrorKind::Unavailable
+    } else {
+        ErrorKind::InvalidParams
+    };
+    assert_eq!(e.kind(), expected, "{e:?}");
 }
 
 #[test]
