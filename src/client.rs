@@ -762,8 +762,14 @@ pub(crate) fn debug(text: &str) {
 /// to every credential the command was given wherever it would appear: the bearer token (a
 /// flag's, its variable's or the one `auth login` kept), the API key and the values of
 /// `--svc-param` are never shown, and neither are the headers they travel in.
+///
+/// An in-task credential (a2a-cli §12.3, `AUTH_REQUIRED`) travels in a message body, and an
+/// agent may echo it back in the task's history: every JSON body holding one is shown with it
+/// redacted ([`wire_line`]), whichever way the credential was obtained (a flag, a variable,
+/// the token store, a prompt).
 fn wire_tap(target: &Target, bearer: Option<&str>) -> trident_client::WireTap {
-    let mut tap = trident_client::WireTap::new(|line| debug(&format!("wire: {line}")));
+    let mut tap =
+        trident_client::WireTap::new(|line| debug(&format!("wire: {}", wire_line(line))));
     let given = target.bearer();
     if let Some(token) = bearer.or(given.as_deref()) {
         tap = tap.secret_value(token);
@@ -798,6 +804,27 @@ fn card_wire_tap(
     }
     let (name, _) = api_key_place(card);
     tap.secret_header(&name).secret_query(&name)
+}
+
+/// A wire line (`JSON-RPC → {…}`, `data: {…}`) with the credential of any in-task
+/// authorization follow-up in its JSON redacted ([`scrubbed`]); other lines as they are.
+fn wire_line(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.contains(&format!("\"{}\"", render::CREDENTIAL_KEY)) {
+        return line.into();
+    }
+    let Some(at) = line.find('{') else {
+        return line.into();
+    };
+    let (head, body) = line.split_at(at);
+    match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(mut value) => {
+            render::scrub(&mut value);
+            format!("{head}{value}").into()
+        }
+        // Not JSON as a whole (cut short, say): it may still hold the credential.
+        Err(_) => format!("{head}[{} bytes not shown: they may hold a credential]", body.len())
+            .into(),
+    }
 }
 
 fn json_line<T: serde::Serialize>(value: &T) -> String {
