@@ -11,7 +11,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -780,31 +780,28 @@ fn handle(
     // extractor does for handlers added to the router.
     parts.extensions.insert(trident_core::Peer(peer));
     parts.extensions.insert(ConnectInfo(peer));
-    let timed_out = Arc::new(AtomicBool::new(false));
-    // The budget's verdict on the body, allocated only for a body the budget sees: the
-    // listener's budget and its largest (for the refusal's message).
-    let mut over_budget = None;
+    // What ended the body early, if anything (timed out, or cut off by the budget): one
+    // flag for both, allocated only for a body that has something to watch.
+    let mut watched = None;
     // A request without a body (most GETs, h2 HEADERS with END_STREAM) needs neither a timer
     // nor budget.
-    let body = if http_body::Body::is_end_stream(&body) {
-        Body::new(body)
-    } else {
-        let mut verdict = || {
+    let body =
+        if http_body::Body::is_end_stream(&body) || (body_timeout.is_none() && budget.is_none()) {
+            Body::new(body)
+        } else {
             let verdict = Arc::new(AtomicU8::new(WITHIN_BUDGET));
-            over_budget = budget.map(|b| (verdict.clone(), b.max()));
-            verdict
+            watched = Some((verdict.clone(), budget.map_or(0, |b| b.max())));
+            match (body_timeout, budget) {
+                (Some(timeout), Some(budget)) => Body::new(Budgeted::new(
+                    TimedBody::new(body, timeout, verdict.clone()),
+                    budget.clone(),
+                    verdict,
+                )),
+                (Some(timeout), None) => Body::new(TimedBody::new(body, timeout, verdict)),
+                (None, Some(budget)) => Body::new(Budgeted::new(body, budget.clone(), verdict)),
+                (None, None) => Body::new(body),
+            }
         };
-        match (body_timeout, budget) {
-            (Some(timeout), Some(budget)) => Body::new(Budgeted::new(
-                TimedBody::new(body, timeout, timed_out.clone()),
-                budget.clone(),
-                verdict(),
-            )),
-            (Some(timeout), None) => Body::new(TimedBody::new(body, timeout, timed_out.clone())),
-            (None, Some(budget)) => Body::new(Budgeted::new(body, budget.clone(), verdict())),
-            (None, None) => Body::new(body),
-        }
-    };
     let request = Request::from_parts(parts, body);
     let app = app.clone();
     // Boxed: hyper keeps a slot the size of this future for the connection's life (an idle
@@ -815,17 +812,14 @@ fn handle(
             Ok(response) => response,
             Err(never) => match never {},
         };
-        let response = match body_timeout {
-            Some(timeout) if timed_out.load(Ordering::Acquire) => {
+        let verdict = watched.map(|(verdict, max)| (verdict.load(Ordering::Acquire), max));
+        let response = match (verdict, body_timeout) {
+            (None | Some((WITHIN_BUDGET, _)), _) => response,
+            (Some((TIMED_OUT, _)), Some(timeout)) => {
                 tracing::debug!(%peer, ?timeout, "request body timed out");
                 body_timeout_response(version, grpc, timeout)
             }
-            _ => response,
-        };
-        let verdict = over_budget.map(|(verdict, max)| (verdict.load(Ordering::Acquire), max));
-        let response = match verdict {
-            None | Some((WITHIN_BUDGET, _)) => response,
-            Some((why, max)) => {
+            (Some((why, max)), _) => {
                 tracing::debug!(%peer, max, "request body cut off: the body budget is full");
                 over_budget_response(version, wire, why == TOO_LARGE, max)
             }
@@ -938,12 +932,20 @@ fn over_budget_response(
     response
 }
 
-/// [`Budgeted`]'s verdict, read by [`handle`] once the handler has answered.
+/// What ended a request body early, as [`Budgeted`] and [`TimedBody`] record it for
+/// [`handle`] to read once the handler has answered (the first cause wins): nothing.
 const WITHIN_BUDGET: u8 = 0;
 /// Cut off for other requests' bytes.
 const CUT_OFF: u8 = 1;
 /// Larger than the whole budget.
 const TOO_LARGE: u8 = 2;
+/// Not complete by its deadline.
+const TIMED_OUT: u8 = 3;
+
+/// Records `why` a body ended early in `verdict`, unless an earlier cause was recorded.
+fn record(verdict: &AtomicU8, why: u8) {
+    let _ = verdict.compare_exchange(WITHIN_BUDGET, why, Ordering::AcqRel, Ordering::Acquire);
+}
 
 /// A body's error, whatever its cause.
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -986,7 +988,7 @@ impl<B> Budgeted<B> {
     /// Ends the body with [`OverBudget`], leaving `verdict` for [`handle`].
     fn refuse(&mut self, verdict: u8) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         self.release();
-        self.verdict.store(verdict, Ordering::Release);
+        record(&self.verdict, verdict);
         Poll::Ready(Some(Err(Box::new(OverBudget))))
     }
 }
@@ -1112,11 +1114,12 @@ struct TimedBody<B> {
     timeout: Duration,
     deadline: tokio::time::Instant,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-    timed_out: Arc<AtomicBool>,
+    /// Where [`TIMED_OUT`] is recorded.
+    verdict: Arc<AtomicU8>,
 }
 
 impl<B> TimedBody<B> {
-    fn new(inner: B, timeout: Duration, timed_out: Arc<AtomicBool>) -> Self {
+    fn new(inner: B, timeout: Duration, verdict: Arc<AtomicU8>) -> Self {
         let now = tokio::time::Instant::now();
         Self {
             inner,
@@ -1126,7 +1129,7 @@ impl<B> TimedBody<B> {
                 .checked_add(timeout)
                 .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400)),
             sleep: None,
-            timed_out,
+            verdict,
         }
     }
 }
@@ -1156,7 +1159,7 @@ where
             .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
         match sleep.as_mut().poll(cx) {
             Poll::Ready(()) => {
-                this.timed_out.store(true, Ordering::Release);
+                record(&this.verdict, TIMED_OUT);
                 Poll::Ready(Some(Err(Box::new(BodyTimeout(this.timeout)))))
             }
             Poll::Pending => Poll::Pending,

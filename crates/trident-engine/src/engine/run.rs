@@ -84,7 +84,7 @@ impl Run {
         ctx: RequestContext,
     ) {
         let run = Self::existing(inner, live, w, &ctx);
-        tokio::spawn(run.drive(inner.executor.clone(), ctx));
+        tokio::spawn(run.drive(inner.executor.clone(), Box::new(ctx)));
     }
 
     /// The turn of an existing task that [`Live::begin_turn`] just began, marked running with
@@ -146,15 +146,14 @@ impl Run {
 
     /// Runs the executor to the end of the turn and applies the end-of-turn rules.
     ///
-    /// Not an `async fn`: its arguments would stay in the future, which lives as long as the
-    /// turn, after `ctx` has moved into the executor's own (about 1 KiB per idle stream). The
-    /// future holds `ctx` boxed instead, until its first poll hands it over.
+    /// `ctx` comes boxed (see [`Inner::start`]): the future, which lives as long as the turn,
+    /// holds a pointer until its first poll hands the context to the executor (unboxed it
+    /// would keep about 1 KiB per idle stream after the executor took its own).
     pub(crate) fn drive(
         self: Arc<Self>,
         executor: Arc<dyn AgentExecutor>,
-        ctx: RequestContext,
+        ctx: Box<RequestContext>,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let ctx = Box::new(ctx);
         async move {
             let sink = EventSink::new(self.clone());
             // Unboxed in a block of its own, which frees the box at once (a box moved out of

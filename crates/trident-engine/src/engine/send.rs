@@ -54,7 +54,9 @@ impl Inner {
         // tell: the turn looks atomic, as if the agent had been that fast.
         let inline = !streaming && push.is_none() && !return_immediately;
         let cancel = CancellationToken::new();
-        let mut ctx = RequestContext {
+        // Boxed from the start: the turn's executor gets it boxed anyway, and every future
+        // between here and there then carries a pointer instead of the context itself.
+        let mut ctx = Box::new(RequestContext {
             task_id: String::new(),
             context_id: String::new(),
             message: pb::Message::default(),
@@ -65,7 +67,7 @@ impl Inner {
             tenant: scope.tenant.to_string(),
             extensions: cx.extensions.clone(),
             cancel: cancel.clone(),
-        };
+        });
 
         if message.task_id.is_empty() {
             // Time-ordered ids (UUIDv7): a new task lands at the end of the stores' primary
@@ -82,7 +84,9 @@ impl Inner {
                 // starts; the configuration is stored with the task's first commit.
                 Box::pin(self.check_push_room(&scope, &task_id, None)).await?;
             }
-            ctx.task_id = task_id.clone();
+            let (task_key, context_key): (Arc<str>, Arc<str>) =
+                (task_id.as_str().into(), message.context_id.as_str().into());
+            ctx.task_id = task_id;
             ctx.context_id = message.context_id.clone();
             ctx.message = message.clone();
             // Only its caller will learn the new task's id: an inline turn holds every commit.
@@ -95,8 +99,8 @@ impl Inner {
             let (run, first) = Run::new_task(
                 self.clone(),
                 scope,
-                task_id.into(),
-                ctx.context_id.as_str().into(),
+                task_key,
+                context_key,
                 creation,
                 cancel,
             );
@@ -128,7 +132,12 @@ impl Inner {
     /// Runs `run`'s turn with `ctx`: when `inline`, on the caller's task until it returns or
     /// waits on something, then in the background; otherwise in the background at once.
     /// Returns whether it ran to its end inline (its executor returned).
-    async fn drive(self: &Arc<Self>, run: Arc<Run>, ctx: RequestContext, inline: bool) -> bool {
+    async fn drive(
+        self: &Arc<Self>,
+        run: Arc<Run>,
+        ctx: Box<RequestContext>,
+        inline: bool,
+    ) -> bool {
         let drive = run.clone().drive(self.executor.clone(), ctx);
         if !inline {
             tokio::spawn(drive);
@@ -177,7 +186,7 @@ impl Inner {
         scope: Scope,
         mut message: pb::Message,
         mut push: Option<pb::TaskPushNotificationConfig>,
-        mut ctx: RequestContext,
+        mut ctx: Box<RequestContext>,
         inline: bool,
     ) -> Result<Started, A2aError> {
         let guard = self.live(&scope, &message.task_id).await?;

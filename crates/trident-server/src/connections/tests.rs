@@ -1,6 +1,6 @@
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -13,7 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::{
     BoxError, Budgeted, CUT_OFF, ConnectionLimits, H2_PREFACE, MAX_CONNECTIONS_CAP,
-    PUSH_DELIVERIES_CAP, Protocol, TOO_LARGE, Throttle, TimedBody, WITHIN_BUDGET,
+    PUSH_DELIVERIES_CAP, Protocol, TIMED_OUT, TOO_LARGE, Throttle, TimedBody, WITHIN_BUDGET,
     body_timeout_response, fit_event_stream_headers, max_connections_for, over_budget_response,
     protocol_of, push_deliveries_for, serve_with, soft_open_files_limit,
 };
@@ -75,7 +75,7 @@ fn the_throttle_lets_one_warning_a_second_through_and_counts_the_rest() {
 
 #[tokio::test]
 async fn a_body_that_arrives_in_time_passes_through_untouched() {
-    let flag = Arc::new(AtomicBool::new(false));
+    let flag = verdict();
     let body = TimedBody::new(
         Full::new(Bytes::from_static(b"hello")),
         Duration::from_millis(50),
@@ -83,12 +83,12 @@ async fn a_body_that_arrives_in_time_passes_through_untouched() {
     );
     let bytes = body.collect().await.expect("a body").to_bytes();
     assert_eq!(bytes, "hello");
-    assert!(!flag.load(Ordering::Acquire));
+    assert_eq!(flag.load(Ordering::Acquire), WITHIN_BUDGET);
 }
 
 #[tokio::test]
 async fn a_body_that_stalls_fails_at_the_deadline_and_says_so() {
-    let flag = Arc::new(AtomicBool::new(false));
+    let flag = verdict();
     let stalled = StreamBody::new(futures::stream::pending::<Result<Frame<Bytes>, Infallible>>());
     let started = std::time::Instant::now();
     let body = TimedBody::new(stalled, Duration::from_millis(50), flag.clone());
@@ -98,8 +98,9 @@ async fn a_body_that_stalls_fails_at_the_deadline_and_says_so() {
         .expect_err("a timeout");
     assert!(e.to_string().contains("did not arrive within"), "{e}");
     assert!(started.elapsed() >= Duration::from_millis(50));
-    assert!(
+    assert_eq!(
         flag.load(Ordering::Acquire),
+        TIMED_OUT,
         "the request is marked timed out"
     );
 }
@@ -203,7 +204,7 @@ async fn a_budgeted_body_holds_its_bytes_until_it_ends_fails_times_out_or_is_dro
     drop(body);
     assert_eq!(budget.used(), 0, "released on drop");
     // Timed out.
-    let timed_out = Arc::new(AtomicBool::new(false));
+    let timed_out = verdict();
     let timed = TimedBody::new(
         body_of(&["hello"], None),
         Duration::from_millis(50),
@@ -212,7 +213,7 @@ async fn a_budgeted_body_holds_its_bytes_until_it_ends_fails_times_out_or_is_dro
     let mut body = Budgeted::new(timed, budget.clone(), verdict());
     assert!(next(&mut body).await.is_some());
     assert!(matches!(next(&mut body).await, Some(Err(_))));
-    assert!(timed_out.load(Ordering::Acquire));
+    assert_eq!(timed_out.load(Ordering::Acquire), TIMED_OUT);
     assert_eq!(budget.used(), 0, "released at the body timeout");
 }
 
