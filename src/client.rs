@@ -768,8 +768,7 @@ pub(crate) fn debug(text: &str) {
 /// redacted ([`wire_line`]), whichever way the credential was obtained (a flag, a variable,
 /// the token store, a prompt).
 fn wire_tap(target: &Target, bearer: Option<&str>) -> trident_client::WireTap {
-    let mut tap =
-        trident_client::WireTap::new(|line| debug(&format!("wire: {}", wire_line(line))));
+    let mut tap = trident_client::WireTap::new(|line| debug(&format!("wire: {}", wire_line(line))));
     let given = target.bearer();
     if let Some(token) = bearer.or(given.as_deref()) {
         tap = tap.secret_value(token);
@@ -822,8 +821,11 @@ fn wire_line(line: &str) -> std::borrow::Cow<'_, str> {
             format!("{head}{value}").into()
         }
         // Not JSON as a whole (cut short, say): it may still hold the credential.
-        Err(_) => format!("{head}[{} bytes not shown: they may hold a credential]", body.len())
-            .into(),
+        Err(_) => format!(
+            "{head}[{} bytes not shown: they may hold a credential]",
+            body.len()
+        )
+        .into(),
     }
 }
 

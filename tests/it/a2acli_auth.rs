@@ -90,7 +90,7 @@ fn field<'a>(text: &'a str, label: &str) -> Option<&'a str> {
 }
 
 /// The demo agent's card with `edit` applied, written to a file in `dir`.
-async fn edited_card(
+pub(crate) async fn edited_card(
     origin: &str,
     dir: &TempDir,
     edit: impl FnOnce(&mut serde_json::Value),

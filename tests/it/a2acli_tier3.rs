@@ -21,10 +21,15 @@ async fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
 const CREDENTIAL: &str = "cal-token-7f3a";
 
 /// An `--exec` agent that needs authorization mid-task: a new task pauses at `AUTH_REQUIRED`
-/// with a status message naming the scheme and scopes it needs; a follow-up carrying
-/// [`CREDENTIAL`] in the tool's in-band form completes it with an artifact; any other
-/// follow-up asks again.
+/// with a status message naming the scheme (`calendar`) and scopes it needs; a follow-up
+/// carrying [`CREDENTIAL`] for that scheme in the tool's in-band form completes it with an
+/// artifact; any other follow-up asks again.
 fn calendar_agent(dir: &TempDir) -> String {
+    calendar_agent_accepting(dir, CREDENTIAL)
+}
+
+/// [`calendar_agent`], accepting `credential` instead of [`CREDENTIAL`].
+fn calendar_agent_accepting(dir: &TempDir, credential: &str) -> String {
     let path = dir.0.join("calendar.sh");
     let script = format!(
         r#"#!/bin/sh
@@ -32,7 +37,7 @@ IFS= read -r request
 answered=no
 case "$request" in
   *'"task":null'*) answered=new ;;
-  *'"credentials":"{CREDENTIAL}"'*) case "$request" in *'"scheme":"calendar"'*) answered=yes ;; esac ;;
+  *'"credentials":"{credential}"'*) case "$request" in *'"scheme":"calendar"'*) answered=yes ;; esac ;;
 esac
 case "$answered" in
   new)
@@ -333,6 +338,184 @@ async fn a2acli_auth_011_on_a_terminal_the_credential_is_asked_for_unechoed() {
     })
     .await
     .expect("the terminals");
+}
+
+/// `A2ACLI_AUTH_011`'s second source: the token `auth login` kept for the scheme the agent
+/// names. The real `auth login` (client credentials) against the test's authorization server
+/// keeps the token it issued in a private store (its own `XDG_CONFIG_HOME` and `HOME`); a
+/// `send` with no `--task-credential` and no terminal then answers the pause with that token,
+/// which the agent checks, on each binding, and never shows it. A token kept for another
+/// scheme of the same card is not sent for the one named: the pause is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2acli_auth_011_the_token_auth_login_kept_resolves_the_pause() {
+    use crate::a2acli_auth::{AuthServer, CLIENT_ID, CLIENT_SECRET, MACHINE_TOKEN, edited_card};
+
+    let auth = AuthServer::start().await;
+    let dir = TempDir::new("a2acli-in-task-kept");
+    // The agent completes only with the token the authorization server issues.
+    let agent = calendar_agent_accepting(&dir, MACHINE_TOKEN);
+    let server = Trident::serve(&["--exec", &agent, "--store", "memory"]).await;
+    // Its card, as a file, declares two client-credentials schemes of that server: `calendar`,
+    // the one the agent names when it pauses, and `machines`.
+    let token_url = format!("{}/token", auth.origin);
+    let card = edited_card(&server.origin, &dir, |c| {
+        let scheme = serde_json::json!({"oauth2SecurityScheme": {"flows": {"clientCredentials": {
+            "tokenUrl": token_url,
+            "scopes": {"calendar.read": "read the calendar"}
+        }}}});
+        c["securitySchemes"] = serde_json::json!({"calendar": scheme, "machines": scheme});
+    })
+    .await;
+    let card = card.as_str();
+
+    #[track_caller]
+    fn token_not_shown(o: &Output) {
+        let all = format!("{}{}", stdout(o), stderr(o));
+        assert!(!all.contains(MACHINE_TOKEN), "the token is shown:\n{all}");
+    }
+    // `auth login --scheme SCHEME` with the configuration directory `home`: the token is kept
+    // there, for SCHEME.
+    async fn login(card: &str, home: &TempDir, scheme: &str) {
+        let dir = home.0.to_str().expect("a UTF-8 path");
+        let o = run(
+            &[
+                "auth", "login", "-a", card, "--scheme", scheme, "-o", "json",
+            ],
+            &[
+                ("XDG_CONFIG_HOME", dir),
+                ("HOME", dir),
+                ("A2ACLI_CLIENT_ID", CLIENT_ID),
+                ("A2ACLI_CLIENT_SECRET", CLIENT_SECRET),
+            ],
+        )
+        .await;
+        let v: serde_json::Value = serde_json::from_str(&ok(&o)).expect("one JSON document");
+        assert_eq!(v["scheme"], scheme, "{v}");
+        assert_eq!(v["flow"], "client_credentials", "{v}");
+        token_not_shown(&o);
+        let kept = std::fs::read_to_string(home.0.join("a2a-cli/tokens.json")).expect("the store");
+        let kept: serde_json::Value = serde_json::from_str(&kept).expect("the store's JSON");
+        let entries = kept["tokens"].as_array().expect("tokens");
+        assert_eq!(entries.len(), 1, "{kept}");
+        assert_eq!(entries[0]["scheme"], scheme, "{kept}");
+        assert_eq!(entries[0]["accessToken"], MACHINE_TOKEN, "{kept}");
+    }
+
+    // Logged in to the scheme the agent names: the pause is answered with the kept token.
+    let home = TempDir::new("a2acli-in-task-kept-home");
+    login(card, &home, "calendar").await;
+    let dir = home.0.to_str().expect("a UTF-8 path");
+    let env = [("XDG_CONFIG_HOME", dir), ("HOME", dir)];
+    for t in TRANSPORTS {
+        // Blocking, --verbose and --debug: paused, answered, completed; the token nowhere.
+        let o = run(
+            &[
+                "send",
+                "-a",
+                card,
+                "--transport",
+                t,
+                "--verbose",
+                "--debug",
+                "what is on today?",
+            ],
+            &env,
+        )
+        .await;
+        let text = ok(&o);
+        assert_eq!(field(&text, "State"), Some("COMPLETED"), "{t}: {text}");
+        assert!(text.contains("3 meetings today"), "{t}: {text}");
+        assert!(
+            text.contains("[redacted]"),
+            "{t}: the follow-up in the history: {text}"
+        );
+        let err = stderr(&o);
+        assert!(
+            err.contains("needs authorization: Sign in to the calendar; scheme \"calendar\"")
+                && err.contains("with the credential from the token auth login kept"),
+            "{t}: {err}"
+        );
+        assert_eq!(err.matches("resuming task").count(), 1, "{t}: {err}");
+        assert!(!err.contains("warning:"), "{t}: {err}");
+        token_not_shown(&o);
+
+        // Streaming, JSONL: the pause, then the completion.
+        let o = run(
+            &[
+                "send",
+                "-a",
+                card,
+                "--transport",
+                t,
+                "--stream",
+                "-o",
+                "json",
+                "agenda?",
+            ],
+            &env,
+        )
+        .await;
+        let out = ok(&o);
+        let states: Vec<String> = out
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("a JSONL line"))
+            .filter_map(|v| {
+                v["statusUpdate"]["status"]["state"]
+                    .as_str()
+                    .or(v["task"]["status"]["state"].as_str())
+                    .map(str::to_owned)
+            })
+            .collect();
+        let paused = states.iter().position(|s| s == "TASK_STATE_AUTH_REQUIRED");
+        let done = states.iter().position(|s| s == "TASK_STATE_COMPLETED");
+        assert!(
+            paused.is_some() && done.is_some() && paused < done,
+            "{t}: {states:?}\n{out}"
+        );
+        assert!(out.contains("3 meetings today"), "{t}: {out}");
+        assert!(
+            stderr(&o).contains("the token auth login kept"),
+            "{t}: {}",
+            stderr(&o)
+        );
+        token_not_shown(&o);
+    }
+
+    // Logged in to the card's other scheme only: that token is not sent for `calendar` (the
+    // agent would take it: the same value), so the pause is reported, exit 0, resumable.
+    let other = TempDir::new("a2acli-in-task-kept-other");
+    login(card, &other, "machines").await;
+    let dir = other.0.to_str().expect("a UTF-8 path");
+    let env = [("XDG_CONFIG_HOME", dir), ("HOME", dir)];
+    for t in TRANSPORTS {
+        for stream in [false, true] {
+            let mut args = vec!["send", "-a", card, "--transport", t];
+            if stream {
+                args.push("--stream");
+            }
+            args.push("agenda?");
+            let o = run(&args, &env).await;
+            let text = ok(&o);
+            assert_eq!(
+                text.lines().rev().find_map(|l| l.strip_prefix("State: ")),
+                Some("AUTH_REQUIRED"),
+                "{t}: {text}"
+            );
+            let id = field(&text, "Task ID").expect("Task ID");
+            let resume = field(&text, "Resume").expect("Resume");
+            assert!(
+                resume.contains("A2ACLI_TASK_CREDENTIAL=") && resume.contains(id),
+                "{t}: {resume}"
+            );
+            let err = stderr(&o);
+            assert!(
+                err.starts_with("warning: ") && err.contains("AUTH_REQUIRED"),
+                "{t}: {err}"
+            );
+            assert!(!err.contains("resuming"), "{t}: {err}");
+            token_not_shown(&o);
+        }
+    }
 }
 
 /// The catalog entry type of an A2A Agent Card.
