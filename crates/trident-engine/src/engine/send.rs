@@ -96,14 +96,8 @@ impl Inner {
                 push: push.map(|p| (p, cx.generation)),
                 hold,
             };
-            let (run, first) = Run::new_task(
-                self.clone(),
-                scope,
-                task_key,
-                context_key,
-                creation,
-                cancel,
-            );
+            let (run, first) =
+                Run::new_task(self.clone(), scope, task_key, context_key, creation, cancel);
             let finished = self.drive(run, ctx, inline).await;
             return match first.await {
                 Ok(First::Message(m)) => Ok(Started::Message(m)),
