@@ -26,9 +26,11 @@
 //! caller's rate (like hyper's own 400s for requests it cannot parse); the framing refusals
 //! close the connection, so a flood of them costs a connection each.
 
+use std::convert::Infallible;
+use std::future::Ready;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version, header};
 use axum::response::Response;
 use trident_core::{A2aError, ErrorKind};
@@ -80,17 +82,64 @@ impl Problem {
     }
 }
 
-/// The layer (see the [module docs](self)).
-pub(crate) async fn check(
-    State(rules): State<Rules>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    match problem(&rules, request.version(), request.uri(), request.headers()) {
-        None => next.run(request).await,
-        Some(problem) => {
-            tracing::debug!(path = %request.uri().path(), message = %problem.message, "request refused");
-            refusal(&request, &problem)
+/// The layer (see the [module docs](self)), written by hand rather than with
+/// `axum::middleware::from_fn`: a request that passes costs one header check and no
+/// allocation of its own (`from_fn` boxed a future and cloned the route behind it, per
+/// request).
+#[derive(Clone, Debug)]
+pub(crate) struct Layer {
+    rules: Rules,
+}
+
+impl Layer {
+    pub(crate) fn new(rules: Rules) -> Self {
+        Self { rules }
+    }
+}
+
+impl<S> tower::Layer<S> for Layer {
+    type Service = Checked<S>;
+
+    fn layer(&self, inner: S) -> Checked<S> {
+        Checked {
+            inner,
+            rules: self.rules.clone(),
+        }
+    }
+}
+
+/// A service behind [`Layer`]: refuses a request whose head is ambiguous, passes the others
+/// to `inner` as they are.
+#[derive(Clone, Debug)]
+pub(crate) struct Checked<S> {
+    inner: S,
+    rules: Rules,
+}
+
+impl<S> tower::Service<axum::extract::Request> for Checked<S>
+where
+    S: tower::Service<axum::extract::Request, Response = Response, Error = Infallible>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = futures::future::Either<Ready<Result<Response, Infallible>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: axum::extract::Request) -> Self::Future {
+        match problem(
+            &self.rules,
+            request.version(),
+            request.uri(),
+            request.headers(),
+        ) {
+            None => futures::future::Either::Right(self.inner.call(request)),
+            Some(problem) => {
+                tracing::debug!(path = %request.uri().path(), message = %problem.message, "request refused");
+                futures::future::Either::Left(std::future::ready(Ok(refusal(&request, &problem))))
+            }
         }
     }
 }

@@ -578,7 +578,7 @@ pub fn app(
             .map(|a| a.credential_headers())
             .unwrap_or_default(),
     );
-    Ok(router.layer(axum::middleware::from_fn_with_state(rules, hygiene::check)))
+    Ok(router.layer(hygiene::Layer::new(rules)))
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets open
