@@ -1,8 +1,9 @@
-//! Bounded reads of HTTP bodies for the clients: a peer must not be able to make a client
-//! buffer without limit.
+//! Bounded reads of HTTP bodies, for the clients and the JSON bindings' servers: a peer must
+//! not be able to make either buffer without limit.
 
 use std::fmt;
 
+use bytes::{Bytes, BytesMut};
 use futures::{Stream, StreamExt};
 
 /// What a client reads at most of one response or one SSE event by default: as much as the
@@ -82,11 +83,81 @@ where
     Ok(out)
 }
 
+/// Reads a whole request body given as a stream of [`Bytes`] chunks, refusing it once it
+/// passes `limit` bytes: what the JSON bindings' servers do with a request. A body that
+/// arrives in one chunk (a small request usually does) is that chunk, neither copied nor
+/// gathered in a list; several are joined into one buffer.
+pub async fn read_request_body<S, E>(body: S, limit: usize) -> Result<Bytes, BodyError<E>>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    let mut body = std::pin::pin!(body);
+    let mut first = Bytes::new();
+    let mut joined: Option<BytesMut> = None;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(BodyError::Body)?;
+        let so_far = joined.as_ref().map_or(first.len(), BytesMut::len);
+        if so_far.saturating_add(chunk.len()) > limit {
+            return Err(BodyError::TooLarge { limit });
+        }
+        match &mut joined {
+            Some(buf) => buf.extend_from_slice(&chunk),
+            None if first.is_empty() => first = chunk,
+            None => {
+                let mut buf = BytesMut::with_capacity(first.len() + chunk.len());
+                buf.extend_from_slice(&first);
+                buf.extend_from_slice(&chunk);
+                joined = Some(buf);
+            }
+        }
+    }
+    Ok(joined.map_or(first, BytesMut::freeze))
+}
+
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
     use futures::stream;
 
-    use super::{BodyError, read_body};
+    use super::{BodyError, read_body, read_request_body};
+
+    fn read_request(
+        chunks: &[&'static [u8]],
+        limit: usize,
+    ) -> Result<Bytes, BodyError<&'static str>> {
+        let chunks = chunks
+            .iter()
+            .map(|c| Ok(Bytes::from_static(c)))
+            .collect::<Vec<_>>();
+        futures::executor::block_on(read_request_body(stream::iter(chunks), limit))
+    }
+
+    #[test]
+    fn a_request_body_is_its_one_chunk_or_its_chunks_joined_up_to_the_limit() {
+        let one: &'static [u8] = b"{\"a\":1}";
+        let body = read_request(&[one], 7).expect("within the limit");
+        assert_eq!(body, one);
+        assert_eq!(body.as_ptr(), one.as_ptr(), "one chunk is not copied");
+        assert_eq!(
+            read_request(&[b"ab", b"", b"cd", b"e"], 5).as_deref(),
+            Ok(&b"abcde"[..])
+        );
+        assert_eq!(read_request(&[b"", b"ab"], 5).as_deref(), Ok(&b"ab"[..]));
+        assert_eq!(read_request(&[], 5).as_deref(), Ok(&b""[..]));
+        assert_eq!(
+            read_request(&[b"abc", b"def"], 5),
+            Err(BodyError::TooLarge { limit: 5 })
+        );
+        assert_eq!(
+            read_request(&[b"abcdef"], 5),
+            Err(BodyError::TooLarge { limit: 5 })
+        );
+        let failed = futures::executor::block_on(read_request_body(
+            stream::iter(vec![Ok(Bytes::from_static(b"ab")), Err("reset")]),
+            5,
+        ));
+        assert_eq!(failed, Err(BodyError::Body("reset")));
+    }
 
     fn read(chunks: Vec<Result<&'static [u8], &'static str>>, limit: usize) -> String {
         match futures::executor::block_on(read_body(stream::iter(chunks), limit)) {

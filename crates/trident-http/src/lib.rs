@@ -7,7 +7,8 @@
 //!   one reading every server adapter does (gRPC's too: tonic's metadata is an `http` head).
 //! - [`is_json_media_type`] and [`not_json`]: which request bodies the JSON bindings accept.
 //! - [`sse_events`] / [`SseDecoder`] and [`read_body`]: how the HTTP clients read a response,
-//!   each bounded ([`DEFAULT_MAX_RESPONSE_BYTES`]). They take any stream of byte chunks.
+//!   each bounded ([`DEFAULT_MAX_RESPONSE_BYTES`]); [`read_request_body`]: how the JSON
+//!   bindings' servers read a request. They take any stream of byte chunks.
 //! - [`SseWriter`] and [`write_event`]: how the JSON bindings' servers write a stream as SSE
 //!   (each event encoded once into the body chunk, ready events gathered into one chunk).
 //! - [`json_client!`]: the JSON clients' `A2aService` impl, generated per RPC from the list;
@@ -34,7 +35,7 @@ mod sse_writer;
 mod webhooks;
 pub mod wiretap;
 
-pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body};
+pub use body::{BodyError, DEFAULT_MAX_RESPONSE_BYTES, read_body, read_request_body};
 #[cfg(feature = "client")]
 pub use client::{HttpClient, transport_error};
 pub use edge::call_context;

@@ -199,15 +199,22 @@ async fn handle(State(st): State<AppState>, request: axum::extract::Request) -> 
         let e = trident_http::not_json(content_type.map(|v| v.as_bytes()));
         return json(error_json(NULL_ID, &e));
     }
-    let body = match axum::body::to_bytes(body, st.options.max_body).await {
-        Ok(b) => b,
-        Err(_) => {
-            return json(error_json(
-                NULL_ID,
-                &invalid_request(format!("the body exceeds {} bytes", st.options.max_body)),
-            ));
-        }
-    };
+    let body =
+        match trident_http::read_request_body(body.into_data_stream(), st.options.max_body).await {
+            Ok(b) => b,
+            Err(trident_http::BodyError::TooLarge { limit }) => {
+                return json(error_json(
+                    NULL_ID,
+                    &invalid_request(format!("the body exceeds {limit} bytes")),
+                ));
+            }
+            Err(trident_http::BodyError::Body(e)) => {
+                return json(error_json(
+                    NULL_ID,
+                    &invalid_request(format!("the body could not be read: {e}")),
+                ));
+            }
+        };
     let (id, op, params) = match parse_call(&body, st.options.v03) {
         Ok((id, Method::V1(op), _)) if !st.options.v1 => {
             let e = A2aError::new(

@@ -231,9 +231,9 @@ async fn serve(st: &AppState, request: Request) -> Result<Response, Refusal> {
     let mut cx = call_context(&parts.headers, &parts.extensions, &matched.query)?;
     let body = if matched.route.body {
         Some(
-            axum::body::to_bytes(body, st.options.max_body)
+            trident_http::read_request_body(body.into_data_stream(), st.options.max_body)
                 .await
-                .map_err(|e| too_large(&e, st.options.max_body))?,
+                .map_err(too_large)?,
         )
     } else {
         None
@@ -341,31 +341,24 @@ impl Matched<'_> {
     }
 }
 
-/// 413 for a body over `max` bytes; a body that failed for another reason (the client went
+/// 413 for a body over the limit; a body that failed for another reason (the client went
 /// away, or a read timed out) is a 400.
-fn too_large(e: &axum::Error, max: usize) -> Refusal {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    let mut over = false;
-    while let Some(s) = source {
-        over |= s.is::<http_body_util::LengthLimitError>();
-        source = s.source();
-    }
-    if over {
-        Refusal {
+fn too_large(e: trident_http::BodyError<axum::Error>) -> Refusal {
+    match e {
+        trident_http::BodyError::TooLarge { limit } => Refusal {
             status: StatusCode::PAYLOAD_TOO_LARGE,
             error: A2aError::new(
                 ErrorKind::InvalidRequest,
-                format!("the body exceeds {max} bytes"),
+                format!("the body exceeds {limit} bytes"),
             )
-            .with_meta("maxBodyBytes", max.to_string()),
+            .with_meta("maxBodyBytes", limit.to_string()),
             allow: None,
-        }
-    } else {
-        A2aError::new(
+        },
+        trident_http::BodyError::Body(e) => A2aError::new(
             ErrorKind::InvalidRequest,
             format!("the body could not be read: {e}"),
         )
-        .into()
+        .into(),
     }
 }
 

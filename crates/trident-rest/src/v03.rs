@@ -81,12 +81,14 @@ async fn call(
         {
             return Err(trident_http::not_json(content_type.map(|v| v.as_bytes())));
         }
-        axum::body::to_bytes(body, max_body).await.map_err(|_| {
-            A2aError::new(
-                ErrorKind::InvalidRequest,
-                format!("the body exceeds {max_body} bytes or could not be read"),
-            )
-        })?
+        trident_http::read_request_body(body.into_data_stream(), max_body)
+            .await
+            .map_err(|_| {
+                A2aError::new(
+                    ErrorKind::InvalidRequest,
+                    format!("the body exceeds {max_body} bytes or could not be read"),
+                )
+            })?
     } else {
         Default::default()
     };
