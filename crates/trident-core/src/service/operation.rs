@@ -155,8 +155,25 @@ macro_rules! rpcs {
 
         #[async_trait::async_trait]
         impl<T: AroundCall> A2aService for T {
-            async fn call(&self, cx: &CallContext, req: A2aRequest) -> Result<A2aReply, A2aError> {
-                AroundCall::call(self, cx, req).await
+            // Not `async`: the wrapper's own future (boxed by `async_trait`, as this one
+            // would be) is the answer, instead of a second box around it per call.
+            fn call<'life0, 'life1, 'async_trait>(
+                &'life0 self,
+                cx: &'life1 CallContext,
+                req: A2aRequest,
+            ) -> ::core::pin::Pin<
+                Box<
+                    dyn ::core::future::Future<Output = Result<A2aReply, A2aError>>
+                        + ::core::marker::Send
+                        + 'async_trait,
+                >,
+            >
+            where
+                'life0: 'async_trait,
+                'life1: 'async_trait,
+                Self: 'async_trait,
+            {
+                AroundCall::call(self, cx, req)
             }
             $(
                 async fn $method(
