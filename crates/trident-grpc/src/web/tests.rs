@@ -50,8 +50,18 @@ async fn call(
     content_type: &str,
     body: Vec<u8>,
 ) -> (http::response::Parts, Bytes) {
+    call_over(Version::HTTP_11, router, path, content_type, body).await
+}
+
+async fn call_over(
+    version: Version,
+    router: axum::Router,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (http::response::Parts, Bytes) {
     let request = Request::post(path)
-        .version(Version::HTTP_11)
+        .version(version)
         .header(header::CONTENT_TYPE, content_type)
         .header("a2a-version", "1.0")
         .header(header::ACCEPT, content_type)
@@ -194,4 +204,36 @@ async fn plain_grpc_is_untouched_and_web_can_be_off() {
     )
     .await;
     assert_eq!(parts.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+}
+
+/// A server stream in gRPC-Web over HTTP/2 (as over HTTP/1.1): every event as a message of
+/// the body, in order, then the trailers frame.
+#[tokio::test]
+async fn server_stream_in_grpc_web_over_http2() {
+    let path = format!("/{}/SendStreamingMessage", pb::SERVICE_NAME);
+    let (parts, body) = call_over(
+        Version::HTTP_2,
+        routes(engine()),
+        &path,
+        "application/grpc-web",
+        frame(&send("stream 2 1")),
+    )
+    .await;
+    assert_eq!(parts.status, StatusCode::OK);
+    let frames = frames(&body);
+    assert!(trailers(&frames).contains("grpc-status:0"));
+    let kinds: Vec<&str> = frames[..frames.len() - 1]
+        .iter()
+        .map(|(flag, payload)| {
+            assert_eq!(*flag, 0, "a message frame");
+            let event = pb::StreamResponse::decode(payload.as_slice()).expect("an event");
+            match event.payload {
+                Some(pb::stream_response::Payload::Task(_)) => "task",
+                Some(pb::stream_response::Payload::StatusUpdate(_)) => "status",
+                Some(pb::stream_response::Payload::ArtifactUpdate(_)) => "artifact",
+                _ => "other",
+            }
+        })
+        .collect();
+    assert_eq!(kinds, ["task", "status", "artifact", "artifact", "status"]);
 }
