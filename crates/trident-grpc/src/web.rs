@@ -41,19 +41,19 @@ pub(crate) struct WebCall;
 /// answers gRPC-Web: a request with a gRPC-Web `content-type` goes through tonic-web's
 /// translation (its messages, and its status as a trailers frame in the body), any other
 /// request to the service itself, untouched.
+///
+/// It holds the service alone (axum clones a route's service for each request, so a plain
+/// call costs what it did without `Web`); the translation wraps a clone of it per gRPC-Web
+/// call.
 #[derive(Debug, Clone)]
 pub struct Web<S> {
-    plain: S,
-    web: tonic_web::GrpcWebService<Tonic<S>>,
+    inner: S,
 }
 
-impl<S: Clone> Web<S> {
+impl<S> Web<S> {
     /// `inner`, answering gRPC-Web as well.
     pub fn new(inner: S) -> Self {
-        Self {
-            web: tonic_web::GrpcWebLayer::new().layer(Tonic(inner.clone())),
-            plain: inner,
-        }
+        Self { inner }
     }
 }
 
@@ -76,20 +76,21 @@ where
     >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.plain.poll_ready(cx)
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, mut request: Request<axum::body::Body>) -> Self::Future {
         if !is_grpc_web(request.headers()) {
             return Either::Left(
-                self.plain
+                self.inner
                     .call(request)
                     .map(into_axum::<S::Response> as fn(_) -> _),
             );
         }
         request.extensions_mut().insert(WebCall);
-        // The translation is a clone of its own, made ready before it is called.
-        let call = self.web.clone().oneshot(request);
+        // The translation over a clone of its own, made ready before it is called.
+        let web = tonic_web::GrpcWebLayer::new().layer(Tonic(self.inner.clone()));
+        let call = web.oneshot(request);
         Either::Right(
             async move {
                 match call.await {
