@@ -237,3 +237,54 @@ async fn server_stream_in_grpc_web_over_http2() {
         .collect();
     assert_eq!(kinds, ["task", "status", "artifact", "artifact", "status"]);
 }
+
+/// SubscribeToTask in gRPC-Web: resuming a finished task after its first event replays the
+/// rest as messages of the body (the creation snapshot not among them), then status OK.
+#[tokio::test]
+async fn subscribe_to_task_in_grpc_web() {
+    let svc = engine();
+    let sent = svc
+        .send_message(&trident_core::CallContext::new(), send("stream 2 1"))
+        .await
+        .expect("send");
+    let Some(pb::send_message_response::Payload::Task(task)) = sent.payload else {
+        panic!("a task: {sent:?}");
+    };
+    let request = Request::post(format!("/{}/SubscribeToTask", pb::SERVICE_NAME))
+        .version(Version::HTTP_11)
+        .header(header::CONTENT_TYPE, "application/grpc-web+proto")
+        .header("a2a-version", "1.0")
+        .header("last-event-id", "1")
+        .body(axum::body::Body::from(frame(&pb::SubscribeToTaskRequest {
+            id: task.id.clone(),
+            ..Default::default()
+        })))
+        .expect("request");
+    let response = routes(svc).oneshot(request).await.expect("infallible");
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    let frames = frames(&body);
+    assert!(
+        trailers(&frames).contains("grpc-status:0"),
+        "{}",
+        trailers(&frames)
+    );
+    let events: Vec<pb::StreamResponse> = frames[..frames.len() - 1]
+        .iter()
+        .map(|(_, payload)| pb::StreamResponse::decode(payload.as_slice()).expect("an event"))
+        .collect();
+    assert!(!events.is_empty(), "the replay holds events");
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e.payload, Some(pb::stream_response::Payload::Task(_)))),
+        "{events:?}"
+    );
+    assert!(matches!(
+        &events.last().and_then(|e| e.payload.clone()),
+        Some(pb::stream_response::Payload::StatusUpdate(u))
+            if u.status.as_ref().map(|s| s.state) == Some(pb::TaskState::Completed as i32)
+    ));
+}
