@@ -449,3 +449,52 @@ async fn cors_headers_only_for_configured_origins() {
     let refused = Trident::serve_refused(&["--cors-origin", "127.0.0.1:9"]).await;
     assert!(refused.contains("--cors-origin"), "{refused}");
 }
+
+/// With authentication on, an allowed origin's preflight (which carries no credentials) is
+/// still answered, and a refusal is readable by the page: it can tell 401 from a blocked call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflights_pass_authentication_and_refusals_are_readable() {
+    let page = "http://127.0.0.1:9";
+    let agent = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--bearer",
+        "alice=secret-token",
+        "--cors-origin",
+        page,
+    ])
+    .await;
+    let http = reqwest::Client::new();
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, format!("{}/", agent.origin))
+        .header(ORIGIN, page)
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type, a2a-version",
+        )
+        .send()
+        .await
+        .expect("preflight");
+    assert_eq!(preflight.status(), reqwest::StatusCode::NO_CONTENT);
+    assert_eq!(
+        preflight.headers()["access-control-allow-headers"],
+        "authorization, content-type, a2a-version"
+    );
+    let refused = http
+        .post(format!("{}/message:send", agent.origin))
+        .header(ORIGIN, page)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("refusal");
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert_eq!(refused.headers()["access-control-allow-origin"], page);
+    let exposed = refused.headers()["access-control-expose-headers"]
+        .to_str()
+        .expect("ASCII");
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
+}
