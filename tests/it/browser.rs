@@ -241,7 +241,43 @@ impl Browser {
 }
 
 impl Drop for Browser {
+    /// Ends the session (chromedriver quits Chromium; killing chromedriver alone would leave
+    /// Chromium running), then chromedriver. Blocking, on a plain socket: this runs on a
+    /// panic too, where no runtime may be polled.
     fn drop(&mut self) {
+        use std::io::{Read, Write};
+        let host = self.base.trim_start_matches("http://");
+        if let Ok(mut socket) = std::net::TcpStream::connect(host) {
+            let _ = socket.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+            let request = format!(
+                "DELETE /session/{} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\
+                 Connection: close\r\n\r\n",
+                self.session
+            );
+            if socket.write_all(request.as_bytes()).is_ok() {
+                // The answer comes once Chromium has quit; chromedriver may keep the
+                // connection open after it, so read the head and `Content-Length` bytes.
+                let mut answer = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while let Ok(n @ 1..) = socket.read(&mut chunk) {
+                    answer.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&answer);
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                let (k, v) = l.split_once(':')?;
+                                k.eq_ignore_ascii_case("content-length")
+                                    .then(|| v.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
