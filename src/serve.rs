@@ -110,6 +110,23 @@ pub(crate) struct Listen {
     /// trusted proxies); never read from other peers.
     #[arg(long, value_enum, env = "TRIDENT_FORWARDED_HEADER", default_value_t = ForwardedArg::XForwardedFor)]
     forwarded_header: ForwardedArg,
+    /// Let web pages of this origin call the agent from a browser: CORS on every binding,
+    /// gRPC-Web and the card (`https://app.example.com`, or `*` for any origin; cookies are
+    /// never allowed). Repeat, or comma-separate. Default: none, and no CORS headers at all.
+    #[arg(
+        long,
+        env = "TRIDENT_CORS_ORIGINS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
+    cors_origin: Vec<String>,
+    /// Seconds a browser may cache the answer to a CORS preflight (Access-Control-Max-Age).
+    #[arg(long, env = "TRIDENT_CORS_MAX_AGE", default_value_t = trident::DEFAULT_CORS_MAX_AGE.as_secs())]
+    cors_max_age: u64,
+    /// Do not answer gRPC-Web (application/grpc-web, -text) on the gRPC services; by default
+    /// browsers' gRPC-Web clients are answered over HTTP/1.1 and HTTP/2.
+    #[arg(long, env = "TRIDENT_NO_GRPC_WEB")]
+    no_grpc_web: bool,
     /// Export traces (a span per call) and metrics over OTLP/gRPC to this collector
     /// (`http://host:4317`). Default: OTEL_EXPORTER_OTLP_ENDPOINT when set, else no export.
     /// Needs a build with the `otlp` cargo feature.
@@ -196,7 +213,7 @@ impl Listen {
     }
 
     /// `builder` with these listener settings: address, interfaces, body size, connection
-    /// and per-caller limits, proxies, drain period and authentication.
+    /// and per-caller limits, proxies, drain period, authentication, CORS and gRPC-Web.
     fn apply(
         &self,
         builder: ServerBuilder,
@@ -222,6 +239,19 @@ impl Listen {
         if let Some(a) = self.grpc_listen {
             builder = builder.grpc_bind(a);
         }
+        let origins: Vec<&str> = self
+            .cors_origin
+            .iter()
+            .map(|o| o.trim())
+            .filter(|o| !o.is_empty())
+            .collect();
+        if !origins.is_empty() {
+            let cors = trident::Cors::new(origins)
+                .map_err(|e| format!("--cors-origin: {e}"))?
+                .with_max_age(Duration::from_secs(self.cors_max_age));
+            builder = builder.cors(cors);
+        }
+        builder = builder.grpc_web(!self.no_grpc_web);
         if let Some(origin) = &self.public_url {
             builder = builder.public_url(origin);
         }

@@ -138,10 +138,12 @@ async fn a_well_formed_request_is_served() {
 #[tokio::test]
 async fn a_wrong_content_type_is_415() {
     let server = server().await;
+    // gRPC-Web (`application/grpc-web`, `-text`, `+proto`) is served, through tonic-web
+    // (tests/it/browser.rs); its JSON form is not.
     for ct in [
         "text/plain",
         "application/json",
-        "application/grpc-web",
+        "application/grpc-web+json",
         "application/grpc+json",
     ] {
         let answer = post(&server, "GetTask", Some(ct), frame(0, &get_task())).await;

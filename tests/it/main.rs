@@ -9,6 +9,7 @@ mod a2acli_push;
 mod a2acli_tier3;
 mod a2acli_tls;
 mod agent_crate;
+mod browser;
 mod card;
 mod cli;
 mod client_deadlines;

@@ -54,7 +54,7 @@ struct Rules {
 /// | request | tonic 0.14 alone | with `Hygiene` |
 /// |---|---|---|
 /// | `content-type` missing or not `application/grpc[+proto][;…]` | served as gRPC | HTTP 415, `grpc-status` INVALID_ARGUMENT |
-/// | HTTP/1.x | served, 200 with no `grpc-status` | HTTP 505, `grpc-status` INVALID_ARGUMENT |
+/// | HTTP/1.x (but gRPC-Web, through [`Web`](crate::Web)) | served, 200 with no `grpc-status` | HTTP 505, `grpc-status` INVALID_ARGUMENT |
 /// | `grpc-timeout` not 1-8 digits and a unit | ignored (no deadline) | INVALID_ARGUMENT |
 /// | message over `max_request_size` | OUT_OF_RANGE | RESOURCE_EXHAUSTED naming the limit |
 /// | compressed flag, no `grpc-encoding` | INTERNAL | INVALID_ARGUMENT |
@@ -174,8 +174,13 @@ fn http_refusal(code: StatusCode, message: String) -> axum::response::Response {
 /// Refuses what gRPC's transport rules forbid before the call is decoded: HTTP/1.x (505), and
 /// a malformed `grpc-timeout` (`INVALID_ARGUMENT`; a call would otherwise run without the
 /// caller's deadline — tonic alone ignores it).
+///
+/// A gRPC-Web call ([`Web`](crate::Web)) carries its status in the body, so it may come over
+/// HTTP/1.1.
 fn transport_refusal(request: &Request<axum::body::Body>) -> Option<axum::response::Response> {
-    if request.version() < http::Version::HTTP_2 {
+    if request.version() < http::Version::HTTP_2
+        && request.extensions().get::<crate::web::WebCall>().is_none()
+    {
         return Some(http_version_not_supported(request.version()));
     }
     let timeout = request.headers().get(TIMEOUT_HEADER)?;

@@ -4,7 +4,9 @@
 //!   listener the other bindings share: the A2A service ([`GrpcServer`], a thin adapter over
 //!   `Arc<dyn A2aService>`), the standard `grpc.health.v1.Health` service and server reflection
 //!   (v1 and v1alpha), each behind [`Hygiene`]: content type, message framing, size and (for
-//!   the A2A service) a pre-scan bounding the values of a request before it is decoded.
+//!   the A2A service) a pre-scan bounding the values of a request before it is decoded; and,
+//!   unless [`GrpcOptions::web`] is off, behind [`Web`], which answers gRPC-Web calls from
+//!   browsers (tonic-web's translation) over HTTP/1.1 and HTTP/2.
 //! - [`GrpcClient`]: an [`A2aService`](trident_core::A2aService) that calls a remote agent over
 //!   gRPC, so every binding's server can sit in front of it.
 //! - [`V03Client`]: the same over v0.3's `a2a.v1.A2AService`, for agents that speak only v0.3.
@@ -55,6 +57,7 @@ mod server;
 mod status;
 pub mod v03;
 mod v03_client;
+mod web;
 
 pub use client::GrpcClient;
 pub use hygiene::{Checked, Hygiene, MAX_JSON_DEPTH, MAX_JSON_VALUES};
@@ -62,6 +65,7 @@ pub use options::{GrpcOptions, GrpcTls};
 pub use server::{GrpcServer, routes, routes_with};
 pub use status::{error, status};
 pub use v03_client::V03Client;
+pub use web::{Tonic, Web, is_grpc_web};
 
 /// Splits a request into its call context ([`trident_http::call_context`]: service
 /// parameters from the metadata, the deadline from `grpc-timeout` among them; the principal

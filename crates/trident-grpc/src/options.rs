@@ -15,6 +15,10 @@ pub struct GrpcOptions {
     pub max_response_size: usize,
     /// Serve gRPC server reflection (v1 and v1alpha). Default `true`.
     pub reflection: bool,
+    /// Server only: also answer gRPC-Web (`application/grpc-web`, `-text`, `+proto`) on every
+    /// gRPC service, over HTTP/1.1 and HTTP/2, for browser clients (see [`crate::Web`]).
+    /// Default `true`: a plain gRPC call pays one comparison of its `content-type`.
+    pub web: bool,
     /// Server only: also serve the A2A v0.3 service `a2a.v1.A2AService` (see
     /// [`crate::v03`]). Default `true`.
     pub v03: bool,
@@ -57,6 +61,7 @@ impl Default for GrpcOptions {
             max_request_size: 4 * 1024 * 1024,
             max_response_size: 16 * 1024 * 1024,
             reflection: true,
+            web: true,
             v03: true,
             v1: true,
             connect_timeout: Duration::from_secs(10),

@@ -16,7 +16,7 @@ use trident_core::{A2aError, A2aService, EventStream};
 use trident_proto as pb;
 use trident_proto::a2a_service_server::{A2aService as GrpcService, A2aServiceServer};
 
-use crate::{GrpcOptions, Hygiene, metadata, split, status};
+use crate::{GrpcOptions, Hygiene, Web, metadata, split, status};
 
 /// The A2A service as a tonic service: every RPC is forwarded to the wrapped [`A2aService`].
 ///
@@ -64,6 +64,7 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
     let (reporter, health) = tonic_health::server::health_reporter();
     let mut router = axum::Router::new();
     let max = opts.max_request_size;
+    let web = opts.web;
     let svc_v03 = svc.clone();
     if opts.v1 {
         // The reporter's lock is fresh and uncontended, so this completes on its first poll;
@@ -77,12 +78,14 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
         router = mount(
             router,
             Hygiene::a2a(GrpcServer::new(svc).into_service(opts), max),
+            web,
         );
     }
     if opts.v03 {
         router = mount(
             router,
             Hygiene::unary(crate::v03::V03Server::new(svc_v03).into_service(opts), max),
+            web,
         );
         let set = tokio::task::unconstrained(
             reporter.set_service_status(pb::v03::SERVICE_NAME, ServingStatus::Serving),
@@ -119,7 +122,7 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
             );
         }
     }
-    router = mount(router, Hygiene::unary(health, max));
+    router = mount(router, Hygiene::unary(health, max), web);
     if opts.reflection {
         let builder = || {
             tonic_reflection::server::Builder::configure()
@@ -127,11 +130,11 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
                 .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         };
         match builder().build_v1() {
-            Ok(v1) => router = mount(router, Hygiene::streaming(v1, max)),
+            Ok(v1) => router = mount(router, Hygiene::streaming(v1, max), web),
             Err(e) => tracing::warn!("gRPC reflection v1 disabled: {e}"),
         }
         match builder().build_v1alpha() {
-            Ok(v1alpha) => router = mount(router, Hygiene::streaming(v1alpha, max)),
+            Ok(v1alpha) => router = mount(router, Hygiene::streaming(v1alpha, max), web),
             Err(e) => tracing::warn!("gRPC reflection v1alpha disabled: {e}"),
         }
     }
@@ -142,7 +145,9 @@ pub fn routes_with(svc: Arc<dyn A2aService>, opts: &GrpcOptions) -> (axum::Route
 /// the catch-all fallback `Routes` installs (axum cannot merge two routers with fallbacks, and a
 /// gRPC UNIMPLEMENTED answer would be wrong for the HTTP+JSON routes sharing the listener).
 /// Unknown methods of a mounted service still get UNIMPLEMENTED from the service itself.
-fn mount<S>(router: axum::Router, svc: S) -> axum::Router
+///
+/// With `web`, the service answers gRPC-Web too ([`Web`]).
+fn mount<S>(router: axum::Router, svc: S, web: bool) -> axum::Router
 where
     S: tonic::codegen::Service<
             axum::http::Request<axum::body::Body>,
@@ -155,7 +160,12 @@ where
         + Sync
         + 'static,
 {
-    router.route_service(&format!("/{}/{{*rest}}", S::NAME), svc)
+    let path = format!("/{}/{{*rest}}", S::NAME);
+    if web {
+        router.route_service(&path, Web::new(svc))
+    } else {
+        router.route_service(&path, svc)
+    }
 }
 
 fn unary<T>(r: Result<T, A2aError>) -> Result<Response<T>, Status> {

@@ -136,8 +136,12 @@ pub(crate) fn is_grpc(headers: &axum::http::HeaderMap) -> bool {
 /// it (the admission, hygiene and body-budget refusals).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wire {
-    /// `application/grpc*`.
+    /// `application/grpc*` but gRPC-Web.
     Grpc,
+    /// gRPC-Web (`application/grpc-web`, `-text`, `+proto`): answered as gRPC, its status in
+    /// the headers of an empty answer (trailers-only), under a gRPC-Web `content-type`, which
+    /// browser clients check before they read the status.
+    GrpcWeb,
     /// `POST` to the JSON-RPC endpoint.
     JsonRpc,
     /// Anything else: HTTP+JSON (and the card, JWKS and metrics paths).
@@ -151,7 +155,9 @@ impl Wire {
         uri: &axum::http::Uri,
         headers: &axum::http::HeaderMap,
     ) -> Self {
-        if is_grpc(headers) {
+        if trident_grpc::is_grpc_web(headers) {
+            Wire::GrpcWeb
+        } else if is_grpc(headers) {
             Wire::Grpc
         } else if method == axum::http::Method::POST && uri.path() == JSONRPC_PATH {
             Wire::JsonRpc
@@ -171,6 +177,14 @@ impl Wire {
     pub(crate) fn answer(self, error: &A2aError, jsonrpc_request: &[u8]) -> Response {
         match self {
             Wire::Grpc => trident_grpc::status(error).into_http::<axum::body::Body>(),
+            Wire::GrpcWeb => {
+                let mut response = trident_grpc::status(error).into_http::<axum::body::Body>();
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/grpc-web+proto"),
+                );
+                response
+            }
             Wire::JsonRpc => trident_jsonrpc::error_reply(jsonrpc_request, error),
             Wire::Rest => trident_rest::error_response(error),
         }

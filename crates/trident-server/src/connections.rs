@@ -773,7 +773,11 @@ fn handle(
     };
     let version = request.version();
     let wire = Wire::of_request(&request);
-    let grpc = wire == Wire::Grpc;
+    let grpc = match wire {
+        Wire::Grpc => Some("application/grpc"),
+        Wire::GrpcWeb => Some("application/grpc-web+proto"),
+        Wire::JsonRpc | Wire::Rest => None,
+    };
     let (mut parts, body) = request.into_parts();
     let peer = proxies.client(&parts.headers, peer);
     // The peer as the adapters read it (`trident_http::call_context`), and as axum's
@@ -864,18 +868,21 @@ fn fit_event_stream_headers(response: Response<Body>) -> Response<Body> {
 /// The answer to a request whose body did not arrive in time, whatever the handler made of
 /// the error: `408` (and `Connection: close` on HTTP/1.x, as the rest of the body is still
 /// owed), or a trailers-only `DEADLINE_EXCEEDED` to a gRPC client.
-fn body_timeout_response(version: Version, grpc: bool, timeout: Duration) -> Response<Body> {
+///
+/// `grpc` is the `content-type` of a gRPC (or gRPC-Web) answer, `None` for the others.
+fn body_timeout_response(
+    version: Version,
+    grpc: Option<&'static str>,
+    timeout: Duration,
+) -> Response<Body> {
     let message = format!(
         "the request body did not arrive within {}s",
         timeout.as_secs_f64()
     );
-    if grpc {
+    if let Some(content_type) = grpc {
         let mut response = Response::new(Body::empty());
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/grpc"),
-        );
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         // DEADLINE_EXCEEDED
         headers.insert("grpc-status", HeaderValue::from_static("4"));
         if let Ok(v) = HeaderValue::try_from(message) {

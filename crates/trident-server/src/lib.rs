@@ -11,7 +11,9 @@
 //!
 //! HTTP/1.1 and HTTP/2 (prior knowledge) share the port. Every request first passes the
 //! HTTP-level hygiene checks (`Host`, `Transfer-Encoding`, credentials sent twice). This crate
-//! only composes the binding crates; it holds no A2A behaviour.
+//! only composes the binding crates; it holds no A2A behaviour. With [`ServerOptions::cors`],
+//! web pages of the allowed origins may call it from a browser ([`Cors`]; gRPC through
+//! gRPC-Web, on by default: [`GrpcOptions::web`]).
 
 use std::future::Future;
 use std::hash::{Hash, Hasher};
@@ -28,6 +30,7 @@ use trident_proto as pb;
 mod admission;
 mod budget;
 mod connections;
+mod cors;
 mod hygiene;
 mod limits;
 mod observe;
@@ -39,6 +42,7 @@ pub use connections::{
     MAX_CONNECTIONS_CAP, PUSH_DELIVERIES_CAP, default_max_connections, default_push_deliveries,
     serve_with, serve_with_proxies,
 };
+pub use cors::{Cors, CorsError, DEFAULT_CORS_MAX_AGE};
 pub use limits::{CallerLimits, Limited};
 /// OTLP export of the spans and metrics (cargo feature `otlp`).
 #[cfg(feature = "otlp")]
@@ -114,6 +118,11 @@ pub struct ServerOptions {
     /// clients read added, while 1.0 clients get the plain 1.0 card (see
     /// [`trident_v03::card`]).
     pub protocols: Protocols,
+    /// Which web origins may call the agent from a browser (CORS on every binding, gRPC-Web
+    /// and the card). `None` (the default): no CORS layer at all, preflights are not
+    /// answered and no `Access-Control-*` header is added (the public card alone always says
+    /// `Access-Control-Allow-Origin: *`).
+    pub cors: Option<Cors>,
 }
 
 /// The bindings a listener serves.
@@ -163,6 +172,7 @@ impl Default for ServerOptions {
             jwks: None,
             caller_limits: None,
             protocols: Protocols::ALL,
+            cors: None,
         }
     }
 }
@@ -179,6 +189,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("card_max_age", &self.card_max_age)
             .field("bindings", &self.bindings)
             .field("protocols", &self.protocols)
+            .field("cors", &self.cors)
             .finish()
     }
 }
@@ -578,7 +589,16 @@ pub fn app(
             .map(|a| a.credential_headers())
             .unwrap_or_default(),
     );
-    Ok(router.layer(hygiene::Layer::new(rules)))
+    router = router.layer(hygiene::Layer::new(rules));
+    // Outside everything: a preflight carries no credentials and must not be refused for it,
+    // and a refusal a browser is allowed to read says why. No layer when CORS is off.
+    if let Some(cors) = &options.cors {
+        router = router.layer(axum::middleware::from_fn_with_state(
+            Arc::new(cors.clone()),
+            cors::layer,
+        ));
+    }
+    Ok(router)
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; then stops accepting, lets open

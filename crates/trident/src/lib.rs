@@ -194,8 +194,9 @@ pub use trident_engine::{
 // Listener settings (the bindings' own are the builder's methods).
 pub use trident_core::JsonLimits;
 pub use trident_server::{
-    CARD_PATH, CallerLimits, ConnectionLimits, ForwardedHeader, Interfaces, IpNet, JSONRPC_PATH,
-    JWKS_PATH, METRICS_PATH, Metrics, Protocols, ProxyOptions,
+    CARD_PATH, CallerLimits, ConnectionLimits, Cors, CorsError, DEFAULT_CORS_MAX_AGE,
+    ForwardedHeader, Interfaces, IpNet, JSONRPC_PATH, JWKS_PATH, METRICS_PATH, Metrics, Protocols,
+    ProxyOptions,
 };
 
 /// `serde_json`, for [`Part::data`](proto::Part::data), metadata and anything else the types

@@ -12,7 +12,7 @@ use trident_engine::{Engine, EngineConfig, WebhookPolicy, WebhookRequest, Webhoo
 use trident_proto as pb;
 use trident_security::SigningKey;
 use trident_server::{
-    Bindings, CARD_PATH, CallerLimits, ConnectionLimits, Interfaces, JWKS_PATH, Limited,
+    Bindings, CARD_PATH, CallerLimits, ConnectionLimits, Cors, Interfaces, JWKS_PATH, Limited,
     METRICS_PATH, Metrics, Observed, ProxyOptions, ServerError, ServerOptions,
 };
 
@@ -617,6 +617,25 @@ impl ServerBuilder {
     /// Whether to serve gRPC server reflection (default: yes).
     pub fn grpc_reflection(mut self, serve: bool) -> Self {
         self.options.grpc.reflection = serve;
+        self
+    }
+
+    /// Whether to answer gRPC-Web (`application/grpc-web`, `-text`) on the gRPC services, over
+    /// HTTP/1.1 and HTTP/2, for browser clients (default: yes; a plain gRPC call pays one
+    /// comparison of its `content-type`). A web page of another origin also needs
+    /// [`cors`](Self::cors).
+    pub fn grpc_web(mut self, serve: bool) -> Self {
+        self.options.grpc.web = serve;
+        self
+    }
+
+    /// Lets web pages of these origins call the agent from a browser: CORS on every binding
+    /// (JSON-RPC, HTTP+JSON, gRPC-Web) and the card; preflights from them are answered before
+    /// authentication. Default: none, and no CORS layer at all. Build it with
+    /// `Cors::new(["https://app.example.com"])` (`*` for any origin; cookies are never
+    /// allowed).
+    pub fn cors(mut self, cors: Cors) -> Self {
+        self.options.cors = Some(cors);
         self
     }
 

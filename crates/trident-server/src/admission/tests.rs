@@ -89,3 +89,33 @@ async fn every_request_is_charged_once_at_the_edge() {
         StatusCode::OK
     );
 }
+
+/// A refusal before any adapter reads the request answers gRPC-Web in gRPC-Web: the status in
+/// the headers of an empty answer, under a gRPC-Web `content-type` (browser clients refuse an
+/// `application/grpc` answer before reading its status); plain gRPC keeps `application/grpc`.
+#[test]
+fn grpc_web_refusals_say_grpc_web() {
+    use super::Wire;
+    let error = trident_core::A2aError::new(trident_core::ErrorKind::Unauthenticated, "who?");
+    let uri: axum::http::Uri = "/lf.a2a.v1.A2AService/GetTask".parse().expect("uri");
+    for (sent, wire, answered) in [
+        (
+            "application/grpc-web-text",
+            Wire::GrpcWeb,
+            "application/grpc-web+proto",
+        ),
+        (
+            "application/grpc-web+proto",
+            Wire::GrpcWeb,
+            "application/grpc-web+proto",
+        ),
+        ("application/grpc", Wire::Grpc, "application/grpc"),
+    ] {
+        let mut headers = axum::http::HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, sent.parse().expect("value"));
+        assert_eq!(Wire::of(&axum::http::Method::POST, &uri, &headers), wire);
+        let response = wire.answer(&error, b"");
+        assert_eq!(response.headers()[header::CONTENT_TYPE], answered, "{sent}");
+        assert_eq!(response.headers()["grpc-status"], "16", "{sent}");
+    }
+}

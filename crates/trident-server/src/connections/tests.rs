@@ -108,17 +108,26 @@ async fn a_body_that_stalls_fails_at_the_deadline_and_says_so() {
 #[test]
 fn a_timed_out_body_is_a_408_or_deadline_exceeded() {
     let timeout = Duration::from_millis(500);
-    let h1 = body_timeout_response(Version::HTTP_11, false, timeout);
+    let h1 = body_timeout_response(Version::HTTP_11, None, timeout);
     assert_eq!(h1.status(), StatusCode::REQUEST_TIMEOUT);
     assert_eq!(h1.headers()["connection"], "close");
-    let h2 = body_timeout_response(Version::HTTP_2, false, timeout);
+    let h2 = body_timeout_response(Version::HTTP_2, None, timeout);
     assert_eq!(h2.status(), StatusCode::REQUEST_TIMEOUT);
     assert!(
         !h2.headers().contains_key("connection"),
         "no connection headers on h2"
     );
-    let grpc = body_timeout_response(Version::HTTP_2, true, timeout);
+    let web = body_timeout_response(
+        Version::HTTP_11,
+        Some("application/grpc-web+proto"),
+        timeout,
+    );
+    assert_eq!(web.status(), StatusCode::OK);
+    assert_eq!(web.headers()["content-type"], "application/grpc-web+proto");
+    assert_eq!(web.headers()["grpc-status"], "4");
+    let grpc = body_timeout_response(Version::HTTP_2, Some("application/grpc"), timeout);
     assert_eq!(grpc.status(), StatusCode::OK);
+    assert_eq!(grpc.headers()["content-type"], "application/grpc");
     assert_eq!(grpc.headers()["grpc-status"], "4");
     assert_eq!(
         grpc.headers()["grpc-message"],
