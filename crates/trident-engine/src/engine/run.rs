@@ -149,30 +149,28 @@ impl Run {
     /// `ctx` comes boxed (see [`Inner::start`]): the future, which lives as long as the turn,
     /// holds a pointer until its first poll hands the context to the executor (unboxed it
     /// would keep about 1 KiB per idle stream after the executor took its own).
-    pub(crate) fn drive(
+    pub(crate) async fn drive(
         self: Arc<Self>,
         executor: Arc<dyn AgentExecutor>,
         ctx: Box<RequestContext>,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        async move {
-            let sink = EventSink::new(self.clone());
-            // Unboxed in a block of its own, which frees the box at once (a box moved out of
-            // is freed where its variable ends: here, the end of the turn).
-            let execute = executor.execute(
-                {
-                    let boxed = ctx;
-                    *boxed
-                },
-                sink,
-            );
-            let result = match AssertUnwindSafe(execute).catch_unwind().await {
-                Ok(r) => r,
-                Err(_) => Err(A2aError::internal("the agent panicked")),
-            };
-            // Boxed: inline, its state (store writes, locks) would size this future, which
-            // lives as long as the turn: 2.4 KiB per idle stream, whose agent waits inside it.
-            Box::pin(self.finish(result)).await;
-        }
+    ) {
+        let sink = EventSink::new(self.clone());
+        // Unboxed in a block of its own, which frees the box at once (a box moved out of is
+        // freed where its variable ends: here, the end of the turn).
+        let execute = executor.execute(
+            {
+                let boxed = ctx;
+                *boxed
+            },
+            sink,
+        );
+        let result = match AssertUnwindSafe(execute).catch_unwind().await {
+            Ok(r) => r,
+            Err(_) => Err(A2aError::internal("the agent panicked")),
+        };
+        // Boxed: inline, its state (store writes, locks) would size this future, which lives
+        // as long as the turn: 2.4 KiB per idle stream, whose agent waits inside it.
+        Box::pin(self.finish(result)).await;
     }
 
     async fn finish(&self, result: Result<(), A2aError>) {
