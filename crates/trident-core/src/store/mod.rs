@@ -28,6 +28,23 @@ impl Scope {
             owner: owner.into(),
         }
     }
+
+    /// The scope of `tenant` and `owner` as a request names them: an empty one (no tenant, an
+    /// anonymous caller) is one shared string rather than an allocation per request.
+    pub fn of(tenant: &str, owner: &str) -> Self {
+        fn shared(s: &str) -> Arc<str> {
+            static EMPTY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| "".into());
+            if s.is_empty() {
+                EMPTY.clone()
+            } else {
+                s.into()
+            }
+        }
+        Self {
+            tenant: shared(tenant),
+            owner: shared(owner),
+        }
+    }
 }
 
 /// A stored task: its snapshot, the sequence number of the last event applied to it (also its
@@ -531,3 +548,6 @@ impl Stores {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

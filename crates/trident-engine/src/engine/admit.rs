@@ -74,7 +74,7 @@ impl Inner {
                 message,
             })?;
         }
-        Ok(Scope::new(tenant, cx.principal.id().unwrap_or("")))
+        Ok(Scope::of(tenant, cx.principal.id().unwrap_or("")))
     }
 
     pub(crate) fn capability(&self, f: impl Fn(&pb::AgentCapabilities) -> Option<bool>) -> bool {
