@@ -3,6 +3,9 @@
 
 Usage: callgrind_top.py DUMP REQUESTS [K]
        callgrind_top.py --allocations DUMP REQUESTS   (prints heap allocations per request)
+       callgrind_top.py --callers FUNCTION DUMP REQUESTS [K]
+                        (who calls FUNCTION, e.g. a memcpy: Ir of those calls and their
+                         number, per request, by caller)
 
 Reads the callgrind format directly (name compression, `calls=` lines), so it works on the
 dumps `callgrind_control --dump` writes. Inclusive cost = self + the cost of calls made
@@ -18,8 +21,9 @@ from collections import defaultdict
 ALLOCATORS = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign", "memalign"}
 
 
-def parse(path):
+def parse(path, callers_of=None):
     self_cost = defaultdict(int)
+    by_caller = defaultdict(lambda: [0, 0])
     incl_calls = defaultdict(int)
     fn = None
     callee = None
@@ -50,6 +54,8 @@ def parse(path):
                 cost = int(parts[1])
                 if after_calls:
                     incl_calls[fn] += cost
+                    if callers_of is not None and callee is not None and callers_of in callee:
+                        by_caller[fn][0] += cost
                     after_calls = False
                 else:
                     self_cost[fn] += cost
@@ -62,12 +68,25 @@ def parse(path):
                     callee = name("fn", line[4:])
             elif line.startswith("calls="):
                 after_calls = True
+                if callers_of is not None and callee is not None and callers_of in callee:
+                    by_caller[fn][1] += int(line[6:].split()[0])
                 if callee in ALLOCATORS and fn not in ALLOCATORS:
                     allocations += int(line[6:].split()[0])
+    if callers_of is not None:
+        return by_caller
     return self_cost, incl_calls, total, allocations
 
 
 def main():
+    if sys.argv[1] == "--callers":
+        target, path, requests = sys.argv[2], sys.argv[3], int(sys.argv[4])
+        k = int(sys.argv[5]) if len(sys.argv) > 5 else 25
+        rows = sorted(parse(path, target).items(), key=lambda x: -x[1][0])[:k]
+        print(f"calls to {target}, by caller (Ir/request, calls/request):")
+        for fn, (cost, calls) in rows:
+            short = fn if len(fn) <= 130 else fn[:127] + "..."
+            print(f"{cost / requests:>10,.0f} {calls / requests:6.1f}  {short}")
+        return
     if sys.argv[1] == "--allocations":
         path, requests = sys.argv[2], int(sys.argv[3])
         print(f"{parse(path)[3] / requests:.1f}")
