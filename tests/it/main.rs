@@ -46,4 +46,5 @@ mod suite;
 mod tidy;
 mod v03;
 mod wait;
+mod webdriver;
 mod wire;
