@@ -16,6 +16,7 @@ mod client_deadlines;
 mod cluster;
 mod concurrency;
 mod conformance;
+mod console;
 mod docs;
 mod durability;
 mod example;
