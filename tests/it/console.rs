@@ -2,7 +2,8 @@
 //! --agent demo` shows the card, valid, each interface answering; then on each binding
 //! (JSON-RPC, HTTP+JSON, gRPC), all through the console's server, a streaming message shows
 //! every event in order with its artifact growing chunk by chunk, a task that asks for input
-//! is answered and completes, the task list shows the tasks, and one is canceled from it.
+//! is answered and completes, the task list shows the tasks, one is read with its history
+//! and artifacts, and one is followed (SubscribeToTask) while it is canceled from the list.
 //! axe-core (from `tests/browser`'s npm lock) checks the page for accessibility violations
 //! of serious or critical impact. Screenshots go to `target/console-screenshots/`.
 //!
@@ -255,8 +256,53 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
         for id in [&streamed, &asking, &slow] {
             assert!(listed.contains(id), "{binding}: {id} in {listed:?}");
         }
+        // A task read whole: its history and artifacts.
+        browser
+            .click(&format!("#tasks tr[data-task-id='{asking}'] button.open"))
+            .await;
+        let detail = browser
+            .until(
+                "the task's detail",
+                &format!(
+                    "const d = document.getElementById('task-detail'); \
+                     return d.dataset.taskId === '{asking}' ? d.textContent : null;"
+                ),
+            )
+            .await;
+        let detail = detail.as_str().unwrap_or_default();
+        assert!(detail.contains("user: Ada"), "{binding}: {detail}");
+        assert!(detail.contains("Hello, Ada!"), "{binding}: {detail}");
+
+        // Followed (SubscribeToTask) while it is canceled from the list: the stream shows
+        // the cancel and ends.
         let row = format!("#tasks tr[data-task-id='{slow}']");
+        browser.click(&format!("{row} button.subscribe")).await;
+        browser
+            .until(
+                "the subscription's first event",
+                "return document.querySelector('#timeline li') !== null;",
+            )
+            .await;
         browser.click(&format!("{row} button.cancel")).await;
+        browser
+            .until(
+                "the subscription's end",
+                "return document.getElementById('timeline').dataset.done === 'true';",
+            )
+            .await;
+        let events = browser
+            .script(
+                "return [...document.querySelectorAll('#timeline li')].map((li) => li.dataset.event);",
+                json!([]),
+            )
+            .await;
+        let events: Vec<String> = serde_json::from_value(events).expect("event kinds");
+        assert!(events[0].starts_with("task:"), "{binding}: {events:?}");
+        assert_eq!(
+            events.last().map(String::as_str),
+            Some("status:TASK_STATE_CANCELED"),
+            "{binding}: {events:?}"
+        );
         browser
             .until(
                 "the canceled task",
