@@ -978,7 +978,9 @@ pub(crate) async fn resolve_card(target: &Target) -> Result<pb::AgentCard, Failu
 }
 
 /// [`resolve_card`], with the card's JSON as read.
-async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), Failure> {
+pub(crate) async fn resolve_card_json(
+    target: &Target,
+) -> Result<(pb::AgentCard, Vec<u8>), Failure> {
     if target.insecure {
         let _ = writeln!(
             std::io::stderr(),
@@ -1102,7 +1104,7 @@ async fn resolve_card_json(target: &Target) -> Result<(pb::AgentCard, Vec<u8>), 
 /// What is wrong with a card's JSON against the A2A 1.0 `AgentCard` (`a2a.proto`): every field
 /// the proto marks REQUIRED, on the card, its interfaces and its skills, present and not
 /// empty. (The types were checked when the card was read.)
-fn card_problems(json: &serde_json::Value) -> Vec<String> {
+pub(crate) fn card_problems(json: &serde_json::Value) -> Vec<String> {
     fn missing(v: &serde_json::Value, field: &str) -> bool {
         match v.get(field) {
             None | Some(serde_json::Value::Null) => true,
@@ -1276,6 +1278,16 @@ fn with_required_extensions(asked: &[String], card: &pb::AgentCard) -> Vec<Strin
         }
     }
     all
+}
+
+/// The agent of `card` over the binding `target` prefers, as the console calls it: its
+/// service and the call context (credentials and required extensions) to call it with.
+pub(crate) async fn service(
+    target: &Target,
+    card: pb::AgentCard,
+) -> Result<(Arc<dyn A2aService>, CallContext), Failure> {
+    let session = connect_with(target, card).await?;
+    Ok((session.svc, session.cx))
 }
 
 async fn connect(target: &Target) -> Result<Session, Failure> {
@@ -2721,7 +2733,7 @@ fn print_config(s: &Session, config: &pb::TaskPushNotificationConfig) -> Result<
     print_text(&out)
 }
 
-fn parse_state(name: &str) -> Result<pb::TaskState, Failure> {
+pub(crate) fn parse_state(name: &str) -> Result<pb::TaskState, Failure> {
     let upper = name.trim().to_ascii_uppercase().replace('-', "_");
     let full = if upper.starts_with("TASK_STATE_") {
         upper

@@ -11,6 +11,7 @@ mod auth;
 mod client;
 mod config;
 mod conformance;
+mod console;
 mod download;
 mod failure;
 mod openapi;
@@ -99,6 +100,10 @@ enum Command {
     },
     /// Run the behaviour suite against an agent over every binding its card declares.
     Conformance(conformance::Args),
+    /// Serve a console in the browser for an agent: its card checked, messages sent and
+    /// streamed, its tasks listed, read and canceled (on loopback; prints the URL, opens
+    /// nothing).
+    Console(console::Args),
     /// Write the OpenAPI 3.1 document of the HTTP+JSON binding (default docs/openapi.json).
     Openapi(openapi::Args),
 }
@@ -311,6 +316,7 @@ async fn run(command: Command) -> ExitCode {
         Command::Gateway(args) => return serve::gateway(args).await,
         Command::DemoServer(args) => return serve::demo_server(args).await,
         Command::Conformance(args) => return conformance::run(args).await,
+        Command::Console(args) => return console::run(args).await,
         Command::Openapi(args) => return openapi::run(&args),
         // Answered before the runtime starts (it needs the parsed matches).
         Command::Config(_) => return ExitCode::SUCCESS,

@@ -514,10 +514,9 @@ async fn token_request(
     client: &ClientAuth<'_>,
     form: &[(&str, &str)],
 ) -> Result<Answer, Failure> {
-    let mut body = url::form_urlencoded::Serializer::new(String::new());
-    for (k, v) in form {
-        body.append_pair(k, v);
-    }
+    // Encoded before any wait, so the future is `Send` (the serializer is not): the console's
+    // server makes calls through this path from its tasks.
+    let mut fields: Vec<(&str, &str)> = form.to_vec();
     let mut request = http
         .post(url)
         .header("content-type", "application/x-www-form-urlencoded")
@@ -534,11 +533,12 @@ async fn token_request(
             ));
             request = request.header("authorization", format!("Basic {basic}"));
         }
-        None => {
-            body.append_pair("client_id", client.id);
-        }
+        None => fields.push(("client_id", client.id)),
     }
-    let (status, bytes) = exchange(request.body(body.finish()), url).await?;
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish();
+    let (status, bytes) = exchange(request.body(body), url).await?;
     if status.is_success() {
         let token: TokenResponse = serde_json::from_slice(&bytes).map_err(|e| {
             Failure::local(

@@ -13,80 +13,21 @@
 //! test is skipped with the reason printed, except under CI, where it fails (`.ci/run`
 //! installs them).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use reqwest::header::{HeaderMap, ORIGIN};
 use serde_json::{Value, json};
 
 use crate::process::{TempDir, Trident};
-use crate::wait::until;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-
-/// Where the page's sources and npm lock are.
-fn page_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser")
-}
-
-/// Whether `program --version` runs.
-fn runs(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// `Some(reason)` when the browser test cannot run here; fails instead under CI.
-fn missing_tools() -> Option<String> {
-    let missing: Vec<&str> = [CHROMIUM, CHROMEDRIVER, "npm"]
-        .into_iter()
-        .filter(|p| !runs(p))
-        .collect();
-    if missing.is_empty() {
-        return None;
-    }
-    let reason = format!(
-        "{} not installed (apt-get install chromium chromium-driver npm)",
-        missing.join(", ")
-    );
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{reason}: CI must run the browser test"
-    );
-    Some(reason)
-}
-
-/// Runs `command` to success, or fails saying what it printed.
-fn run(mut command: Command, what: &str) {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what}: {}\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::webdriver::{Browser, missing_tools, npm_ci, page_dir, run};
 
 /// The page in `dir`: `index.html`, `bundle.js` (esbuild's bundle of `page.mjs` and its npm
 /// packages, installed by `npm ci` when the lock has changed) and `descriptors.bin` (the
 /// agent's protobuf descriptors, which the page builds its messages from).
 fn build_page(dir: &Path) {
     let src = page_dir();
-    let lock = src.join("package-lock.json");
-    let stamp = src.join("node_modules/.trident-lock");
-    let installed = std::fs::read(&stamp).ok();
-    if installed != std::fs::read(&lock).ok() {
-        let mut npm = Command::new("npm");
-        npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-            .current_dir(&src);
-        run(npm, "npm ci in tests/browser");
-        std::fs::copy(&lock, &stamp).expect("stamp the installed lock");
-    }
+    npm_ci();
     let mut esbuild = Command::new(src.join("node_modules/.bin/esbuild"));
     esbuild
         .args([
@@ -134,153 +75,28 @@ async fn serve_page(dir: &Path) -> String {
     format!("http://{addr}")
 }
 
-/// Headless Chromium behind chromedriver, one WebDriver session.
-struct Browser {
-    http: reqwest::Client,
-    session: String,
-    base: String,
-    driver: Child,
-    _profile: TempDir,
-}
-
-impl Browser {
-    async fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let driver = Command::new(CHROMEDRIVER)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver");
-        let base = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        until("chromedriver ready", || {
-            let request = http.get(format!("{base}/status"));
-            async move {
-                let status: Value = request.send().await.ok()?.json().await.ok()?;
-                status["value"]["ready"].as_bool().filter(|r| *r)
-            }
-        })
+/// Opens the page at `page` calling `agent` in `browser`, waits for its checks to finish and
+/// returns what it wrote into `<pre id="results">`.
+async fn page_results(browser: &Browser, page: &str, agent: &str) -> Value {
+    let url = format!("{page}/index.html?agent={agent}");
+    browser.command("url", json!({ "url": url })).await;
+    browser
+        .command("timeouts", json!({ "script": 60_000 }))
         .await;
-        let profile = TempDir::new("trident-chromium");
-        let session: Value = http
-            .post(format!("{base}/session"))
-            .json(&json!({"capabilities": {"alwaysMatch": {
-                "browserName": "chrome",
-                "goog:chromeOptions": {
-                    "binary": CHROMIUM,
-                    "args": [
-                        "--headless=new", "--no-sandbox", "--disable-gpu",
-                        "--disable-dev-shm-usage", "--no-first-run",
-                        format!("--user-data-dir={}", profile.0.display()),
-                    ],
-                },
-            }}}))
-            .send()
-            .await
-            .expect("new WebDriver session")
-            .json()
-            .await
-            .expect("session JSON");
-        let session = session["value"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no WebDriver session: {session}"))
-            .to_owned();
-        Self {
-            http,
-            session,
-            base,
-            driver,
-            _profile: profile,
-        }
-    }
-
-    async fn command(&self, path: &str, body: Value) -> Value {
-        let url = format!("{}/session/{}/{path}", self.base, self.session);
-        let answer: Value = self
-            .http
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("WebDriver {path}: {e}"))
-            .json()
-            .await
-            .unwrap_or_else(|e| panic!("WebDriver {path} answer: {e}"));
-        assert!(
-            answer["value"].get("error").is_none(),
-            "WebDriver {path}: {answer}"
-        );
-        answer["value"].clone()
-    }
-
-    /// Opens the page at `page` calling `agent`, waits for its checks to finish and returns
-    /// what it wrote into `<pre id="results">`.
-    async fn results(&self, page: &str, agent: &str) -> Value {
-        let url = format!("{page}/index.html?agent={agent}");
-        self.command("url", json!({ "url": url })).await;
-        self.command("timeouts", json!({ "script": 60_000 })).await;
-        let text = self
-            .command(
-                "execute/async",
-                json!({
-                    "script": "const done = arguments[arguments.length - 1];\
-                        (window.done || Promise.reject(new Error('bundle.js did not run')))\
-                        .then(() => done(document.getElementById('results').textContent),\
-                              (e) => done('page failed: ' + e));",
-                    "args": [],
-                }),
-            )
-            .await;
-        let text = text.as_str().expect("the results are text");
-        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-    }
-}
-
-impl Drop for Browser {
-    /// Ends the session (chromedriver quits Chromium; killing chromedriver alone would leave
-    /// Chromium running), then chromedriver. Blocking, on a plain socket: this runs on a
-    /// panic too, where no runtime may be polled.
-    fn drop(&mut self) {
-        use std::io::{Read, Write};
-        let host = self.base.trim_start_matches("http://");
-        if let Ok(mut socket) = std::net::TcpStream::connect(host) {
-            let _ = socket.set_read_timeout(Some(std::time::Duration::from_secs(30)));
-            let request = format!(
-                "DELETE /session/{} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\
-                 Connection: close\r\n\r\n",
-                self.session
-            );
-            if socket.write_all(request.as_bytes()).is_ok() {
-                // The answer comes once Chromium has quit; chromedriver may keep the
-                // connection open after it, so read the head and `Content-Length` bytes.
-                let mut answer = Vec::new();
-                let mut chunk = [0u8; 1024];
-                while let Ok(n @ 1..) = socket.read(&mut chunk) {
-                    answer.extend_from_slice(&chunk[..n]);
-                    let text = String::from_utf8_lossy(&answer);
-                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                        let length = head
-                            .lines()
-                            .find_map(|l| {
-                                let (k, v) = l.split_once(':')?;
-                                k.eq_ignore_ascii_case("content-length")
-                                    .then(|| v.trim().parse::<usize>().ok())?
-                            })
-                            .unwrap_or(0);
-                        if body.len() >= length {
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
+    let text = browser
+        .command(
+            "execute/async",
+            json!({
+                "script": "const done = arguments[arguments.length - 1];\
+                    (window.done || Promise.reject(new Error('bundle.js did not run')))\
+                    .then(() => done(document.getElementById('results').textContent),\
+                          (e) => done('page failed: ' + e));",
+                "args": [],
+            }),
+        )
+        .await;
+    let text = text.as_str().expect("the results are text");
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 /// A check that succeeded: its value.
@@ -353,7 +169,7 @@ async fn browser_calls_the_agent_directly_across_origins() {
     .await;
     let browser = Browser::start().await;
 
-    let results = browser.results(&allowed, &agent.origin).await;
+    let results = page_results(&browser, &allowed, &agent.origin).await;
     assert!(results.get("page").is_none(), "{results}");
     assert_echo(ok(&results, "jsonrpc"), "hello from jsonrpc");
     let rest = ok(&results, "rest");
@@ -395,11 +211,11 @@ async fn browser_calls_the_agent_directly_across_origins() {
     assert_eq!(results["grpcweb_error"]["code"], 5, "{results}");
     assert_eq!(results["grpcwebtext_error"]["code"], 5, "{results}");
 
-    let results = browser.results(&other, &agent.origin).await;
+    let results = page_results(&browser, &other, &agent.origin).await;
     assert_all_blocked(&results, "from an origin not allowed");
 
     let closed = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
-    let results = browser.results(&allowed, &closed.origin).await;
+    let results = page_results(&browser, &allowed, &closed.origin).await;
     assert_all_blocked(&results, "from an agent without --cors-origin");
 }
 

@@ -430,6 +430,7 @@ fn every_documented_command_is_one_the_binary_accepts() {
         "gateway",
         "send",
         "conformance",
+        "console",
         "card get",
         "task get",
     ] {

@@ -34,7 +34,19 @@ impl Trident {
         Self::start("gateway", &all, &[]).await
     }
 
+    /// Starts `trident console --listen 127.0.0.1:0 ARGS…` and waits until it serves;
+    /// `origin` is the page's origin.
+    pub async fn console(args: &[&str]) -> Self {
+        Self::start_until("console", args, &[], "console").await
+    }
+
     async fn start(command: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_until(command, args, env, "agent card").await
+    }
+
+    /// Starts `trident COMMAND`, ready once it prints a line `LABEL URL`.
+    async fn start_until(command: &str, args: &[&str], env: &[(&str, &str)], label: &str) -> Self {
+        let label = label.to_owned();
         let verbose = std::env::var_os("TRIDENT_TEST_VERBOSE").is_some();
         let mut child = Command::new(env!("CARGO_BIN_EXE_trident"))
             .args([command, "--listen", "127.0.0.1:0"])
@@ -65,7 +77,7 @@ impl Trident {
                 if verbose {
                     println!("[trident] {line}");
                 }
-                if let Some(url) = line.trim().strip_prefix("agent card") {
+                if let Some(url) = line.trim().strip_prefix(label.as_str()) {
                     let url = url.trim().to_owned();
                     // Keep draining so the child never blocks on a full pipe.
                     std::thread::spawn(move || {
@@ -95,6 +107,7 @@ impl Trident {
             .split("/.well-known")
             .next()
             .unwrap_or(&card_url)
+            .trim_end_matches('/')
             .to_owned();
         Self { child, origin }
     }

@@ -1,0 +1,124 @@
+//! `trident console [AGENT]`: a web page to see, talk to and test any A2A agent (issue 26).
+//!
+//! The console is a small server on a loopback address: it serves one hand-written page
+//! (HTML, CSS and JavaScript embedded in the binary, [`assets`]) and a JSON API under
+//! `/api/` ([`api`]) through which the page reads the agent's card and makes its calls. The
+//! calls to the agent are made here, with the client commands' card resolution and client
+//! ([`crate::client`]), so every binding the card offers works from the browser (gRPC
+//! included) and the agent needs no CORS. Credentials typed into the page come with each
+//! API request and are forgotten when it is answered: nothing is stored or logged.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+mod api;
+mod assets;
+
+#[cfg(test)]
+mod tests;
+
+/// `console`
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct Args {
+    /// The agent to point the page at: a host, an origin or a card URL (as the client
+    /// commands' -a). Without it, the page asks for one.
+    #[arg(value_name = "AGENT")]
+    pub(crate) agent: Option<String>,
+    /// Where to serve the console (a loopback address unless --allow-remote; port 0 picks a
+    /// free one).
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+    pub(crate) listen: SocketAddr,
+    /// Serve on a non-loopback address too. Whoever reaches it can make the console call
+    /// agents from this machine: use it only on a network you trust.
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+}
+
+/// Why the console could not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConsoleError {
+    /// `--listen` names an address others can reach, without `--allow-remote`.
+    #[error(
+        "--listen {0}: not a loopback address; the console calls agents for whoever reaches \
+         it, so it serves on loopback only (pass --allow-remote to serve there anyway)"
+    )]
+    NotLoopback(SocketAddr),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Serving stopped on an error.
+    #[error("the console stopped: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Refuses a non-loopback `--listen` unless `--allow-remote`.
+pub(crate) fn check_listen(args: &Args) -> Result<(), ConsoleError> {
+    if args.listen.ip().is_loopback() || args.allow_remote {
+        Ok(())
+    } else {
+        Err(ConsoleError::NotLoopback(args.listen))
+    }
+}
+
+/// Runs `trident console`: prints the page's URL and serves until stopped.
+pub(crate) async fn run(args: Args) -> ExitCode {
+    match serve(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ ConsoleError::NotLoopback(_)) => {
+            eprintln!("trident console: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("trident console: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: Args) -> Result<(), ConsoleError> {
+    check_listen(&args)?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| ConsoleError::Bind {
+            addr: args.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ConsoleError::Bind {
+        addr: args.listen,
+        source,
+    })?;
+    let router = api::router(api::State {
+        preset: args.agent.clone(),
+        allow_remote: args.allow_remote,
+    });
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        // A line a script can read; nothing is opened.
+        let _ = writeln!(out, "  console  {}", page_url(addr)).and_then(|()| out.flush());
+    }
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(ConsoleError::Serve)
+}
+
+/// The page's URL at `addr` (an unspecified address is reached on loopback).
+pub(crate) fn page_url(addr: SocketAddr) -> String {
+    let mut shown = addr;
+    if shown.ip().is_unspecified() {
+        shown.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    format!("http://{shown}/")
+}

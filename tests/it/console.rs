@@ -1,0 +1,398 @@
+//! `trident console` in headless Chromium (issue 26): the console pointed at `trident serve
+//! --agent demo` shows the card, valid, each interface answering; then on each binding
+//! (JSON-RPC, HTTP+JSON, gRPC), all through the console's server, a streaming message shows
+//! every event in order with its artifact growing chunk by chunk, a task that asks for input
+//! is answered and completes, the task list shows the tasks, one is read with its history
+//! and artifacts, and one is followed (SubscribeToTask) while it is canceled from the list.
+//! axe-core (from `tests/browser`'s npm lock) checks the page for accessibility violations
+//! of serious or critical impact. Screenshots go to `target/console-screenshots/`.
+//!
+//! Skipped with the reason printed when chromium, chromedriver or npm is missing, except
+//! under CI, where it fails (as `browser.rs`).
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::process::Trident;
+use crate::webdriver::{Browser, missing_tools, npm_ci, page_dir};
+
+/// Where the screenshots go: `target/console-screenshots/`.
+fn screenshots() -> PathBuf {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent()
+        .map_or_else(|| tmp.clone(), |t| t.to_path_buf())
+        .join("console-screenshots")
+}
+
+/// The text of the element `css` selects.
+async fn text(browser: &Browser, css: &str) -> String {
+    let v = browser
+        .script(
+            "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+            json!([css]),
+        )
+        .await;
+    v.as_str()
+        .unwrap_or_else(|| panic!("no element {css}"))
+        .to_owned()
+}
+
+/// The `data-NAME` attribute of the element `css` selects, if set.
+async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
+    browser
+        .script(
+            "const e = document.querySelector(arguments[0]); \
+             return e ? (e.dataset[arguments[1]] ?? null) : null;",
+            json!([css, name]),
+        )
+        .await
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Sets the checkbox `css` to `on` by clicking it when it is not.
+async fn check(browser: &Browser, css: &str, on: bool) {
+    let checked = browser
+        .script(
+            "return document.querySelector(arguments[0]).checked;",
+            json!([css]),
+        )
+        .await;
+    if checked != Value::Bool(on) {
+        browser.click(css).await;
+    }
+}
+
+/// Sends `message` from the Talk form and waits for the answer to be shown; returns the
+/// task's state and id as the page shows them, after checking no error was shown and the
+/// call went over `binding`.
+async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
+    browser.type_into("#message", message).await;
+    browser.click("#send").await;
+    browser
+        .until(
+            &format!("the answer to {message:?}"),
+            "return document.getElementById('timeline').dataset.done === 'true';",
+        )
+        .await;
+    let error = browser
+        .script(
+            "const e = document.getElementById('error'); return e.hidden ? null : e.textContent;",
+            json!([]),
+        )
+        .await;
+    assert!(error.is_null(), "{message:?} over {binding}: {error}");
+    assert_eq!(
+        data(browser, "#result-binding", "binding").await.as_deref(),
+        Some(binding),
+        "{message:?}"
+    );
+    let state = data(browser, "#result-state", "state").await;
+    let id = data(browser, "#result-state", "taskId").await;
+    (state.unwrap_or_default(), id.unwrap_or_default())
+}
+
+/// The page's axe-core violations of serious or critical impact.
+async fn serious_violations(browser: &Browser) -> Value {
+    let axe = std::fs::read_to_string(page_dir().join("node_modules/axe-core/axe.min.js"))
+        .expect("axe-core is installed by npm ci");
+    browser.script(&axe, json!([])).await;
+    browser
+        .script_async(
+            "const done = arguments[arguments.length - 1];\
+             axe.run(document, { resultTypes: ['violations'] }).then(\
+               (r) => done(r.violations\
+                 .filter((v) => v.impact === 'serious' || v.impact === 'critical')\
+                 .map((v) => ({ id: v.id, impact: v.impact, help: v.help,\
+                   nodes: v.nodes.map((n) => n.target.join(' ')) }))),\
+               (e) => done({ error: String(e) }));",
+            json!([]),
+        )
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_talks_to_the_demo_agent_on_every_binding() {
+    if let Some(reason) = missing_tools() {
+        eprintln!("console test skipped: {reason}");
+        return;
+    }
+    npm_ci();
+    let agent = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    let console = Trident::console(&[&agent.origin]).await;
+    let browser = Browser::start().await;
+    browser
+        .command("timeouts", json!({ "script": 60_000 }))
+        .await;
+    browser.open(&format!("{}/", console.origin)).await;
+    let shots = screenshots();
+
+    // The card, read through the console: valid, each of its three interfaces answering.
+    browser
+        .until(
+            "the card is shown",
+            "return document.getElementById('card-status').dataset.valid ?? null;",
+        )
+        .await;
+    assert_eq!(
+        data(&browser, "#card-status", "valid").await.as_deref(),
+        Some("true"),
+        "{}",
+        text(&browser, "#card-problems").await
+    );
+    // Each interface the card declares (every binding, in A2A 1.0 and 0.3) answers.
+    let declared = data(&browser, "#card-status", "interfaces").await;
+    assert_eq!(
+        data(&browser, "#card-status", "answering").await,
+        declared,
+        "{}",
+        text(&browser, "#interfaces").await
+    );
+    let offered = browser
+        .script(
+            "return [...document.querySelectorAll('#binding option')].map((o) => o.value);",
+            json!([]),
+        )
+        .await;
+    assert_eq!(offered, json!(["JSONRPC", "HTTP+JSON", "GRPC"]));
+    assert!(text(&browser, "#signature").await.starts_with("absent"));
+    assert!(
+        text(&browser, "#card-raw")
+            .await
+            .contains("supportedInterfaces")
+    );
+    let violations = serious_violations(&browser).await;
+    assert_eq!(violations, json!([]), "accessibility, card shown");
+    browser.screenshot(&shots.join("card.png")).await;
+
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        browser
+            .click(&format!("#binding option[value='{binding}']"))
+            .await;
+        browser.click("#new-conversation").await;
+
+        // A stream: every event, in order, the artifact growing chunk by chunk.
+        check(&browser, "#streaming", true).await;
+        let (state, streamed) = send(&browser, "stream 3 1", binding).await;
+        assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
+        let events = browser
+            .script(
+                "return [...document.querySelectorAll('#timeline li')].map((li) => li.dataset.event);",
+                json!([]),
+            )
+            .await;
+        let events: Vec<String> = serde_json::from_value(events).expect("event kinds");
+        assert!(events[0].starts_with("task:"), "{binding}: {events:?}");
+        assert_eq!(
+            events[1..],
+            [
+                "status:TASK_STATE_WORKING",
+                "artifact:stream",
+                "artifact:stream",
+                "artifact:stream",
+                "status:TASK_STATE_COMPLETED",
+            ],
+            "{binding}"
+        );
+        assert_eq!(
+            text(&browser, "#artifacts [data-artifact-id='stream'] pre").await,
+            "chunk 0 of stream 3 1chunk 1 of stream 3 1chunk 2 of stream 3 1",
+            "{binding}"
+        );
+        browser
+            .screenshot(&shots.join(format!("stream-{}.png", binding.replace('+', "-"))))
+            .await;
+
+        // A task that asks for input, answered in the same task.
+        check(&browser, "#streaming", false).await;
+        browser.click("#new-conversation").await;
+        let (state, asking) = send(&browser, "input", binding).await;
+        assert_eq!(state, "TASK_STATE_INPUT_REQUIRED", "{binding}");
+        assert!(
+            text(&browser, "#reply-hint")
+                .await
+                .contains("What is your name?"),
+            "{binding}"
+        );
+        let filled = browser
+            .script(
+                "return document.getElementById('task-id').value;",
+                json!([]),
+            )
+            .await;
+        assert_eq!(filled.as_str(), Some(asking.as_str()), "{binding}");
+        let (state, answered) = send(&browser, "Ada", binding).await;
+        assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
+        assert_eq!(answered, asking, "{binding}: the same task completes");
+        assert_eq!(
+            text(&browser, "#artifacts pre").await,
+            "Hello, Ada!",
+            "{binding}"
+        );
+
+        // A task that works until canceled, sent without waiting.
+        browser.click("#new-conversation").await;
+        check(&browser, "#return-immediately", true).await;
+        let (_, slow) = send(&browser, "slow", binding).await;
+        check(&browser, "#return-immediately", false).await;
+        assert!(!slow.is_empty(), "{binding}");
+
+        // The task list shows them; the slow one is canceled from it.
+        browser.click("#list-tasks").await;
+        browser
+            .until(
+                "the task list",
+                "return document.querySelector('#tasks tbody').dataset.loaded === 'true';",
+            )
+            .await;
+        let listed = browser
+            .script(
+                "return [...document.querySelectorAll('#tasks tbody tr')].map((r) => r.dataset.taskId);",
+                json!([]),
+            )
+            .await;
+        let listed: Vec<String> = serde_json::from_value(listed).expect("task ids");
+        for id in [&streamed, &asking, &slow] {
+            assert!(listed.contains(id), "{binding}: {id} in {listed:?}");
+        }
+        // A task read whole: its history and artifacts.
+        browser
+            .click(&format!("#tasks tr[data-task-id='{asking}'] button.open"))
+            .await;
+        let detail = browser
+            .until(
+                "the task's detail",
+                &format!(
+                    "const d = document.getElementById('task-detail'); \
+                     return d.dataset.taskId === '{asking}' ? d.textContent : null;"
+                ),
+            )
+            .await;
+        let detail = detail.as_str().unwrap_or_default();
+        assert!(detail.contains("user: Ada"), "{binding}: {detail}");
+        assert!(detail.contains("Hello, Ada!"), "{binding}: {detail}");
+
+        // Followed (SubscribeToTask) while it is canceled from the list: the stream shows
+        // the cancel and ends.
+        let row = format!("#tasks tr[data-task-id='{slow}']");
+        browser.click(&format!("{row} button.subscribe")).await;
+        browser
+            .until(
+                "the subscription's first event",
+                "return document.querySelector('#timeline li') !== null;",
+            )
+            .await;
+        browser.click(&format!("{row} button.cancel")).await;
+        browser
+            .until(
+                "the subscription's end",
+                "return document.getElementById('timeline').dataset.done === 'true';",
+            )
+            .await;
+        let events = browser
+            .script(
+                "return [...document.querySelectorAll('#timeline li')].map((li) => li.dataset.event);",
+                json!([]),
+            )
+            .await;
+        let events: Vec<String> = serde_json::from_value(events).expect("event kinds");
+        assert!(events[0].starts_with("task:"), "{binding}: {events:?}");
+        assert_eq!(
+            events.last().map(String::as_str),
+            Some("status:TASK_STATE_CANCELED"),
+            "{binding}: {events:?}"
+        );
+        browser
+            .until(
+                "the canceled task",
+                &format!(
+                    "return document.querySelector(\"{row}\").dataset.state === 'TASK_STATE_CANCELED';"
+                ),
+            )
+            .await;
+        browser
+            .screenshot(&shots.join(format!("tasks-{}.png", binding.replace('+', "-"))))
+            .await;
+    }
+
+    let violations = serious_violations(&browser).await;
+    assert_eq!(violations, json!([]), "accessibility, after every call");
+}
+
+/// The console refuses a non-loopback address without `--allow-remote`, and its API refuses
+/// bad input with a JSON error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_refuses_remote_listen_and_bad_requests() {
+    let refused = crate::process::Run::new(&["console", "--listen", "0.0.0.0:0"])
+        .output()
+        .await;
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        crate::process::stderr(&refused).contains("--allow-remote"),
+        "{}",
+        crate::process::stderr(&refused)
+    );
+
+    let console = Trident::console(&[]).await;
+    let http = reqwest::Client::new();
+    let config: Value = http
+        .get(format!("{}/api/config", console.origin))
+        .send()
+        .await
+        .expect("config")
+        .json()
+        .await
+        .expect("config JSON");
+    assert_eq!(config, json!({ "agent": null }));
+    for (body, want) in [
+        ("not json", "bad_request"),
+        (r#"{"agent": ""}"#, "bad_request"),
+        (r#"{"agent": "/etc/passwd"}"#, "bad_request"),
+        (r#"{"agent": "127.0.0.1:9", "surprise": 1}"#, "bad_request"),
+        (
+            r#"{"agent": "127.0.0.1:9", "auth": {"headers": [{"name": "bad name", "value": "x"}]}}"#,
+            "bad_request",
+        ),
+    ] {
+        let answer = http
+            .post(format!("{}/api/card", console.origin))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(answer.status(), reqwest::StatusCode::BAD_REQUEST, "{body}");
+        let error: Value = answer.json().await.expect("a JSON error");
+        assert_eq!(error["error"]["code"], want, "{body}: {error}");
+    }
+    // Not JSON, or from another page: refused before anything is read.
+    let text = http
+        .post(format!("{}/api/card", console.origin))
+        .header("content-type", "text/plain")
+        .body(r#"{"agent": "127.0.0.1:9"}"#)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(text.status(), reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let other = http
+        .post(format!("{}/api/card", console.origin))
+        .header("content-type", "application/json")
+        .header("origin", "http://evil.example")
+        .body(r#"{"agent": "127.0.0.1:9"}"#)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(other.status(), reqwest::StatusCode::FORBIDDEN);
+    // An agent that is not there: the client commands' error, as JSON.
+    let gone = http
+        .post(format!("{}/api/card", console.origin))
+        .header("content-type", "application/json")
+        .body(r#"{"agent": "127.0.0.1:9"}"#)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(gone.status(), reqwest::StatusCode::BAD_GATEWAY);
+    let error: Value = gone.json().await.expect("a JSON error");
+    assert_eq!(error["error"]["code"], "A2ACLI_ERR_UNREACHABLE", "{error}");
+}
