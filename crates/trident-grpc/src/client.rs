@@ -254,6 +254,27 @@ impl Tapped {
         );
     }
 
+    /// How a unary call ended: the response's metadata, its one message and OK; or the
+    /// status it failed with.
+    pub(crate) fn unary<T>(&self, result: &Result<tonic::Response<T>, tonic::Status>) {
+        match result {
+            Ok(response) => {
+                self.head(response.metadata());
+                self.message::<T>(1);
+                self.ok();
+            }
+            Err(s) => self.status(s),
+        }
+    }
+
+    /// How a stream opened: the response's metadata, or the status it was refused with.
+    pub(crate) fn opened<T>(&self, result: &Result<tonic::Response<T>, tonic::Status>) {
+        match result {
+            Ok(response) => self.head(response.metadata()),
+            Err(s) => self.status(s),
+        }
+    }
+
     /// The status a call ended with: `grpc-status: 0 (OK)`.
     pub(crate) fn ok(&self) {
         self.tap.lines(&self.inn, "grpc-status: 0 (OK)");
@@ -293,14 +314,7 @@ async fn call<T>(
     let fut = async {
         let result = fut.await;
         if let Some(t) = &tap {
-            match &result {
-                Ok(response) => {
-                    t.head(response.metadata());
-                    t.message::<T>(1);
-                    t.ok();
-                }
-                Err(s) => t.status(s),
-            }
+            t.unary(&result);
         }
         result
             .map(tonic::Response::into_inner)
@@ -321,10 +335,7 @@ async fn stream(
     let response = bounded(cx, "gRPC stream", async {
         let result = fut.await;
         if let Some(t) = &tap {
-            match &result {
-                Ok(response) => t.head(response.metadata()),
-                Err(s) => t.status(s),
-            }
+            t.opened(&result);
         }
         result.map_err(|s| error(&s))
     })

@@ -105,63 +105,47 @@ impl V03Client {
         let tap = self.tapped(call);
         let tap = tap.as_ref();
         let answer = async {
-            let st = |s: tonic::Status| {
-                if let Some(t) = tap {
-                    t.status(&s);
-                }
-                error(&s)
-            };
             Ok::<Answer, A2aError>(match call.clone() {
-                Call::Send(r) => Answer::SendMessage(
-                    c.send_message(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?
-                        .answered(tap),
-                ),
-                Call::GetTask(r) => Answer::Task(
-                    c.get_task(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?
-                        .answered(tap),
-                ),
-                Call::Cancel(r) => Answer::Task(
-                    c.cancel_task(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?
-                        .answered(tap),
-                ),
-                Call::CreateConfig(r) => Answer::Config(
+                Call::Send(r) => Answer::SendMessage(answered(
+                    c.send_message(self.request(cx, r, tap)?).await,
+                    tap,
+                )?),
+                Call::GetTask(r) => {
+                    Answer::Task(answered(c.get_task(self.request(cx, r, tap)?).await, tap)?)
+                }
+                Call::Cancel(r) => Answer::Task(answered(
+                    c.cancel_task(self.request(cx, r, tap)?).await,
+                    tap,
+                )?),
+                Call::CreateConfig(r) => Answer::Config(answered(
                     c.create_task_push_notification_config(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?
-                        .answered(tap),
-                ),
-                Call::GetConfig(r) => Answer::Config(
+                        .await,
+                    tap,
+                )?),
+                Call::GetConfig(r) => Answer::Config(answered(
                     c.get_task_push_notification_config(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?
-                        .answered(tap),
-                ),
+                        .await,
+                    tap,
+                )?),
                 Call::ListConfigs(r) => Answer::Configs(
-                    c.list_task_push_notification_config(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?
-                        .answered(tap)
-                        .configs,
+                    answered(
+                        c.list_task_push_notification_config(self.request(cx, r, tap)?)
+                            .await,
+                        tap,
+                    )?
+                    .configs,
                 ),
                 Call::DeleteConfig(r) => {
-                    c.delete_task_push_notification_config(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?
-                        .answered(tap);
+                    answered(
+                        c.delete_task_push_notification_config(self.request(cx, r, tap)?)
+                            .await,
+                        tap,
+                    )?;
                     Answer::Empty
                 }
                 Call::Card(r) => {
-                    let card = c
-                        .get_agent_card(self.request(cx, r, tap)?)
-                        .await
-                        .map_err(st)?;
-                    Answer::Card(Box::new(trident_v03::ToV1::to_v1(card.answered(tap))))
+                    let card = answered(c.get_agent_card(self.request(cx, r, tap)?).await, tap)?;
+                    Answer::Card(Box::new(trident_v03::ToV1::to_v1(card)))
                 }
                 Call::Stream(_) | Call::Subscribe(_) => {
                     return Err(A2aError::internal("a streaming call has no unary answer"));
@@ -186,10 +170,7 @@ impl V03Client {
                 _ => return Err(A2aError::internal("not a streaming call")),
             };
             if let Some(t) = t {
-                match &response {
-                    Ok(response) => t.head(response.metadata()),
-                    Err(s) => t.status(s),
-                }
+                t.opened(&response);
             }
             response.map_err(|s| error(&s))
         };
@@ -214,20 +195,18 @@ impl V03Client {
     }
 }
 
-/// A unary call's answer, shown to the call's tap (its metadata, the message, the status).
-trait Answered<T> {
-    fn answered(self, tap: Option<&Tapped>) -> T;
-}
-
-impl<T> Answered<T> for tonic::Response<T> {
-    fn answered(self, tap: Option<&Tapped>) -> T {
-        if let Some(t) = tap {
-            t.head(self.metadata());
-            t.message::<T>(1);
-            t.ok();
-        }
-        self.into_inner()
+/// A unary call's answer, shown to the call's tap (its metadata, the message and the status,
+/// or the status it failed with), or its status as an error.
+fn answered<T>(
+    result: Result<tonic::Response<T>, tonic::Status>,
+    tap: Option<&Tapped>,
+) -> Result<T, A2aError> {
+    if let Some(t) = tap {
+        t.unary(&result);
     }
+    result
+        .map(tonic::Response::into_inner)
+        .map_err(|s| error(&s))
 }
 
 /// A v0.3 agent's status: as the 1.0 clients read it (our servers send the A2A `ErrorInfo`),
