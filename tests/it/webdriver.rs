@@ -145,29 +145,19 @@ impl Browser {
 
     pub async fn command(&self, path: &str, body: Value) -> Value {
         let url = format!("{}/session/{}/{path}", self.base, self.session);
-        let answer: Value = self
-            .http
-            .post(&url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("WebDriver {path}: {e}"))
-            .json()
-            .await
-            .unwrap_or_else(|e| panic!("WebDriver {path} answer: {e}"));
-        assert!(
-            answer["value"].get("error").is_none(),
-            "WebDriver {path}: {answer}"
-        );
-        answer["value"].clone()
+        self.value(path, self.http.post(&url).json(&body)).await
     }
 
     /// A `GET` command of the session (`screenshot`, …): its value.
     pub async fn query(&self, path: &str) -> Value {
         let url = format!("{}/session/{}/{path}", self.base, self.session);
-        let answer: Value = self
-            .http
-            .get(&url)
+        self.value(path, self.http.get(&url)).await
+    }
+
+    /// The value of WebDriver's answer to `request` (command `path`), which must not be an
+    /// error.
+    async fn value(&self, path: &str, request: reqwest::RequestBuilder) -> Value {
+        let answer: Value = request
             .send()
             .await
             .unwrap_or_else(|e| panic!("WebDriver {path}: {e}"))
