@@ -859,12 +859,8 @@ pub(crate) enum CardSource {
 /// `http(s)` URL with a path is the card's URL, without one the agent's origin; a bare host
 /// is an origin (`http` for loopback names, `https` otherwise).
 pub(crate) fn card_source(reference: &str) -> CardSource {
-    let well_known = |origin: &str| {
-        format!(
-            "{}/.well-known/agent-card.json",
-            origin.trim_end_matches('/')
-        )
-    };
+    let well_known =
+        |origin: &str| format!("{}{}", origin.trim_end_matches('/'), trident::CARD_PATH);
     if let Some(path) = reference.strip_prefix("file://") {
         return CardSource::File(path.into());
     }

@@ -156,7 +156,7 @@ fn find<'a>(catalog: &'a Catalog, name: &str) -> Option<&'a CatalogEntry> {
 /// Where the catalog `reference` is: a file, a URL used as-is, or a host or origin whose
 /// well-known catalog is read.
 fn catalog_source(reference: &str) -> CardSource {
-    const CARD: &str = "/.well-known/agent-card.json";
+    const CARD: &str = trident::CARD_PATH;
     match card_source(reference) {
         CardSource::Url(url) if url.ends_with(CARD) && !reference.ends_with(CARD) => {
             CardSource::Url(format!("{}{WELL_KNOWN}", &url[..url.len() - CARD.len()]))
