@@ -125,6 +125,20 @@ pub(crate) struct Target {
     /// call; with --wait, the whole wait. Exits 5 (A2ACLI_ERR_TIMEOUT).
     #[arg(long, env = "A2ACLI_TIMEOUT", value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) timeout: Option<Duration>,
+    /// Where the wire lines go instead of stderr (the console's log of each call); set, the
+    /// wire is tapped without --debug, credentials redacted as with it.
+    #[arg(skip)]
+    pub(crate) wire: Option<WireSink>,
+}
+
+/// A receiver of wire lines (see [`Target::wire`]), each already redacted.
+#[derive(Clone)]
+pub(crate) struct WireSink(pub(crate) Arc<dyn Fn(&str) + std::marker::Send + Sync>);
+
+impl std::fmt::Debug for WireSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WireSink")
+    }
 }
 
 /// `-o`: the output format.
@@ -138,6 +152,11 @@ pub(crate) enum Format {
 }
 
 impl Target {
+    /// Whether the wire is tapped: --debug, or a [`WireSink`] set.
+    fn tapped(&self) -> bool {
+        self.debug || self.wire.is_some()
+    }
+
     /// Whether the output is JSON.
     pub(crate) fn json(&self) -> bool {
         self.json || self.output == Format::Json
@@ -768,7 +787,11 @@ pub(crate) fn debug(text: &str) {
 /// redacted ([`wire_line`]), whichever way the credential was obtained (a flag, a variable,
 /// the token store, a prompt).
 fn wire_tap(target: &Target, bearer: Option<&str>) -> trident_client::WireTap {
-    let mut tap = trident_client::WireTap::new(|line| debug(&format!("wire: {}", wire_line(line))));
+    let sink = target.wire.clone();
+    let mut tap = trident_client::WireTap::new(move |line| match &sink {
+        Some(sink) => (sink.0)(&wire_line(line)),
+        None => debug(&format!("wire: {}", wire_line(line))),
+    });
     let given = target.bearer();
     if let Some(token) = bearer.or(given.as_deref()) {
         tap = tap.secret_value(token);
@@ -1023,7 +1046,7 @@ pub(crate) async fn resolve_card_json(
             if let Some(t) = target.timeout {
                 request = request.timeout(t);
             }
-            let tap = target.debug.then(|| wire_tap(target, None));
+            let tap = target.tapped().then(|| wire_tap(target, None));
             let sent = async {
                 let (http, request) = request.build_split();
                 let request = request?;
@@ -1346,7 +1369,7 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
     if let Some(t) = target.timeout {
         builder = builder.timeout(t);
     }
-    if target.debug {
+    if target.tapped() {
         builder = builder.wire_tap(card_wire_tap(target, &card, bearer.as_deref()));
     }
     let client = builder

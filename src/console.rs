@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 mod api;
 mod assets;
+mod wire;
 
 #[cfg(test)]
 mod tests;
@@ -95,6 +96,7 @@ async fn serve(args: Args) -> Result<(), ConsoleError> {
     let router = api::router(api::State {
         preset: args.agent.clone(),
         allow_remote: args.allow_remote,
+        served: None,
     });
     {
         use std::io::Write;
@@ -110,6 +112,30 @@ async fn serve(args: Args) -> Result<(), ConsoleError> {
         .await
         .map_err(ConsoleError::Serve)
 }
+
+/// `trident serve --console`: the console beside the agent being served, at
+/// [`/console/`](api::SERVED_PREFIX). Returns the page's public routes and the API's (to go
+/// behind the server's authentication), and where to put the agent's card URL once the server
+/// is bound: the console talks to that agent alone.
+pub(crate) fn served() -> (
+    axum::Router,
+    axum::Router,
+    std::sync::Arc<std::sync::OnceLock<String>>,
+) {
+    let agent = std::sync::Arc::new(std::sync::OnceLock::new());
+    let (page, api) = api::routes(
+        api::State {
+            preset: None,
+            allow_remote: false,
+            served: Some(agent.clone()),
+        },
+        api::SERVED_PREFIX,
+    );
+    (page, api, agent)
+}
+
+/// The page's path beside a served agent.
+pub(crate) const SERVED_PATH: &str = "/console/";
 
 /// The page's URL at `addr` (an unspecified address is reached on loopback).
 pub(crate) fn page_url(addr: SocketAddr) -> String {

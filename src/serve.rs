@@ -277,6 +277,11 @@ pub(crate) struct Serve {
     /// Print the client commands to try it with (set by `demo-server`).
     #[arg(skip)]
     demo_hints: bool,
+    /// Serve the console (the page of `trident console`) for this agent at /console/. Its
+    /// page is public like the card; its API is behind the server's authentication and rate
+    /// limits, like every call, and talks to this agent only.
+    #[arg(long, env = "TRIDENT_CONSOLE")]
+    console: bool,
     /// With --exec: kill a turn's process after this many seconds (it fails the task).
     #[arg(long, env = "TRIDENT_EXEC_TIMEOUT")]
     exec_timeout: Option<f64>,
@@ -663,6 +668,13 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
             Err(e) => return fail(e),
         }
     }
+    let console = if args.console {
+        let (page, api, agent) = crate::console::served();
+        builder = builder.public_routes(page).routes(api);
+        Some(agent)
+    } else {
+        None
+    };
     let bus_stream = bus.as_ref().map(trident_nats::NatsBus::stream_name);
     let bus = bus.map(Arc::new);
     if let Some(bus) = &bus {
@@ -679,6 +691,22 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     );
     if let Some(stream) = bus_stream {
         println!("live events on NATS JetStream (stream {stream})");
+    }
+    if let Some(agent) = console {
+        // The console calls the agent where this server is bound (a wildcard address is
+        // reached on loopback).
+        let card_url = format!(
+            "{}{}",
+            crate::console::page_url(server.local_addr()).trim_end_matches('/'),
+            trident::CARD_PATH
+        );
+        let page = format!(
+            "{}{}",
+            crate::console::page_url(server.local_addr()).trim_end_matches('/'),
+            crate::console::SERVED_PATH
+        );
+        let _ = agent.set(card_url);
+        println!("  console     {page}");
     }
     if args.demo_hints {
         let a = format!("http://{}", server.local_addr());

@@ -11,8 +11,15 @@
 //! page elsewhere cannot send without a preflight that is never allowed, and an `Origin`, when
 //! sent, naming this server), and, unless `--allow-remote`, only under a loopback `Host` (so
 //! a rebound DNS name cannot reach it either).
+//!
+//! Beside a served agent (`trident serve --console`) the page is at `/console/` and the API
+//! under `/console/api/`: the page (and `api/config`) is public like the card, the API is
+//! behind the server's own edge (its authentication and rate limits, as every call), and it
+//! talks to the agent it is served with alone, at the address the server is bound to. The
+//! page sends the credentials typed into it with each API request as well, so the server
+//! admits it.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -26,6 +33,7 @@ use trident::client::{Binding, Protocol};
 use trident::proto as pb;
 
 use super::assets;
+use super::wire::WireLog;
 use crate::client::{self, Target};
 use crate::failure::Failure;
 
@@ -40,10 +48,33 @@ pub(crate) struct State {
     pub(crate) preset: Option<String>,
     /// Whether non-loopback `Host`s are answered.
     pub(crate) allow_remote: bool,
+    /// `trident serve --console`: the card URL of the agent served beside the console, set
+    /// once its server is bound. The console talks to that agent alone, and answers under
+    /// any `Host` (the server's authentication guards it).
+    pub(crate) served: Option<Arc<OnceLock<String>>>,
 }
 
-/// The router: the page, its two assets, and the API.
+/// Where `trident serve --console` serves the page.
+pub(crate) const SERVED_PREFIX: &str = "/console";
+
+/// The console on its own (`trident console`): the page at `/`, the API under `/api/`, and a
+/// JSON 404 for anything else.
 pub(crate) fn router(state: State) -> axum::Router {
+    let (page, api) = routes(state, "");
+    page.merge(api).fallback(|| async {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no such page or API call",
+        )
+        .into_response()
+    })
+}
+
+/// The page's routes (the page, its assets and `api/config`: nothing secret) and the API's,
+/// under `prefix` (empty, or [`SERVED_PREFIX`] beside a served agent, where the page is also
+/// reached without its trailing slash).
+pub(crate) fn routes(state: State, prefix: &str) -> (axum::Router, axum::Router) {
     let state = Arc::new(state);
     let asset = |body: &'static str, content_type: &'static str| {
         get(move || async move {
@@ -69,37 +100,55 @@ pub(crate) fn router(state: State) -> axum::Router {
         let state = state.clone();
         get(move |headers: HeaderMap| async move {
             match guard_host(&state, &headers) {
-                Ok(()) => axum::Json(json!({ "agent": state.preset })).into_response(),
+                Ok(()) => {
+                    let agent = match &state.served {
+                        Some(served) => served.get().cloned(),
+                        None => state.preset.clone(),
+                    };
+                    axum::Json(json!({ "agent": agent, "served": state.served.is_some() }))
+                        .into_response()
+                }
                 Err(e) => e.into_response(),
             }
         })
     };
-    axum::Router::new()
-        .route("/", asset(assets::INDEX_HTML, "text/html; charset=utf-8"))
+    let mut page = axum::Router::new()
         .route(
-            "/console.css",
+            &format!("{prefix}/"),
+            asset(assets::INDEX_HTML, "text/html; charset=utf-8"),
+        )
+        .route(
+            &format!("{prefix}/console.css"),
             asset(assets::CONSOLE_CSS, "text/css; charset=utf-8"),
         )
         .route(
-            "/console.js",
+            &format!("{prefix}/console.js"),
             asset(assets::CONSOLE_JS, "text/javascript; charset=utf-8"),
         )
-        .route("/api/config", config)
-        .route("/api/card", api(Endpoint::Card))
-        .route("/api/send", api(Endpoint::Send))
-        .route("/api/stream", api(Endpoint::Stream))
-        .route("/api/tasks/list", api(Endpoint::List))
-        .route("/api/tasks/get", api(Endpoint::Get))
-        .route("/api/tasks/cancel", api(Endpoint::Cancel))
-        .route("/api/tasks/subscribe", api(Endpoint::Subscribe))
-        .fallback(|| async {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                "no such page or API call",
-            )
-            .into_response()
+        .route(&format!("{prefix}/api/config"), config);
+    if !prefix.is_empty() {
+        let to = format!("{prefix}/");
+        page = page.route(
+            prefix,
+            get(move || async move { axum::response::Redirect::permanent(&to) }),
+        );
+    }
+    let calls = [
+        ("card", Endpoint::Card),
+        ("send", Endpoint::Send),
+        ("stream", Endpoint::Stream),
+        ("tasks/list", Endpoint::List),
+        ("tasks/get", Endpoint::Get),
+        ("tasks/cancel", Endpoint::Cancel),
+        ("tasks/subscribe", Endpoint::Subscribe),
+    ];
+    let api = calls
+        .into_iter()
+        .fold(axum::Router::new(), |router, (path, endpoint)| {
+            router.route(&format!("{prefix}/api/{path}"), api(endpoint))
         })
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY));
+    (page, api)
 }
 
 /// A refusal of an API request, as JSON.
@@ -164,7 +213,7 @@ impl IntoResponse for ApiError {
 /// Whether the `Host` is one the console answers: a loopback address or `localhost`, unless
 /// `--allow-remote`.
 fn guard_host(state: &State, headers: &HeaderMap) -> Result<(), ApiError> {
-    if state.allow_remote {
+    if state.allow_remote || state.served.is_some() {
         return Ok(());
     }
     let host = headers
@@ -252,6 +301,25 @@ pub(crate) struct Header {
     pub(crate) value: String,
 }
 
+/// A file attached to a message, read by the page.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct FileInput {
+    /// Its name.
+    pub(crate) name: String,
+    /// Its media type (`application/octet-stream` when the browser knows none).
+    #[serde(default)]
+    pub(crate) media_type: String,
+    /// Its bytes, base64 (standard alphabet, padded).
+    pub(crate) bytes: String,
+}
+
+/// The most bytes of files one message carries (the page says so before sending).
+pub(crate) const MAX_FILE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The largest API request: the files in base64 (4 bytes for 3) and room for the rest.
+const MAX_BODY: usize = MAX_FILE_BYTES / 3 * 4 + 256 * 1024;
+
 /// One API request: the agent, how to reach it, and the call's own fields (each endpoint
 /// reads those it needs and refuses a request without them).
 #[derive(Debug, Default, Deserialize)]
@@ -270,6 +338,12 @@ pub(crate) struct Call {
     /// The message's metadata: a JSON object.
     #[serde(default)]
     pub(crate) metadata: Option<Value>,
+    /// Files attached to the message, each a part of its own.
+    #[serde(default)]
+    pub(crate) files: Vec<FileInput>,
+    /// A data part: any JSON value.
+    #[serde(default)]
+    pub(crate) data: Option<Value>,
     /// The task to continue (send, stream), or the task (get, cancel, subscribe).
     #[serde(default)]
     pub(crate) task_id: Option<String>,
@@ -310,6 +384,20 @@ impl Call {
     /// The client commands' options for this call.
     pub(crate) fn target(&self, state: &State) -> Result<Target, ApiError> {
         let agent = self.agent.trim();
+        if let Some(served) = &state.served {
+            let url = served.get().ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the agent is not serving yet",
+                )
+            })?;
+            if agent != url {
+                return Err(ApiError::bad(format!(
+                    "this console talks to the agent it is served with ({url}) only"
+                )));
+            }
+        }
         let preset = state.preset.as_deref() == Some(agent);
         // Only the command line may name a card file or a catalog entry: the page names
         // agents on the network.
@@ -365,11 +453,41 @@ impl Call {
     /// The message to send: the text, the metadata, and the task and context to send in.
     pub(crate) fn message(&self) -> Result<pb::SendMessageRequest, ApiError> {
         let text = self.text.as_deref().unwrap_or_default();
-        if text.trim().is_empty() {
-            return Err(ApiError::bad("the message is empty: type some text"));
+        let mut parts = Vec::new();
+        if !text.trim().is_empty() {
+            parts.push(pb::Part::text(text));
         }
-        let mut message =
-            pb::Message::user(uuid::Uuid::new_v4().to_string(), vec![pb::Part::text(text)]);
+        let mut total = 0usize;
+        for file in &self.files {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(file.bytes.trim())
+                .map_err(|e| {
+                    ApiError::bad(format!("the file {:?} is not base64: {e}", file.name))
+                })?;
+            total = total.saturating_add(bytes.len());
+            if total > MAX_FILE_BYTES {
+                return Err(ApiError::bad(format!(
+                    "the files come to more than {} MiB, the most one message carries",
+                    MAX_FILE_BYTES / (1024 * 1024)
+                )));
+            }
+            let media_type = match file.media_type.trim() {
+                "" => "application/octet-stream",
+                given => given,
+            };
+            parts.push(pb::Part::file(bytes, media_type, file.name.trim()));
+        }
+        match &self.data {
+            None | Some(Value::Null) => {}
+            Some(value) => parts.push(pb::Part::data(value.clone())),
+        }
+        if parts.is_empty() {
+            return Err(ApiError::bad(
+                "the message is empty: type some text, attach a file or give data",
+            ));
+        }
+        let mut message = pb::Message::user(uuid::Uuid::new_v4().to_string(), parts);
         message.task_id = self.task_id.clone().unwrap_or_default().trim().to_owned();
         message.context_id = self
             .context_id
@@ -465,9 +583,12 @@ enum Endpoint {
     Subscribe,
 }
 
-/// A JSON answer.
-fn ok(value: Value) -> Response {
-    axum::Json(value).into_response()
+/// What an API call answers.
+enum Answer {
+    /// A JSON object (the wire lines are added to it).
+    Json(Value),
+    /// A stream of server-sent events, carrying its wire lines itself.
+    Stream(Response),
 }
 
 /// The protocol object `value` as JSON.
@@ -477,21 +598,30 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ApiError> {
 }
 
 impl Endpoint {
+    /// The answer to one API request, with what went over the wire for it (see
+    /// [`super::wire`]): in `"wire"` of a JSON answer or error, as items of a stream.
     async fn answer(self, state: &State, body: &[u8]) -> Response {
+        let log = WireLog::default();
         let call: std::pin::Pin<
-            Box<dyn std::future::Future<Output = Result<Response, ApiError>> + Send + '_>,
-        > = Box::pin(self.call(state, body));
-        match call.await {
-            Ok(response) => response,
-            Err(e) => e.into_response(),
+            Box<dyn std::future::Future<Output = Result<Answer, ApiError>> + Send + '_>,
+        > = Box::pin(self.call(state, body, &log));
+        let (status, mut value) = match call.await {
+            Ok(Answer::Stream(response)) => return response,
+            Ok(Answer::Json(value)) => (StatusCode::OK, value),
+            Err(e) => (e.status, e.body()),
+        };
+        if let Value::Object(map) = &mut value {
+            map.insert("wire".into(), json!(log.take(true)));
         }
+        (status, axum::Json(value)).into_response()
     }
 
-    async fn call(self, state: &State, body: &[u8]) -> Result<Response, ApiError> {
+    async fn call(self, state: &State, body: &[u8], log: &WireLog) -> Result<Answer, ApiError> {
         let call = parse(body)?;
         let mut target = call.target(state)?;
+        target.wire = Some(log.sink());
         if let Endpoint::Card = self {
-            return card(&target).await.map(ok);
+            return card(&target).await.map(Answer::Json);
         }
         // Checked before the agent is reached.
         let request = match self {
@@ -520,15 +650,19 @@ impl Endpoint {
         match (self, request, list, task) {
             (Endpoint::Send, Some(request), _, _) => {
                 let answer = svc.send_message(&cx, request).await?;
-                Ok(ok(json!({ "binding": used, "result": to_json(&answer)? })))
+                Ok(Answer::Json(
+                    json!({ "binding": used, "result": to_json(&answer)? }),
+                ))
             }
             (Endpoint::Stream, Some(request), _, _) => {
                 let events = svc.send_streaming_message(&cx, request).await?;
-                Ok(relay(used, events))
+                Ok(Answer::Stream(relay(used, events, log.clone())))
             }
             (Endpoint::List, _, Some(list), _) => {
                 let answer = svc.list_tasks(&cx, list).await?;
-                Ok(ok(json!({ "binding": used, "result": to_json(&answer)? })))
+                Ok(Answer::Json(
+                    json!({ "binding": used, "result": to_json(&answer)? }),
+                ))
             }
             (Endpoint::Get, _, _, Some(id)) => {
                 let request = pb::GetTaskRequest {
@@ -537,7 +671,9 @@ impl Endpoint {
                     ..Default::default()
                 };
                 let answer = svc.get_task(&cx, request).await?;
-                Ok(ok(json!({ "binding": used, "result": to_json(&answer)? })))
+                Ok(Answer::Json(
+                    json!({ "binding": used, "result": to_json(&answer)? }),
+                ))
             }
             (Endpoint::Cancel, _, _, Some(id)) => {
                 let request = pb::CancelTaskRequest {
@@ -545,7 +681,9 @@ impl Endpoint {
                     ..Default::default()
                 };
                 let answer = svc.cancel_task(&cx, request).await?;
-                Ok(ok(json!({ "binding": used, "result": to_json(&answer)? })))
+                Ok(Answer::Json(
+                    json!({ "binding": used, "result": to_json(&answer)? }),
+                ))
             }
             (Endpoint::Subscribe, _, _, Some(id)) => {
                 let request = pb::SubscribeToTaskRequest {
@@ -553,7 +691,7 @@ impl Endpoint {
                     ..Default::default()
                 };
                 let events = svc.subscribe_to_task(&cx, request).await?;
-                Ok(relay(used, events))
+                Ok(Answer::Stream(relay(used, events, log.clone())))
             }
             _ => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -565,22 +703,39 @@ impl Endpoint {
 }
 
 /// A stream's events as server-sent events: `{"binding"}` first, then `{"event": …}` for
-/// each event in order, and `{"end": true}` or `{"error": …}` last.
-fn relay(binding: &'static str, events: trident::EventStream) -> Response {
-    let line =
-        |value: Value| Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {value}\n\n")));
-    let head = futures::stream::iter([line(json!({ "binding": binding }))]);
-    let body = events.map(move |item| match item {
-        Ok(event) => line(
-            serde_json::to_value(&*event.response)
+/// each event in order, and `{"end": true}` or `{"error": …}` last; before each, the lines
+/// that went over the wire since the one before (`{"wire": line}`), the last ones before the
+/// end.
+fn relay(binding: &'static str, events: trident::EventStream, log: WireLog) -> Response {
+    let item = |value: Value| format!("data: {value}\n\n");
+    let wire = move |log: &WireLog, last: bool| -> String {
+        log.take(last)
+            .into_iter()
+            .map(|line| item(json!({ "wire": line })))
+            .collect()
+    };
+    let chunk = |text: String| Ok::<_, std::convert::Infallible>(Bytes::from(text));
+    let head = {
+        let head = wire(&log, false) + &item(json!({ "binding": binding }));
+        futures::stream::iter([chunk(head)])
+    };
+    let during = log.clone();
+    let body = events.map(move |event| {
+        let value = match event {
+            Ok(event) => serde_json::to_value(&*event.response)
                 .map(|e| json!({ "event": e }))
                 .unwrap_or_else(
                     |e| json!({ "error": { "code": "internal", "message": e.to_string() } }),
                 ),
-        ),
-        Err(e) => line(ApiError::from(e).body()),
+            Err(e) => ApiError::from(e).body(),
+        };
+        chunk(wire(&during, false) + &item(value))
     });
-    let tail = futures::stream::iter([line(json!({ "end": true }))]);
+    // The end is made when it is reached (after the last event), with the lines of the end.
+    let tail =
+        futures::stream::once(
+            async move { chunk(wire(&log, true) + &item(json!({ "end": true }))) },
+        );
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-store")
@@ -651,6 +806,8 @@ async fn probe(target: &Target, card: &pb::AgentCard, interface: &pb::AgentInter
         Protocol::V1
     };
     target.timeout = Some(Duration::from_secs(15));
+    // Probes run together: their lines would interleave with each other's in the wire view.
+    target.wire = None;
     let (svc, cx) = match client::service(&target, card.clone()).await {
         Ok(connected) => connected,
         Err(e) => return described(false, e.to_string()),

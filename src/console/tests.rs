@@ -60,6 +60,7 @@ fn state(preset: Option<&str>) -> State {
     State {
         preset: preset.map(str::to_owned),
         allow_remote: false,
+        served: None,
     }
 }
 
@@ -211,4 +212,28 @@ fn the_binding_must_be_one_the_card_offers() {
     );
     assert!(pick(&card, Some("HTTP+JSON")).is_err());
     assert!(pick(&card, Some("carrier-pigeon")).is_err());
+}
+
+#[test]
+fn wire_lines_are_kept_in_order_bounded_and_cut() {
+    use super::wire::{MAX_LINE, MAX_LINES, WireLog};
+    let log = WireLog::default();
+    let sink = log.sink();
+    (sink.0)("JSON-RPC → {}");
+    (sink.0)(&"é".repeat(MAX_LINE));
+    let taken = log.take(false);
+    assert_eq!(taken[0], "JSON-RPC → {}");
+    assert!(taken[1].ends_with(&format!("… [{MAX_LINE} bytes more]")));
+    assert!(taken[1].len() < MAX_LINE + 40);
+    assert!(log.take(false).is_empty());
+    for i in 0..MAX_LINES + 5 {
+        (sink.0)(&format!("line {i}"));
+    }
+    let taken = log.take(true);
+    // Two were kept before: the call's limit counts them.
+    assert_eq!(taken.len(), MAX_LINES - 2 + 1);
+    assert_eq!(
+        taken.last().map(String::as_str),
+        Some(format!("[7 more lines not kept: a call keeps {MAX_LINES}]").as_str())
+    );
 }

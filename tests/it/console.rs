@@ -120,7 +120,29 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
     }
     npm_ci();
     let agent = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
-    let console = Trident::console(&[&agent.origin]).await;
+    drive(&agent.origin, "").await;
+}
+
+/// The same, against the demo agent built with the official Python SDK
+/// (`interop/python/agent.py`; run by interop/run.sh, which installs it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs TRIDENT_INTEROP_PYTHON; run by interop/run.sh"]
+async fn console_talks_to_the_python_sdk_agent_on_every_binding() {
+    if let Some(reason) = missing_tools() {
+        eprintln!("console test skipped: {reason}");
+        return;
+    }
+    npm_ci();
+    let mut agent = crate::harness::PythonAgent::start(&[]).await;
+    drive(&agent.card_url, "python-").await;
+    agent.stop();
+}
+
+/// Drives the console pointed at `agent` through the card and, on each binding, a stream, an
+/// input-required task, the task list, a task read whole, a subscription and a cancel;
+/// screenshots are named with `shots_prefix`.
+async fn drive(agent: &str, shots_prefix: &str) {
+    let console = Trident::console(&[agent]).await;
     let browser = Browser::start().await;
     browser
         .command("timeouts", json!({ "script": 60_000 }))
@@ -155,7 +177,9 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
             json!([]),
         )
         .await;
-    assert_eq!(offered, json!(["JSONRPC", "HTTP+JSON", "GRPC"]));
+    let mut offered: Vec<String> = serde_json::from_value(offered).expect("bindings");
+    offered.sort();
+    assert_eq!(offered, ["GRPC", "HTTP+JSON", "JSONRPC"]);
     assert!(text(&browser, "#signature").await.starts_with("absent"));
     assert!(
         text(&browser, "#card-raw")
@@ -164,7 +188,9 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
     );
     let violations = serious_violations(&browser).await;
     assert_eq!(violations, json!([]), "accessibility, card shown");
-    browser.screenshot(&shots.join("card.png")).await;
+    browser
+        .screenshot(&shots.join(format!("{shots_prefix}card.png")))
+        .await;
 
     for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
         browser
@@ -201,7 +227,10 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
             "{binding}"
         );
         browser
-            .screenshot(&shots.join(format!("stream-{}.png", binding.replace('+', "-"))))
+            .screenshot(&shots.join(format!(
+                "{shots_prefix}stream-{}.png",
+                binding.replace('+', "-")
+            )))
             .await;
 
         // A task that asks for input, answered in the same task.
@@ -312,7 +341,10 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
             )
             .await;
         browser
-            .screenshot(&shots.join(format!("tasks-{}.png", binding.replace('+', "-"))))
+            .screenshot(&shots.join(format!(
+                "{shots_prefix}tasks-{}.png",
+                binding.replace('+', "-")
+            )))
             .await;
     }
 
@@ -344,7 +376,7 @@ async fn console_refuses_remote_listen_and_bad_requests() {
         .json()
         .await
         .expect("config JSON");
-    assert_eq!(config, json!({ "agent": null }));
+    assert_eq!(config, json!({ "agent": null, "served": false }));
     for (body, want) in [
         ("not json", "bad_request"),
         (r#"{"agent": ""}"#, "bad_request"),
@@ -395,4 +427,185 @@ async fn console_refuses_remote_listen_and_bad_requests() {
     assert_eq!(gone.status(), reqwest::StatusCode::BAD_GATEWAY);
     let error: Value = gone.json().await.expect("a JSON error");
     assert_eq!(error["error"]["code"], "A2ACLI_ERR_UNREACHABLE", "{error}");
+}
+
+/// `trident serve --console`: the console at `/console/` beside the agent. Its page is public,
+/// its API behind the agent's authentication (a request without the token is refused by the
+/// server before the console sees it) and bound to that agent alone. In Chromium: the card
+/// fails until the token is typed in the page, then loads; a message with text, a file and a
+/// data part reaches the agent whole (the task's history shows each part); the Wire section
+/// shows the calls as they went, the token masked everywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_served_beside_the_agent_behind_its_authentication() {
+    const TOKEN: &str = "console-secret-token";
+    let agent = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--console",
+        "--bearer",
+        &format!("alice={TOKEN}"),
+    ])
+    .await;
+    let card_url = format!("{}/.well-known/agent-card.json", agent.origin);
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("a client");
+    let page = http
+        .get(format!("{}/console/", agent.origin))
+        .send()
+        .await
+        .expect("the page");
+    assert_eq!(page.status(), reqwest::StatusCode::OK);
+    assert!(page.text().await.expect("HTML").contains("Trident console"));
+    let bare = http
+        .get(format!("{}/console", agent.origin))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(bare.status(), reqwest::StatusCode::PERMANENT_REDIRECT);
+    assert_eq!(bare.headers()["location"], "/console/");
+    let config: Value = http
+        .get(format!("{}/console/api/config", agent.origin))
+        .send()
+        .await
+        .expect("config")
+        .json()
+        .await
+        .expect("config JSON");
+    assert_eq!(config, json!({ "agent": card_url, "served": true }));
+    let call = |token: Option<&str>, agent: &str| {
+        let mut request = http
+            .post(format!("{}/console/api/card", agent_origin(&card_url)))
+            .header("content-type", "application/json")
+            .body(json!({ "agent": agent, "auth": { "bearer": token } }).to_string());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    let refused = call(None, &card_url).await.expect("an answer");
+    assert_eq!(refused.status(), reqwest::StatusCode::UNAUTHORIZED);
+    let wrong = call(Some("not-the-token"), &card_url)
+        .await
+        .expect("an answer");
+    assert_eq!(wrong.status(), reqwest::StatusCode::UNAUTHORIZED);
+    let read: Value = call(Some(TOKEN), &card_url)
+        .await
+        .expect("an answer")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(read["valid"], true, "{read:#}");
+    let wire = read["wire"].to_string();
+    assert!(wire.contains("card → GET"), "{wire}");
+    assert!(!wire.contains(TOKEN), "{wire}");
+    // Another agent: the console beside an agent talks to that agent only.
+    let elsewhere = call(Some(TOKEN), "http://127.0.0.1:9")
+        .await
+        .expect("an answer");
+    assert_eq!(elsewhere.status(), reqwest::StatusCode::BAD_REQUEST);
+
+    if let Some(reason) = missing_tools() {
+        eprintln!("console test skipped in part: {reason}");
+        return;
+    }
+    npm_ci();
+    let browser = Browser::start().await;
+    browser.open(&format!("{}/console/", agent.origin)).await;
+    let shown = browser
+        .until(
+            "the refusal without credentials",
+            "const e = document.getElementById('error'); return e.hidden ? null : e.textContent;",
+        )
+        .await;
+    assert!(
+        shown.as_str().unwrap_or_default().contains("401")
+            || shown
+                .as_str()
+                .unwrap_or_default()
+                .contains("UNAUTHENTICATED"),
+        "{shown}"
+    );
+    browser.click("#credentials summary").await;
+    browser.type_into("#bearer", TOKEN).await;
+    browser.click("#connect").await;
+    browser
+        .until(
+            "the card is shown",
+            "return document.getElementById('card-status').dataset.valid ?? null;",
+        )
+        .await;
+    assert_eq!(
+        data(&browser, "#card-status", "valid").await.as_deref(),
+        Some("true")
+    );
+
+    // A message of three parts: text, a file, data.
+    let dir = std::env::temp_dir().join(format!("trident-console-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let file = dir.join("note.txt");
+    std::fs::write(&file, "hello").expect("the file");
+    browser.click("#binding option[value='JSONRPC']").await;
+    browser.type_into("#files", &file.to_string_lossy()).await;
+    browser.type_into("#data", r#"{"k": 1}"#).await;
+    let (state, id) = send(&browser, "three parts", "JSONRPC").await;
+    assert_eq!(state, "TASK_STATE_COMPLETED");
+    browser.click("#list-tasks").await;
+    browser
+        .until(
+            "the task list",
+            "return document.querySelector('#tasks tbody').dataset.loaded === 'true';",
+        )
+        .await;
+    browser
+        .click(&format!("#tasks tr[data-task-id='{id}'] button.open"))
+        .await;
+    let detail = browser
+        .until(
+            "the task's detail",
+            &format!(
+                "const d = document.getElementById('task-detail'); \
+                 return d.dataset.taskId === '{id}' ? d.textContent : null;"
+            ),
+        )
+        .await;
+    let detail = detail.as_str().unwrap_or_default();
+    assert!(
+        detail.contains(r#"user: three parts[file note.txt (text/plain, 5 bytes)]{"k":1}"#),
+        "{detail}"
+    );
+
+    // The wire: every call, as it went, the token nowhere.
+    let wire = text(&browser, "#wire").await;
+    assert!(wire.contains("SendMessage"), "{wire}");
+    assert!(wire.contains("[redacted]"), "{wire}");
+    assert!(!wire.contains(TOKEN), "{wire}");
+    let calls = browser
+        .script(
+            "return [...document.querySelectorAll('#wire > li')].map((li) => li.dataset.call);",
+            json!([]),
+        )
+        .await;
+    let calls: Vec<String> = serde_json::from_value(calls).expect("calls");
+    assert_eq!(calls[..3], ["tasks/get", "tasks/list", "send"], "{calls:?}");
+    let violations = serious_violations(&browser).await;
+    assert_eq!(violations, json!([]), "accessibility, served");
+    browser
+        .script(
+            "document.getElementById('wire-section').scrollIntoView();",
+            json!([]),
+        )
+        .await;
+    browser.screenshot(&screenshots().join("served.png")).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `http://HOST:PORT` of a card URL.
+fn agent_origin(card_url: &str) -> &str {
+    card_url
+        .strip_suffix("/.well-known/agent-card.json")
+        .unwrap_or(card_url)
 }

@@ -123,6 +123,14 @@ pub struct ServerOptions {
     /// answered and no `Access-Control-*` header is added (the public card alone always says
     /// `Access-Control-Allow-Origin: *`).
     pub cors: Option<Cors>,
+    /// Extra routes on the HTTP listener, beside the bindings and behind the same edge: the
+    /// hygiene checks, authentication (when configured) and the caller's rate, like any call
+    /// (e.g. `trident serve --console`'s API). Their paths must not be the bindings' own.
+    pub routes: Option<axum::Router>,
+    /// Extra routes on the HTTP listener that anyone may fetch, like the card: behind the
+    /// hygiene checks only, neither authenticated nor charged (e.g. a page's static assets,
+    /// which hold nothing secret).
+    pub public_routes: Option<axum::Router>,
 }
 
 /// The bindings a listener serves.
@@ -173,6 +181,8 @@ impl Default for ServerOptions {
             caller_limits: None,
             protocols: Protocols::ALL,
             cors: None,
+            routes: None,
+            public_routes: None,
         }
     }
 }
@@ -190,6 +200,8 @@ impl std::fmt::Debug for ServerOptions {
             .field("bindings", &self.bindings)
             .field("protocols", &self.protocols)
             .field("cors", &self.cors)
+            .field("routes", &self.routes.is_some())
+            .field("public_routes", &self.public_routes.is_some())
             .finish()
     }
 }
@@ -551,6 +563,9 @@ pub fn app(
         rest.v1 = options.protocols.v1;
         router = router.merge(trident_rest::router(svc, rest)?);
     }
+    if let (true, Some(routes)) = (bindings.rest, &options.routes) {
+        router = router.merge(routes.clone());
+    }
     let declared: Arc<[String]> = card
         .capabilities
         .iter()
@@ -579,6 +594,9 @@ pub fn app(
             },
             admission::admit,
         ));
+    }
+    if let (true, Some(routes)) = (bindings.rest, &options.public_routes) {
+        router = router.merge(routes.clone());
     }
     // Outermost: an ambiguous request head (Host, Transfer-Encoding, a repeated credential) is
     // refused before anything reads it.

@@ -684,6 +684,45 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves `routes` on the HTTP listener beside the bindings, behind the same edge as every
+    /// call: the request hygiene checks, the authenticator (when one is set) and the caller's
+    /// rate. For pages and APIs of your own next to the agent (`trident serve --console`
+    /// serves its API so). Their paths must not be the bindings' own (`/`, the HTTP+JSON
+    /// routes, the card).
+    ///
+    /// ```
+    /// # use trident::{A2aError, AgentExecutor, EventSink, RequestContext, Server};
+    /// # struct Echo;
+    /// # #[trident::async_trait]
+    /// # impl AgentExecutor for Echo {
+    /// #     async fn execute(&self, _: RequestContext, sink: EventSink) -> Result<(), A2aError> {
+    /// #         sink.complete().await
+    /// #     }
+    /// # }
+    /// let builder = Server::builder(Echo).routes(
+    ///     axum::Router::new().route("/admin/hello", axum::routing::get(|| async { "hello" })),
+    /// );
+    /// ```
+    pub fn routes(mut self, routes: axum::Router) -> Self {
+        self.options.routes = Some(match self.options.routes.take() {
+            Some(before) => before.merge(routes),
+            None => routes,
+        });
+        self
+    }
+
+    /// Serves `routes` on the HTTP listener to anyone, like the card: behind the request
+    /// hygiene checks only, neither authenticated nor charged to a caller's rate. For what
+    /// holds nothing secret, e.g. a page's static assets (whose API goes in
+    /// [`routes`](Self::routes)).
+    pub fn public_routes(mut self, routes: axum::Router) -> Self {
+        self.options.public_routes = Some(match self.options.public_routes.take() {
+            Some(before) => before.merge(routes),
+            None => routes,
+        });
+        self
+    }
+
     /// Applies `layer` to each router before it is served (e.g. `|r| r.layer(…)` with a tower
     /// layer, or extra routes). Applied in the order given, outside the authentication layer.
     pub fn map_router(

@@ -1,11 +1,21 @@
-// The Trident console's page: calls the console's own JSON API (/api/…), which calls the
-// agent. Credentials stay in this tab's inputs and go with each request; nothing is stored.
+// The Trident console's page: calls the console's own JSON API (api/…, relative to the page:
+// /api/ for `trident console`, /console/api/ beside a served agent), which calls the agent.
+// Credentials stay in this tab's inputs and go with each request; nothing is stored.
 // Whatever the agent sends is shown as text (textContent), never as markup.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
 let card = null;
 let nextPageToken = '';
+// Beside a served agent (`trident serve --console`) the API is behind the agent's own
+// authentication: the credentials typed here go with each API request too.
+let served = false;
+// The header the served agent's API-key scheme names, read from its public card.
+let apiKeyHeader = null;
+// The most wire groups (API calls) the Wire section keeps, oldest dropped first.
+const WIRE_GROUPS = 50;
+// The most bytes of files one message carries (the console's server refuses more).
+const MAX_FILE_BYTES = 4 * 1024 * 1024;
 
 function el(tag, text, attrs) {
   const node = document.createElement(tag);
@@ -53,28 +63,61 @@ function base() {
   };
 }
 
+// The API request's headers: JSON, and beside a served agent the credentials typed here,
+// which the agent's server checks before the console sees the request.
+function apiHeaders() {
+  const headers = { 'content-type': 'application/json' };
+  if (!served) return headers;
+  const request = base();
+  for (const h of request.auth.headers) headers[h.name] = h.value;
+  if (request.auth.bearer) headers.authorization = 'Bearer ' + request.auth.bearer;
+  if (request.auth.apiKey) headers[apiKeyHeader || 'x-api-key'] = request.auth.apiKey;
+  return headers;
+}
+
+// A group of the Wire section for one API call; returns the function adding its lines.
+function wireGroup(path) {
+  const log = $('wire');
+  const item = el('li', null, { 'data-call': path });
+  const stamp = new Date().toLocaleTimeString();
+  item.append(el('h3', stamp + ' ' + path + ($('binding').value ? ' (' + $('binding').value + ' preferred)' : '')));
+  const pre = el('pre', '', { class: 'wire-lines', tabindex: '0' });
+  item.append(pre);
+  log.prepend(item);
+  while (log.children.length > WIRE_GROUPS) log.lastElementChild.remove();
+  $('wire-section').hidden = false;
+  return (lines) => {
+    for (const line of lines || []) pre.textContent += line + '\n';
+  };
+}
+
 async function api(path, extra) {
-  const res = await fetch('/api/' + path, {
+  const wire = wireGroup(path);
+  const res = await fetch('api/' + path, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: apiHeaders(),
     body: JSON.stringify(Object.assign(base(), extra || {})),
   });
   let body;
   try { body = await res.json(); } catch (_) { body = { error: { code: 'http_' + res.status, message: 'the console answered HTTP ' + res.status } }; }
+  wire(body.wire);
   if (!res.ok || body.error) throw body.error || { code: 'http_' + res.status, message: 'HTTP ' + res.status };
   return body;
 }
 
-// A streaming API call: each `data:` item to `onItem`, in order, until the stream ends.
+// A streaming API call: each `data:` item to `onItem`, in order, until the stream ends (the
+// wire lines among them go to the Wire section).
 async function apiStream(path, extra, onItem) {
-  const res = await fetch('/api/' + path, {
+  const wire = wireGroup(path);
+  const res = await fetch('api/' + path, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: apiHeaders(),
     body: JSON.stringify(Object.assign(base(), extra || {})),
   });
   if (!res.ok) {
     let body;
     try { body = await res.json(); } catch (_) { body = {}; }
+    wire(body.wire);
     throw body.error || { code: 'http_' + res.status, message: 'HTTP ' + res.status };
   }
   const reader = res.body.getReader();
@@ -88,7 +131,9 @@ async function apiStream(path, extra, onItem) {
       const chunk = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
       for (const line of chunk.split('\n')) {
-        if (line.startsWith('data: ')) onItem(JSON.parse(line.slice(6)));
+        if (!line.startsWith('data: ')) continue;
+        const item = JSON.parse(line.slice(6));
+        if (item.wire !== undefined) wire([item.wire]); else onItem(item);
       }
     }
     if (done) break;
@@ -99,8 +144,38 @@ function stateName(state) {
   return (state || 'TASK_STATE_UNSPECIFIED').replace('TASK_STATE_', '').toLowerCase().replace('_', '-');
 }
 
+// A part as text: its text, its data as JSON, a file as its name, type and size.
+function partText(p) {
+  if (p.text !== undefined) return p.text;
+  if (p.data !== undefined) return JSON.stringify(p.data);
+  if (p.raw !== undefined || p.url !== undefined) {
+    const padding = p.raw !== undefined ? (p.raw.match(/=*$/) || [''])[0].length : 0;
+    const size = p.raw !== undefined ? ', ' + (p.raw.length / 4 * 3 - padding) + ' bytes' : '';
+    return '[file ' + (p.filename || p.url || 'unnamed') + ' (' + (p.mediaType || 'no media type') + size + ')]';
+  }
+  return JSON.stringify(p);
+}
+
 function partsText(parts) {
-  return (parts || []).map((p) => p.text !== undefined ? p.text : JSON.stringify(p)).join('');
+  return (parts || []).map(partText).join('');
+}
+
+// The files picked, read as base64, or an error when they are too big.
+async function readFiles() {
+  const files = [...$('files').files];
+  let total = 0;
+  for (const f of files) total += f.size;
+  if (total > MAX_FILE_BYTES) {
+    throw { code: 'files_too_big', message: 'the files come to ' + total + ' bytes; a message carries ' + MAX_FILE_BYTES + ' at most' };
+  }
+  const read = [];
+  for (const f of files) {
+    const bytes = new Uint8Array(await f.arrayBuffer());
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    read.push({ name: f.name, mediaType: f.type || '', bytes: btoa(binary) });
+  }
+  return read;
 }
 
 // ---- card ----
@@ -257,9 +332,18 @@ async function send(event) {
   if (meta) {
     try { metadata = JSON.parse(meta); } catch (e) { showError({ code: 'bad_metadata', message: 'the metadata is not JSON: ' + e.message }); return; }
   }
+  let data = null;
+  const dataText = $('data').value.trim();
+  if (dataText) {
+    try { data = JSON.parse(dataText); } catch (e) { showError({ code: 'bad_data', message: 'the data part is not JSON: ' + e.message }); return; }
+  }
+  let files;
+  try { files = await readFiles(); } catch (e) { showError(e); return; }
   const extra = {
     text: $('message').value,
     metadata,
+    data,
+    files,
     taskId: $('task-id').value.trim() || null,
     contextId: $('context-id').value.trim() || null,
     returnImmediately: $('return-immediately').checked,
@@ -281,6 +365,8 @@ async function send(event) {
       showEvent(answer.result);
     }
     $('message').value = '';
+    $('data').value = '';
+    $('files').value = '';
   } catch (e) {
     showError(e);
   } finally {
@@ -398,10 +484,25 @@ async function start() {
   $('add-header').addEventListener('click', () => addHeaderRow());
   addHeaderRow();
   try {
-    const res = await fetch('/api/config');
+    const res = await fetch('api/config');
     const config = await res.json();
+    served = !!config.served;
+    if (served) {
+      // The agent is the one served here: its public card names its API-key header.
+      $('agent').readOnly = true;
+      $('served-note').hidden = false;
+      try {
+        const own = await (await fetch('/.well-known/agent-card.json')).json();
+        for (const scheme of Object.values(own.securitySchemes || {})) {
+          const key = scheme.apiKeySecurityScheme;
+          if (key && (key.location || '').toLowerCase() === 'header') apiKeyHeader = key.name;
+        }
+      } catch (_) { /* no card: the default header */ }
+    }
     if (config.agent) {
       $('agent').value = config.agent;
+      // Beside a served agent that wants credentials this fails until they are typed in
+      // (and Load card pressed), saying so.
       await loadCard();
     }
   } catch (e) {
