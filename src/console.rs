@@ -7,12 +7,17 @@
 //! ([`crate::client`]), so every binding the card offers works from the browser (gRPC
 //! included) and the agent needs no CORS. Credentials typed into the page come with each
 //! API request and are forgotten when it is answered: nothing is stored or logged.
+//!
+//! The console's server is also a push-notification receiver ([`push`]): the page configures a
+//! webhook of the console's on a task (`/hooks/{id}` with a random token) and watches the
+//! deliveries arrive, with their headers (secrets masked); they are kept in memory, bounded.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 mod api;
 mod assets;
+mod push;
 
 #[cfg(test)]
 mod tests;
@@ -95,6 +100,7 @@ async fn serve(args: Args) -> Result<(), ConsoleError> {
     let router = api::router(api::State {
         preset: args.agent.clone(),
         allow_remote: args.allow_remote,
+        hooks: std::sync::Arc::new(push::Hooks::new(format!("{}hooks/", page_url(addr)))),
     });
     {
         use std::io::Write;

@@ -11,6 +11,9 @@
 //! page elsewhere cannot send without a preflight that is never allowed, and an `Origin`, when
 //! sent, naming this server), and, unless `--allow-remote`, only under a loopback `Host` (so
 //! a rebound DNS name cannot reach it either).
+//!
+//! The push receiver (`/hooks/{id}`, which agents call) and the push API calls are in
+//! [`super::push`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +28,7 @@ use serde_json::{Value, json};
 use trident::client::{Binding, Protocol};
 use trident::proto as pb;
 
-use super::assets;
+use super::{assets, push};
 use crate::client::{self, Target};
 use crate::failure::Failure;
 
@@ -40,9 +43,11 @@ pub(crate) struct State {
     pub(crate) preset: Option<String>,
     /// Whether non-loopback `Host`s are answered.
     pub(crate) allow_remote: bool,
+    /// The push receiver's webhooks and deliveries.
+    pub(crate) hooks: Arc<push::Hooks>,
 }
 
-/// The router: the page, its two assets, and the API.
+/// The router: the page, its assets, the API, and the push receiver.
 pub(crate) fn router(state: State) -> axum::Router {
     let state = Arc::new(state);
     let asset = |body: &'static str, content_type: &'static str| {
@@ -84,6 +89,10 @@ pub(crate) fn router(state: State) -> axum::Router {
             "/console.js",
             asset(assets::CONSOLE_JS, "text/javascript; charset=utf-8"),
         )
+        .route(
+            "/push.js",
+            asset(assets::PUSH_JS, "text/javascript; charset=utf-8"),
+        )
         .route("/api/config", config)
         .route("/api/card", api(Endpoint::Card))
         .route("/api/send", api(Endpoint::Send))
@@ -92,6 +101,10 @@ pub(crate) fn router(state: State) -> axum::Router {
         .route("/api/tasks/get", api(Endpoint::Get))
         .route("/api/tasks/cancel", api(Endpoint::Cancel))
         .route("/api/tasks/subscribe", api(Endpoint::Subscribe))
+        .route("/api/push/watch", api(Endpoint::PushWatch))
+        .route("/api/push/configs", api(Endpoint::PushConfigs))
+        .route("/api/push/delete", api(Endpoint::PushDelete))
+        .merge(push::router(state.clone()))
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -195,7 +208,7 @@ pub(crate) fn loopback_authority(authority: &str) -> bool {
 }
 
 /// The checks of every API request: the host, a JSON body, and no other page's origin.
-fn guard(state: &State, headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn guard(state: &State, headers: &HeaderMap) -> Result<(), ApiError> {
     guard_host(state, headers)?;
     let json = headers
         .get(header::CONTENT_TYPE)
@@ -294,6 +307,9 @@ pub(crate) struct Call {
     /// List: include the tasks' artifacts.
     #[serde(default)]
     pub(crate) include_artifacts: Option<bool>,
+    /// Push delete: the push config's id.
+    #[serde(default)]
+    pub(crate) config_id: Option<String>,
 }
 
 /// Reads a request body.
@@ -360,6 +376,15 @@ impl Call {
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::bad("no task id"))
+    }
+
+    /// The push config id, required.
+    fn config(&self) -> Result<String, ApiError> {
+        self.config_id
+            .as_ref()
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| ApiError::bad("no push config id"))
     }
 
     /// The message to send: the text, the metadata, and the task and context to send in.
@@ -463,6 +488,12 @@ enum Endpoint {
     Get,
     Cancel,
     Subscribe,
+    /// A webhook of the console's on a task.
+    PushWatch,
+    /// A task's push configs.
+    PushConfigs,
+    /// Deletes a task's push config.
+    PushDelete,
 }
 
 /// A JSON answer.
@@ -503,7 +534,16 @@ impl Endpoint {
             _ => None,
         };
         let task = match self {
-            Endpoint::Get | Endpoint::Cancel | Endpoint::Subscribe => Some(call.task()?),
+            Endpoint::Get
+            | Endpoint::Cancel
+            | Endpoint::Subscribe
+            | Endpoint::PushWatch
+            | Endpoint::PushConfigs
+            | Endpoint::PushDelete => Some(call.task()?),
+            _ => None,
+        };
+        let config_id = match self {
+            Endpoint::PushDelete => Some(call.config()?),
             _ => None,
         };
         let streaming = matches!(self, Endpoint::Stream | Endpoint::Subscribe);
@@ -554,6 +594,22 @@ impl Endpoint {
                 };
                 let events = svc.subscribe_to_task(&cx, request).await?;
                 Ok(relay(used, events))
+            }
+            (Endpoint::PushWatch, _, _, Some(id)) => {
+                push::watch(&state.hooks, svc.as_ref(), &cx, id, used)
+                    .await
+                    .map(ok)
+            }
+            (Endpoint::PushConfigs, _, _, Some(id)) => {
+                push::configs(&state.hooks, svc.as_ref(), &cx, id, used)
+                    .await
+                    .map(ok)
+            }
+            (Endpoint::PushDelete, _, _, Some(id)) => {
+                let config_id = config_id.unwrap_or_default();
+                push::delete(&state.hooks, svc.as_ref(), &cx, id, config_id, used)
+                    .await
+                    .map(ok)
             }
             _ => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -60,6 +60,9 @@ fn state(preset: Option<&str>) -> State {
     State {
         preset: preset.map(str::to_owned),
         allow_remote: false,
+        hooks: std::sync::Arc::new(super::push::Hooks::new(
+            "http://127.0.0.1:0/hooks/".to_owned(),
+        )),
     }
 }
 
