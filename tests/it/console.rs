@@ -18,7 +18,7 @@ use crate::process::Trident;
 use crate::webdriver::{Browser, missing_tools, npm_ci, page_dir};
 
 /// Where the screenshots go: `target/console-screenshots/`.
-fn screenshots() -> PathBuf {
+pub fn screenshots() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent()
         .map_or_else(|| tmp.clone(), |t| t.to_path_buf())
@@ -26,7 +26,7 @@ fn screenshots() -> PathBuf {
 }
 
 /// The text of the element `css` selects.
-async fn text(browser: &Browser, css: &str) -> String {
+pub async fn text(browser: &Browser, css: &str) -> String {
     let v = browser
         .script(
             "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
@@ -39,7 +39,7 @@ async fn text(browser: &Browser, css: &str) -> String {
 }
 
 /// The `data-NAME` attribute of the element `css` selects, if set.
-async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
+pub async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
     browser
         .script(
             "const e = document.querySelector(arguments[0]); \
@@ -52,7 +52,7 @@ async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
 }
 
 /// Sets the checkbox `css` to `on` by clicking it when it is not.
-async fn check(browser: &Browser, css: &str, on: bool) {
+pub async fn check(browser: &Browser, css: &str, on: bool) {
     let checked = browser
         .script(
             "return document.querySelector(arguments[0]).checked;",
@@ -67,7 +67,7 @@ async fn check(browser: &Browser, css: &str, on: bool) {
 /// Sends `message` from the Talk form and waits for the answer to be shown; returns the
 /// task's state and id as the page shows them, after checking no error was shown and the
 /// call went over `binding`.
-async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
+pub async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
     browser.type_into("#message", message).await;
     browser.click("#send").await;
     browser
@@ -94,7 +94,7 @@ async fn send(browser: &Browser, message: &str, binding: &str) -> (String, Strin
 }
 
 /// The page's axe-core violations of serious or critical impact.
-async fn serious_violations(browser: &Browser) -> Value {
+pub async fn serious_violations(browser: &Browser) -> Value {
     let axe = std::fs::read_to_string(page_dir().join("node_modules/axe-core/axe.min.js"))
         .expect("axe-core is installed by npm ci");
     browser.script(&axe, json!([])).await;
