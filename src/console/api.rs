@@ -79,6 +79,18 @@ pub(crate) fn router(state: State) -> axum::Router {
             }
         })
     };
+    let deliveries = {
+        let state = state.clone();
+        post(move |headers: HeaderMap, body: Bytes| async move {
+            let after = guard(&state, &headers).and_then(|()| {
+                push::after(&body).map_err(|e| ApiError::bad(format!("not a valid API call: {e}")))
+            });
+            match after {
+                Ok(after) => ok(state.hooks.after(after)),
+                Err(e) => e.into_response(),
+            }
+        })
+    };
     axum::Router::new()
         .route("/", asset(assets::INDEX_HTML, "text/html; charset=utf-8"))
         .route(
@@ -104,7 +116,8 @@ pub(crate) fn router(state: State) -> axum::Router {
         .route("/api/push/watch", api(Endpoint::PushWatch))
         .route("/api/push/configs", api(Endpoint::PushConfigs))
         .route("/api/push/delete", api(Endpoint::PushDelete))
-        .merge(push::router(state.clone()))
+        .route("/api/push/deliveries", deliveries)
+        .route("/hooks/{id}", push::receiver(state.hooks.clone()))
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
@@ -168,6 +181,17 @@ impl From<trident::A2aError> for ApiError {
     }
 }
 
+impl From<push::PushError> for ApiError {
+    fn from(e: push::PushError) -> Self {
+        match e {
+            push::PushError::Agent(e) => e.into(),
+            push::PushError::Json(e) => {
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+            }
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, axum::Json(self.body())).into_response()
@@ -208,7 +232,7 @@ pub(crate) fn loopback_authority(authority: &str) -> bool {
 }
 
 /// The checks of every API request: the host, a JSON body, and no other page's origin.
-pub(crate) fn guard(state: &State, headers: &HeaderMap) -> Result<(), ApiError> {
+fn guard(state: &State, headers: &HeaderMap) -> Result<(), ApiError> {
     guard_host(state, headers)?;
     let json = headers
         .get(header::CONTENT_TYPE)
@@ -596,20 +620,26 @@ impl Endpoint {
                 Ok(relay(used, events))
             }
             (Endpoint::PushWatch, _, _, Some(id)) => {
-                push::watch(&state.hooks, svc.as_ref(), &cx, id, used)
-                    .await
-                    .map(ok)
+                Ok(ok(
+                    push::watch(&state.hooks, svc.as_ref(), &cx, id, used).await?
+                ))
             }
             (Endpoint::PushConfigs, _, _, Some(id)) => {
-                push::configs(&state.hooks, svc.as_ref(), &cx, id, used)
-                    .await
-                    .map(ok)
+                Ok(ok(
+                    push::configs(&state.hooks, svc.as_ref(), &cx, id, used).await?
+                ))
             }
             (Endpoint::PushDelete, _, _, Some(id)) => {
                 let config_id = config_id.unwrap_or_default();
-                push::delete(&state.hooks, svc.as_ref(), &cx, id, config_id, used)
-                    .await
-                    .map(ok)
+                Ok(ok(push::delete(
+                    &state.hooks,
+                    svc.as_ref(),
+                    &cx,
+                    id,
+                    config_id,
+                    used,
+                )
+                .await?))
             }
             _ => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -1,14 +1,14 @@
 //! The console's push-notification receiver: webhooks in the console's own server, so the page
 //! can configure one on a task and watch the deliveries arrive.
 //!
-//! `/api/push/watch` (an API call like the others, [`super::api`]) makes a webhook — a random
+//! `/api/push/watch` (an API call like the others) makes a webhook — a random
 //! id and a random token — and asks the agent, on the binding picked in the page, to
 //! `CreateTaskPushNotificationConfig` for the task with the URL `{console}/hooks/{id}` (the
 //! console's listen address; an unspecified address as loopback, as the page's URL) and the
 //! token; the config's id is the webhook's. `/api/push/configs` lists the task's configs and
 //! `/api/push/delete` deletes one (and forgets its webhook when it is the console's).
 //!
-//! The agent `POST`s each notification to `/hooks/{id}` ([`router`]). That route is outside
+//! The agent `POST`s each notification to `/hooks/{id}` ([`receiver`]). That route is outside
 //! `/api/`: the agent calls it, not the page, so it does not ask for the page's JSON and
 //! origin checks; it asks for the webhook's token instead, in `A2A-Notification-Token` or
 //! `X-A2A-Notification-Token` (A2A 1.0 names no header; senders use one or the other, and
@@ -41,13 +41,11 @@ use axum::body::{Body, Bytes};
 use axum::extract::Path;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{MethodRouter, post};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use trident::proto as pb;
-use trident_core::{A2aService, CallContext};
-
-use super::api::{ApiError, State, guard};
+use trident_core::{A2aError, A2aService, CallContext};
 
 /// Webhooks kept per console; making one more forgets the oldest.
 pub(crate) const MAX_WEBHOOKS: usize = 64;
@@ -130,6 +128,17 @@ struct Delivery {
     state: Option<String>,
 }
 
+/// Why a push API call failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PushError {
+    /// The agent refused the call, or could not be reached.
+    #[error(transparent)]
+    Agent(#[from] A2aError),
+    /// A push config could not be written as JSON.
+    #[error("cannot show the push config: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
 /// A webhook just made.
 #[derive(Debug, Clone)]
 pub(crate) struct Made {
@@ -188,9 +197,6 @@ impl Hooks {
 
     /// A post to the webhook `id`: refused, or kept as a delivery.
     async fn receive(&self, id: &str, headers: &HeaderMap, body: Body) -> Response {
-        let refuse = |status: StatusCode, code: &'static str, message: String| {
-            ApiError::new(status, code, message).into_response()
-        };
         let expected = {
             let inner = self.lock();
             inner
@@ -200,10 +206,10 @@ impl Hooks {
                 .map(|w| (w.token.clone(), w.task_id.clone(), w.binding))
         };
         let Some((token, watched_task, binding)) = expected else {
-            return refuse(
+            return refusal(
                 StatusCode::NOT_FOUND,
                 "not_found",
-                "no such webhook in this console".into(),
+                "no such webhook in this console",
             );
         };
         let declared = headers
@@ -220,12 +226,11 @@ impl Hooks {
             .any(|v| same(v.as_bytes(), token.as_bytes()));
         if !given {
             self.lock().refused += 1;
-            return refuse(
+            return refusal(
                 StatusCode::UNAUTHORIZED,
                 "unauthenticated",
                 "a notification must carry this webhook's token (A2A-Notification-Token or \
-                 X-A2A-Notification-Token)"
-                    .into(),
+                 X-A2A-Notification-Token)",
             );
         }
         let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
@@ -243,9 +248,9 @@ impl Hooks {
         StatusCode::OK.into_response()
     }
 
-    /// The deliveries after `after`, oldest first, with the last sequence number and the
-    /// count of refused posts.
-    fn after(&self, after: u64) -> Value {
+    /// `/api/push/deliveries`: the deliveries after `after`, oldest first, with the last
+    /// sequence number, the count of refused posts and of webhooks.
+    pub(crate) fn after(&self, after: u64) -> Value {
         let inner = self.lock();
         let deliveries: Vec<&Delivery> =
             inner.deliveries.iter().filter(|d| d.seq > after).collect();
@@ -258,14 +263,19 @@ impl Hooks {
     }
 }
 
+/// A refused post, answered as the API answers its refusals: `{"error": {"code", "message"}}`.
+fn refusal(status: StatusCode, code: &str, message: &str) -> Response {
+    let body = json!({ "error": { "code": code, "message": message } });
+    (status, axum::Json(body)).into_response()
+}
+
 /// `413`, saying the limit.
 fn too_large() -> Response {
-    ApiError::new(
+    refusal(
         StatusCode::PAYLOAD_TOO_LARGE,
         "payload_too_large",
-        format!("a notification's body is at most {MAX_BODY} bytes"),
+        &format!("a notification's body is at most {MAX_BODY} bytes"),
     )
-    .into_response()
 }
 
 /// Whether `a` and `b` are the same bytes, in a time that does not depend on where they
@@ -379,7 +389,7 @@ fn summary(body: &Value) -> (Option<String>, Option<String>, Option<String>) {
 
 /// A push config as the page shows it: the token and the credentials masked (an agent may
 /// answer them back).
-fn shown_config(config: &pb::TaskPushNotificationConfig) -> Result<Value, ApiError> {
+fn shown_config(config: &pb::TaskPushNotificationConfig) -> Result<Value, PushError> {
     let mut config = config.clone();
     if !config.token.is_empty() {
         config.token = mask(&config.token);
@@ -389,8 +399,7 @@ fn shown_config(config: &pb::TaskPushNotificationConfig) -> Result<Value, ApiErr
     {
         auth.credentials = mask(&auth.credentials);
     }
-    serde_json::to_value(&config)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))
+    Ok(serde_json::to_value(&config)?)
 }
 
 /// `/api/push/watch`: a webhook for `task_id`, configured on the agent
@@ -401,7 +410,7 @@ pub(crate) async fn watch(
     cx: &CallContext,
     task_id: String,
     binding: &'static str,
-) -> Result<Value, ApiError> {
+) -> Result<Value, PushError> {
     let made = hooks.make(&task_id, binding);
     let request = pb::TaskPushNotificationConfig {
         id: made.id.clone(),
@@ -418,7 +427,7 @@ pub(crate) async fn watch(
         })),
         Err(e) => {
             hooks.forget(&made.id);
-            Err(e.into())
+            Err(PushError::Agent(e))
         }
     }
 }
@@ -431,7 +440,7 @@ pub(crate) async fn configs(
     cx: &CallContext,
     task_id: String,
     binding: &'static str,
-) -> Result<Value, ApiError> {
+) -> Result<Value, PushError> {
     let request = pb::ListTaskPushNotificationConfigsRequest {
         task_id,
         ..Default::default()
@@ -446,7 +455,7 @@ pub(crate) async fn configs(
                 "console": hooks.id_of(&c.url).is_some(),
             }))
         })
-        .collect::<Result<Vec<Value>, ApiError>>()?;
+        .collect::<Result<Vec<Value>, PushError>>()?;
     Ok(json!({
         "binding": binding,
         "result": { "configs": configs, "nextPageToken": answer.next_page_token },
@@ -462,7 +471,7 @@ pub(crate) async fn delete(
     task_id: String,
     config_id: String,
     binding: &'static str,
-) -> Result<Value, ApiError> {
+) -> Result<Value, PushError> {
     let request = pb::DeleteTaskPushNotificationConfigRequest {
         task_id,
         id: config_id.clone(),
@@ -483,31 +492,20 @@ struct After {
     after: u64,
 }
 
-/// The receiver (`POST /hooks/{id}`) and the deliveries' list (`POST /api/push/deliveries`).
-pub(crate) fn router(state: Arc<State>) -> axum::Router {
-    let hooks = state.hooks.clone();
-    let receive = post(
+/// What a `/api/push/deliveries` body asks for: the deliveries after this sequence number
+/// (`{"after": SEQ}`; an empty body or `{}` is all of them).
+pub(crate) fn after(body: &[u8]) -> Result<u64, serde_json::Error> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(0);
+    }
+    serde_json::from_slice::<After>(body).map(|a| a.after)
+}
+
+/// The receiver, `POST /hooks/{id}`.
+pub(crate) fn receiver(hooks: Arc<Hooks>) -> MethodRouter {
+    post(
         move |Path(id): Path<String>, headers: HeaderMap, body: Body| async move {
             hooks.receive(&id, &headers, body).await
         },
-    );
-    let deliveries = post(move |headers: HeaderMap, body: Bytes| async move {
-        if let Err(e) = guard(&state, &headers) {
-            return e.into_response();
-        }
-        let after = if body.iter().all(u8::is_ascii_whitespace) {
-            After::default()
-        } else {
-            match serde_json::from_slice::<After>(&body) {
-                Ok(after) => after,
-                Err(e) => {
-                    return ApiError::bad(format!("not a valid API call: {e}")).into_response();
-                }
-            }
-        };
-        axum::Json(state.hooks.after(after.after)).into_response()
-    });
-    axum::Router::new()
-        .route("/hooks/{id}", receive)
-        .route("/api/push/deliveries", deliveries)
+    )
 }
