@@ -297,6 +297,17 @@ else
   failed=$((failed + 1))
 fi
 
+# `trident console` in headless Chromium against the Python SDK agent: the card, a stream, an
+# input-required task, the task list, a subscription and a cancel, on each binding.
+log "trident console against the Python SDK agent"
+if TRIDENT_INTEROP_PYTHON="$venv/bin/python" cargo test --locked --test it console::console_talks_to_the_python_sdk_agent -- --ignored >&2; then
+  echo "ok   console python-sdk-agent (card, stream, input, tasks, cancel: 3 bindings in Chromium)"
+  passed=$((passed + 1))
+else
+  echo "FAIL console python-sdk-agent (card, stream, input, tasks, cancel: 3 bindings in Chromium)"
+  failed=$((failed + 1))
+fi
+
 # `trident conformance` against echo agents built with the official SDKs (interfaces under path
 # prefixes): Python and JS, each plain and following the conformance script. The observed
 # outcome table must equal the committed one (interop/conformance/expected.md). All run at once.

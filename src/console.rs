@@ -7,12 +7,17 @@
 //! ([`crate::client`]), so every binding the card offers works from the browser (gRPC
 //! included) and the agent needs no CORS. Credentials typed into the page come with each
 //! API request and are forgotten when it is answered: nothing is stored or logged.
+//!
+//! The console's server is also a push-notification receiver ([`push`]): the page configures a
+//! webhook of the console's on a task (`/hooks/{id}` with a random token) and watches the
+//! deliveries arrive, with their headers (secrets masked); they are kept in memory, bounded.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 mod api;
 mod assets;
+mod push;
 mod wire;
 
 #[cfg(test)]
@@ -97,6 +102,7 @@ async fn serve(args: Args) -> Result<(), ConsoleError> {
         preset: args.agent.clone(),
         allow_remote: args.allow_remote,
         served: None,
+        hooks: std::sync::Arc::new(push::Hooks::new(format!("{}hooks/", page_url(addr)))),
     });
     {
         use std::io::Write;
@@ -117,25 +123,39 @@ async fn serve(args: Args) -> Result<(), ConsoleError> {
 /// [`/console/`](api::SERVED_PREFIX). Returns the page's public routes and the API's (to go
 /// behind the server's authentication), and where to put the agent's card URL once the server
 /// is bound: the console talks to that agent alone.
-pub(crate) fn served() -> (
-    axum::Router,
-    axum::Router,
-    std::sync::Arc<std::sync::OnceLock<String>>,
-) {
+pub(crate) fn served() -> (axum::Router, axum::Router, Served) {
     let agent = std::sync::Arc::new(std::sync::OnceLock::new());
+    let hooks = std::sync::Arc::new(push::Hooks::unbound());
     let (page, api) = api::routes(
         api::State {
             preset: None,
             allow_remote: false,
             served: Some(agent.clone()),
+            hooks: hooks.clone(),
         },
         api::SERVED_PREFIX,
     );
-    (page, api, agent)
+    (page, api, Served { agent, hooks })
 }
 
-/// The page's path beside a served agent.
-pub(crate) const SERVED_PATH: &str = "/console/";
+/// The console beside a served agent, until its server is bound.
+pub(crate) struct Served {
+    agent: std::sync::Arc<std::sync::OnceLock<String>>,
+    hooks: std::sync::Arc<push::Hooks>,
+}
+
+impl Served {
+    /// The server is bound to `addr`: the console calls the agent there (a wildcard address is
+    /// reached on loopback), and its webhooks are there. Returns the page's URL.
+    pub(crate) fn bound(&self, addr: SocketAddr) -> String {
+        let origin = page_url(addr);
+        let origin = origin.trim_end_matches('/');
+        let _ = self.agent.set(format!("{origin}{}", trident::CARD_PATH));
+        self.hooks
+            .bind(format!("{origin}{}/hooks/", api::SERVED_PREFIX));
+        format!("{origin}{}/", api::SERVED_PREFIX)
+    }
+}
 
 /// The page's URL at `addr` (an unspecified address is reached on loopback).
 pub(crate) fn page_url(addr: SocketAddr) -> String {

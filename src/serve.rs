@@ -669,9 +669,9 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         }
     }
     let console = if args.console {
-        let (page, api, agent) = crate::console::served();
+        let (page, api, served) = crate::console::served();
         builder = builder.public_routes(page).routes(api);
-        Some(agent)
+        Some(served)
     } else {
         None
     };
@@ -692,20 +692,8 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
     if let Some(stream) = bus_stream {
         println!("live events on NATS JetStream (stream {stream})");
     }
-    if let Some(agent) = console {
-        // The console calls the agent where this server is bound (a wildcard address is
-        // reached on loopback).
-        let card_url = format!(
-            "{}{}",
-            crate::console::page_url(server.local_addr()).trim_end_matches('/'),
-            trident::CARD_PATH
-        );
-        let page = format!(
-            "{}{}",
-            crate::console::page_url(server.local_addr()).trim_end_matches('/'),
-            crate::console::SERVED_PATH
-        );
-        let _ = agent.set(card_url);
+    if let Some(console) = console {
+        let page = console.bound(server.local_addr());
         println!("  console     {page}");
     }
     if args.demo_hints {

@@ -18,6 +18,9 @@
 //! talks to the agent it is served with alone, at the address the server is bound to. The
 //! page sends the credentials typed into it with each API request as well, so the server
 //! admits it.
+//!
+//! The push receiver (`/hooks/{id}`, which agents call) and the push API calls are in
+//! [`super::push`].
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -32,8 +35,8 @@ use serde_json::{Value, json};
 use trident::client::{Binding, Protocol};
 use trident::proto as pb;
 
-use super::assets;
 use super::wire::WireLog;
+use super::{assets, push};
 use crate::client::{self, Target};
 use crate::failure::Failure;
 
@@ -52,13 +55,15 @@ pub(crate) struct State {
     /// once its server is bound. The console talks to that agent alone, and answers under
     /// any `Host` (the server's authentication guards it).
     pub(crate) served: Option<Arc<OnceLock<String>>>,
+    /// The push receiver's webhooks and deliveries.
+    pub(crate) hooks: Arc<push::Hooks>,
 }
 
 /// Where `trident serve --console` serves the page.
 pub(crate) const SERVED_PREFIX: &str = "/console";
 
-/// The console on its own (`trident console`): the page at `/`, the API under `/api/`, and a
-/// JSON 404 for anything else.
+/// The console on its own (`trident console`): the page at `/`, the API under `/api/`, the
+/// push receiver at `/hooks/`, and a JSON 404 for anything else.
 pub(crate) fn router(state: State) -> axum::Router {
     let (page, api) = routes(state, "");
     page.merge(api).fallback(|| async {
@@ -112,6 +117,18 @@ pub(crate) fn routes(state: State, prefix: &str) -> (axum::Router, axum::Router)
             }
         })
     };
+    let deliveries = {
+        let state = state.clone();
+        post(move |headers: HeaderMap, body: Bytes| async move {
+            let after = guard(&state, &headers).and_then(|()| {
+                push::after(&body).map_err(|e| ApiError::bad(format!("not a valid API call: {e}")))
+            });
+            match after {
+                Ok(after) => axum::Json(state.hooks.after(after)).into_response(),
+                Err(e) => e.into_response(),
+            }
+        })
+    };
     let mut page = axum::Router::new()
         .route(
             &format!("{prefix}/"),
@@ -125,7 +142,16 @@ pub(crate) fn routes(state: State, prefix: &str) -> (axum::Router, axum::Router)
             &format!("{prefix}/console.js"),
             asset(assets::CONSOLE_JS, "text/javascript; charset=utf-8"),
         )
-        .route(&format!("{prefix}/api/config"), config);
+        .route(
+            &format!("{prefix}/push.js"),
+            asset(assets::PUSH_JS, "text/javascript; charset=utf-8"),
+        )
+        .route(&format!("{prefix}/api/config"), config)
+        // Agents post here with the webhook's token, not with the page's credentials.
+        .route(
+            &format!("{prefix}/hooks/{{id}}"),
+            push::receiver(state.hooks.clone()),
+        );
     if !prefix.is_empty() {
         let to = format!("{prefix}/");
         page = page.route(
@@ -141,12 +167,16 @@ pub(crate) fn routes(state: State, prefix: &str) -> (axum::Router, axum::Router)
         ("tasks/get", Endpoint::Get),
         ("tasks/cancel", Endpoint::Cancel),
         ("tasks/subscribe", Endpoint::Subscribe),
+        ("push/watch", Endpoint::PushWatch),
+        ("push/configs", Endpoint::PushConfigs),
+        ("push/delete", Endpoint::PushDelete),
     ];
     let api = calls
         .into_iter()
         .fold(axum::Router::new(), |router, (path, endpoint)| {
             router.route(&format!("{prefix}/api/{path}"), api(endpoint))
         })
+        .route(&format!("{prefix}/api/push/deliveries"), deliveries)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY));
     (page, api)
 }
@@ -201,6 +231,22 @@ impl From<Failure> for ApiError {
 impl From<trident::A2aError> for ApiError {
     fn from(e: trident::A2aError) -> Self {
         Failure::from_a2a(e, false).into()
+    }
+}
+
+impl From<push::PushError> for ApiError {
+    fn from(e: push::PushError) -> Self {
+        match e {
+            push::PushError::Agent(e) => e.into(),
+            push::PushError::Json(e) => {
+                Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+            }
+            push::PushError::Unbound => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the console is not serving yet",
+            ),
+        }
     }
 }
 
@@ -368,6 +414,9 @@ pub(crate) struct Call {
     /// List: include the tasks' artifacts.
     #[serde(default)]
     pub(crate) include_artifacts: Option<bool>,
+    /// Push delete: the push config's id.
+    #[serde(default)]
+    pub(crate) config_id: Option<String>,
 }
 
 /// Reads a request body.
@@ -448,6 +497,15 @@ impl Call {
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::bad("no task id"))
+    }
+
+    /// The push config id, required.
+    fn config(&self) -> Result<String, ApiError> {
+        self.config_id
+            .as_ref()
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| ApiError::bad("no push config id"))
     }
 
     /// The message to send: the text, the metadata, and the task and context to send in.
@@ -581,6 +639,12 @@ enum Endpoint {
     Get,
     Cancel,
     Subscribe,
+    /// A webhook of the console's on a task.
+    PushWatch,
+    /// A task's push configs.
+    PushConfigs,
+    /// Deletes a task's push config.
+    PushDelete,
 }
 
 /// What an API call answers.
@@ -633,7 +697,16 @@ impl Endpoint {
             _ => None,
         };
         let task = match self {
-            Endpoint::Get | Endpoint::Cancel | Endpoint::Subscribe => Some(call.task()?),
+            Endpoint::Get
+            | Endpoint::Cancel
+            | Endpoint::Subscribe
+            | Endpoint::PushWatch
+            | Endpoint::PushConfigs
+            | Endpoint::PushDelete => Some(call.task()?),
+            _ => None,
+        };
+        let config_id = match self {
+            Endpoint::PushDelete => Some(call.config()?),
             _ => None,
         };
         let streaming = matches!(self, Endpoint::Stream | Endpoint::Subscribe);
@@ -692,6 +765,18 @@ impl Endpoint {
                 };
                 let events = svc.subscribe_to_task(&cx, request).await?;
                 Ok(Answer::Stream(relay(used, events, log.clone())))
+            }
+            (Endpoint::PushWatch, _, _, Some(id)) => Ok(Answer::Json(
+                push::watch(&state.hooks, svc.as_ref(), &cx, id, used).await?,
+            )),
+            (Endpoint::PushConfigs, _, _, Some(id)) => Ok(Answer::Json(
+                push::configs(&state.hooks, svc.as_ref(), &cx, id, used).await?,
+            )),
+            (Endpoint::PushDelete, _, _, Some(id)) => {
+                let config_id = config_id.unwrap_or_default();
+                Ok(Answer::Json(
+                    push::delete(&state.hooks, svc.as_ref(), &cx, id, config_id, used).await?,
+                ))
             }
             _ => Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -61,6 +61,9 @@ fn state(preset: Option<&str>) -> State {
         preset: preset.map(str::to_owned),
         allow_remote: false,
         served: None,
+        hooks: std::sync::Arc::new(super::push::Hooks::new(
+            "http://127.0.0.1:0/hooks/".to_owned(),
+        )),
     }
 }
 

@@ -18,7 +18,7 @@ use crate::process::Trident;
 use crate::webdriver::{Browser, missing_tools, npm_ci, page_dir};
 
 /// Where the screenshots go: `target/console-screenshots/`.
-fn screenshots() -> PathBuf {
+pub fn screenshots() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent()
         .map_or_else(|| tmp.clone(), |t| t.to_path_buf())
@@ -26,7 +26,7 @@ fn screenshots() -> PathBuf {
 }
 
 /// The text of the element `css` selects.
-async fn text(browser: &Browser, css: &str) -> String {
+pub async fn text(browser: &Browser, css: &str) -> String {
     let v = browser
         .script(
             "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
@@ -39,7 +39,7 @@ async fn text(browser: &Browser, css: &str) -> String {
 }
 
 /// The `data-NAME` attribute of the element `css` selects, if set.
-async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
+pub async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
     browser
         .script(
             "const e = document.querySelector(arguments[0]); \
@@ -52,7 +52,7 @@ async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
 }
 
 /// Sets the checkbox `css` to `on` by clicking it when it is not.
-async fn check(browser: &Browser, css: &str, on: bool) {
+pub async fn check(browser: &Browser, css: &str, on: bool) {
     let checked = browser
         .script(
             "return document.querySelector(arguments[0]).checked;",
@@ -67,7 +67,7 @@ async fn check(browser: &Browser, css: &str, on: bool) {
 /// Sends `message` from the Talk form and waits for the answer to be shown; returns the
 /// task's state and id as the page shows them, after checking no error was shown and the
 /// call went over `binding`.
-async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
+pub async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
     browser.type_into("#message", message).await;
     browser.click("#send").await;
     browser
@@ -94,7 +94,7 @@ async fn send(browser: &Browser, message: &str, binding: &str) -> (String, Strin
 }
 
 /// The page's axe-core violations of serious or critical impact.
-async fn serious_violations(browser: &Browser) -> Value {
+pub async fn serious_violations(browser: &Browser) -> Value {
     let axe = std::fs::read_to_string(page_dir().join("node_modules/axe-core/axe.min.js"))
         .expect("axe-core is installed by npm ci");
     browser.script(&axe, json!([])).await;
@@ -210,6 +210,14 @@ async fn drive(agent: &str, shots_prefix: &str) {
             .await;
         let events: Vec<String> = serde_json::from_value(events).expect("event kinds");
         assert!(events[0].starts_with("task:"), "{binding}: {events:?}");
+        // The artifact's id: `stream` from our agent, `TASK-stream` from the Python SDK's.
+        let events: Vec<&str> = events
+            .iter()
+            .map(|e| match e.strip_prefix("artifact:") {
+                Some(id) if id.ends_with("stream") => "artifact:stream",
+                _ => e.as_str(),
+            })
+            .collect();
         assert_eq!(
             events[1..],
             [
@@ -222,7 +230,7 @@ async fn drive(agent: &str, shots_prefix: &str) {
             "{binding}"
         );
         assert_eq!(
-            text(&browser, "#artifacts [data-artifact-id='stream'] pre").await,
+            text(&browser, "#artifacts [data-artifact-id$='stream'] pre").await,
             "chunk 0 of stream 3 1chunk 1 of stream 3 1chunk 2 of stream 3 1",
             "{binding}"
         );
@@ -446,6 +454,8 @@ async fn console_served_beside_the_agent_behind_its_authentication() {
         "--console",
         "--bearer",
         &format!("alice={TOKEN}"),
+        "--push-allow",
+        "127.0.0.1",
     ])
     .await;
     let card_url = format!("{}/.well-known/agent-card.json", agent.origin);
@@ -507,6 +517,73 @@ async fn console_served_beside_the_agent_behind_its_authentication() {
         .await
         .expect("an answer");
     assert_eq!(elsewhere.status(), reqwest::StatusCode::BAD_REQUEST);
+
+    // The push receiver beside the agent: at /console/hooks/, outside its authentication (the
+    // agent posts with the webhook's token); the deliveries are read through the API, behind it.
+    let api = |path: &str, body: Value| {
+        http.post(format!("{}/console/api/{path}", agent.origin))
+            .header("content-type", "application/json")
+            .bearer_auth(TOKEN)
+            .body(body.to_string())
+            .send()
+    };
+    let auth = json!({ "bearer": TOKEN });
+    let slow: Value = api(
+        "send",
+        json!({ "agent": card_url, "auth": auth, "text": "slow", "returnImmediately": true }),
+    )
+    .await
+    .expect("an answer")
+    .json()
+    .await
+    .expect("JSON");
+    let slow = slow["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {slow:#}"))
+        .to_owned();
+    let watched: Value = api(
+        "push/watch",
+        json!({ "agent": card_url, "auth": auth, "taskId": slow }),
+    )
+    .await
+    .expect("an answer")
+    .json()
+    .await
+    .expect("JSON");
+    let hook = watched["webhook"]["url"].as_str().unwrap_or_default();
+    assert!(
+        hook.starts_with(&format!("{}/console/hooks/", agent.origin)),
+        "{watched:#}"
+    );
+    api(
+        "tasks/cancel",
+        json!({ "agent": card_url, "auth": auth, "taskId": slow }),
+    )
+    .await
+    .expect("the cancel");
+    let delivered = crate::wait::until("the canceled task's delivery", || async {
+        let seen: Value = api("push/deliveries", json!({}))
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        seen["deliveries"]
+            .as_array()?
+            .iter()
+            .find(|d| d["state"] == "TASK_STATE_CANCELED")
+            .cloned()
+    })
+    .await;
+    assert_eq!(delivered["taskId"], slow.as_str(), "{delivered:#}");
+    let unauthenticated = http
+        .post(format!("{}/console/api/push/deliveries", agent.origin))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(unauthenticated.status(), reqwest::StatusCode::UNAUTHORIZED);
 
     if let Some(reason) = missing_tools() {
         eprintln!("console test skipped in part: {reason}");
