@@ -414,6 +414,9 @@ pub(crate) struct Call {
     /// List: include the tasks' artifacts.
     #[serde(default)]
     pub(crate) include_artifacts: Option<bool>,
+    /// Subscribe: resume after this event (its sequence number in the task's log).
+    #[serde(default)]
+    pub(crate) after: Option<u64>,
     /// Push delete: the push config's id.
     #[serde(default)]
     pub(crate) config_id: Option<String>,
@@ -763,6 +766,10 @@ impl Endpoint {
                     id,
                     ..Default::default()
                 };
+                // Resumed after the event the page names (`Last-Event-ID`, or gRPC's
+                // `last-event-id`), or from the task's current state.
+                let mut cx = cx;
+                cx.last_event_id = call.after;
                 let events = svc.subscribe_to_task(&cx, request).await?;
                 Ok(Answer::Stream(relay(used, events, log.clone())))
             }
@@ -787,8 +794,8 @@ impl Endpoint {
     }
 }
 
-/// A stream's events as server-sent events: `{"binding"}` first, then `{"event": …}` for
-/// each event in order, and `{"end": true}` or `{"error": …}` last; before each, the lines
+/// A stream's events as server-sent events: `{"binding"}` first, then `{"event": …, "seq":
+/// N}` for each event in order (`seq`: its number in the task's log, when the binding says), and `{"end": true}` or `{"error": …}` last; before each, the lines
 /// that went over the wire since the one before (`{"wire": line}`), the last ones before the
 /// end.
 fn relay(binding: &'static str, events: trident::EventStream, log: WireLog) -> Response {
@@ -808,7 +815,7 @@ fn relay(binding: &'static str, events: trident::EventStream, log: WireLog) -> R
     let body = events.map(move |event| {
         let value = match event {
             Ok(event) => serde_json::to_value(&*event.response)
-                .map(|e| json!({ "event": e }))
+                .map(|e| json!({ "event": e, "seq": event.seq }))
                 .unwrap_or_else(
                     |e| json!({ "error": { "code": "internal", "message": e.to_string() } }),
                 ),

@@ -655,6 +655,55 @@ async fn console_served_beside_the_agent_behind_its_authentication() {
         "{detail}"
     );
 
+    // A subscription resumed after an event: the events after it only, numbered, then the
+    // cancel's.
+    browser.click("#new-conversation").await;
+    check(&browser, "#return-immediately", true).await;
+    let (_, slow) = send(&browser, "slow", "JSONRPC").await;
+    check(&browser, "#return-immediately", false).await;
+    browser.click("#list-tasks").await;
+    browser
+        .until(
+            "the task list with the slow task",
+            &format!(
+                "return document.querySelector(\"#tasks tr[data-task-id='{slow}']\") !== null;"
+            ),
+        )
+        .await;
+    browser.type_into("#subscribe-after", "1").await;
+    let row = format!("#tasks tr[data-task-id='{slow}']");
+    browser.click(&format!("{row} button.subscribe")).await;
+    let first = browser
+        .until(
+            "the resumed subscription's first event",
+            "const li = document.querySelector('#timeline li'); return li ? li.dataset.seq ?? 'none' : null;",
+        )
+        .await;
+    assert_eq!(first, json!("2"), "the event after #1");
+    browser.click(&format!("{row} button.cancel")).await;
+    browser
+        .until(
+            "the subscription's end",
+            "return document.getElementById('timeline').dataset.done === 'true';",
+        )
+        .await;
+    let seqs = browser
+        .script(
+            "return [...document.querySelectorAll('#timeline li')].map((li) => [li.dataset.seq, li.dataset.event]);",
+            json!([]),
+        )
+        .await;
+    let seqs: Vec<(String, String)> = serde_json::from_value(seqs).expect("events");
+    let numbers: Vec<u64> = seqs.iter().filter_map(|(n, _)| n.parse().ok()).collect();
+    assert_eq!(numbers.len(), seqs.len(), "every event numbered: {seqs:?}");
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    assert_eq!(
+        seqs.last().map(|(_, e)| e.as_str()),
+        Some("status:TASK_STATE_CANCELED"),
+        "{seqs:?}"
+    );
+    browser.type_into("#subscribe-after", "").await;
+
     // The wire: every call, as it went, the token nowhere.
     let wire = text(&browser, "#wire").await;
     assert!(wire.contains("SendMessage"), "{wire}");
@@ -667,7 +716,18 @@ async fn console_served_beside_the_agent_behind_its_authentication() {
         )
         .await;
     let calls: Vec<String> = serde_json::from_value(calls).expect("calls");
-    assert_eq!(calls[..3], ["tasks/get", "tasks/list", "send"], "{calls:?}");
+    assert_eq!(
+        calls[..6],
+        [
+            "tasks/cancel",
+            "tasks/subscribe",
+            "tasks/list",
+            "send",
+            "tasks/get",
+            "tasks/list"
+        ],
+        "{calls:?}"
+    );
     let violations = serious_violations(&browser).await;
     assert_eq!(violations, json!([]), "accessibility, served");
     browser

@@ -296,12 +296,18 @@ function showArtifact(artifact, append) {
   pre.textContent = append ? pre.textContent + text : text;
 }
 
+// The event's number in the task's log (to resume after it), when the binding says.
+let eventSeq = null;
+
 function timeline(kind, text) {
-  const item = el('li', text, { 'data-event': kind });
+  const seq = eventSeq === null || eventSeq === undefined ? '' : '#' + eventSeq + ' ';
+  const item = el('li', seq + text, { 'data-event': kind });
+  if (seq) item.dataset.seq = String(eventSeq);
   $('timeline').append(item);
 }
 
-function showEvent(event) {
+function showEvent(event, seq) {
+  eventSeq = seq;
   if (event.task) {
     const t = event.task;
     timeline('task:' + (t.status && t.status.state), 'task ' + t.id + ' ' + stateName(t.status && t.status.state));
@@ -355,14 +361,14 @@ async function send(event) {
     if ($('streaming').checked) {
       await apiStream('stream', extra, (item) => {
         if (item.binding) showBinding(item.binding);
-        if (item.event) { raw.push(item.event); showEvent(item.event); }
+        if (item.event) { raw.push(item.event); showEvent(item.event, item.seq); }
         if (item.error) showError(item.error);
       });
     } else {
       const answer = await api('send', extra);
       showBinding(answer.binding);
       raw.push(answer.result);
-      showEvent(answer.result);
+      showEvent(answer.result, null);
     }
     $('message').value = '';
     $('data').value = '';
@@ -462,8 +468,10 @@ async function subscribe(id) {
   showError(null);
   resetResult();
   try {
-    await apiStream('tasks/subscribe', { taskId: id }, (item) => {
-      if (item.event) showEvent(item.event);
+    const after = parseInt($('subscribe-after').value, 10);
+    const from = Number.isFinite(after) && after >= 0 ? { after } : {};
+    await apiStream('tasks/subscribe', Object.assign({ taskId: id }, from), (item) => {
+      if (item.event) showEvent(item.event, item.seq);
       if (item.error) showError(item.error);
     });
   } catch (e) {
