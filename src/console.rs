@@ -6,13 +6,18 @@
 //! calls to the agent are made here, with the client commands' card resolution and client
 //! ([`crate::client`]), so every binding the card offers works from the browser (gRPC
 //! included) and the agent needs no CORS. Credentials typed into the page come with each
-//! API request and are forgotten when it is answered: nothing is stored or logged.
+//! API request and are forgotten when it is answered: nothing is stored or logged. Beside the
+//! card, the talk and the tasks, the page runs `trident conformance` against the agent
+//! ([`conformance`], each case's result streamed as it finishes) and makes one call over each
+//! binding the card offers to show where the answers differ ([`compare`]).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 mod api;
 mod assets;
+mod compare;
+mod conformance;
 
 #[cfg(test)]
 mod tests;
@@ -80,6 +85,15 @@ pub(crate) async fn run(args: Args) -> ExitCode {
     }
 }
 
+/// The API calls of the sections beside the card, Talk and Tasks: conformance and the
+/// bindings side by side.
+const EXTRA: &[(&str, api::Extra)] = &[
+    ("/api/conformance", conformance::answer),
+    ("/api/compare/get", compare::get),
+    ("/api/compare/list", compare::list),
+    ("/api/compare/send", compare::send),
+];
+
 async fn serve(args: Args) -> Result<(), ConsoleError> {
     check_listen(&args)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -92,10 +106,13 @@ async fn serve(args: Args) -> Result<(), ConsoleError> {
         addr: args.listen,
         source,
     })?;
-    let router = api::router(api::State {
-        preset: args.agent.clone(),
-        allow_remote: args.allow_remote,
-    });
+    let router = api::router(
+        api::State {
+            preset: args.agent.clone(),
+            allow_remote: args.allow_remote,
+        },
+        EXTRA,
+    );
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();

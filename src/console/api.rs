@@ -42,8 +42,14 @@ pub(crate) struct State {
     pub(crate) allow_remote: bool,
 }
 
-/// The router: the page, its two assets, and the API.
-pub(crate) fn router(state: State) -> axum::Router {
+/// An API call answered by another module of the console (conformance, the bindings side by
+/// side): from the console's settings and the request's body, the answer. It is guarded as
+/// every API call is.
+pub(crate) type Extra =
+    for<'a> fn(&'a State, &'a [u8]) -> futures::future::BoxFuture<'a, Result<Response, ApiError>>;
+
+/// The router: the page, its assets, and the API, with the `extra` calls at their paths.
+pub(crate) fn router(state: State, extra: &[(&'static str, Extra)]) -> axum::Router {
     let state = Arc::new(state);
     let asset = |body: &'static str, content_type: &'static str| {
         get(move || async move {
@@ -74,7 +80,11 @@ pub(crate) fn router(state: State) -> axum::Router {
             }
         })
     };
-    axum::Router::new()
+    let mut router = axum::Router::new();
+    for (path, call) in extra {
+        router = router.route(path, api(Endpoint::Extra(*call)));
+    }
+    router
         .route("/", asset(assets::INDEX_HTML, "text/html; charset=utf-8"))
         .route(
             "/console.css",
@@ -83,6 +93,10 @@ pub(crate) fn router(state: State) -> axum::Router {
         .route(
             "/console.js",
             asset(assets::CONSOLE_JS, "text/javascript; charset=utf-8"),
+        )
+        .route(
+            "/conformance.js",
+            asset(assets::CONFORMANCE_JS, "text/javascript; charset=utf-8"),
         )
         .route("/api/config", config)
         .route("/api/card", api(Endpoint::Card))
@@ -354,7 +368,7 @@ impl Call {
     }
 
     /// The task id, required.
-    fn task(&self) -> Result<String, ApiError> {
+    pub(crate) fn task(&self) -> Result<String, ApiError> {
         self.task_id
             .as_ref()
             .map(|t| t.trim().to_owned())
@@ -463,6 +477,8 @@ enum Endpoint {
     Get,
     Cancel,
     Subscribe,
+    /// Answered elsewhere.
+    Extra(Extra),
 }
 
 /// A JSON answer.
@@ -471,7 +487,7 @@ fn ok(value: Value) -> Response {
 }
 
 /// The protocol object `value` as JSON.
-fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ApiError> {
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ApiError> {
     serde_json::to_value(value)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))
 }
@@ -488,6 +504,9 @@ impl Endpoint {
     }
 
     async fn call(self, state: &State, body: &[u8]) -> Result<Response, ApiError> {
+        if let Endpoint::Extra(extra) = self {
+            return extra(state, body).await;
+        }
         let call = parse(body)?;
         let mut target = call.target(state)?;
         if let Endpoint::Card = self {
@@ -567,24 +586,27 @@ impl Endpoint {
 /// A stream's events as server-sent events: `{"binding"}` first, then `{"event": …}` for
 /// each event in order, and `{"end": true}` or `{"error": …}` last.
 fn relay(binding: &'static str, events: trident::EventStream) -> Response {
-    let line =
-        |value: Value| Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {value}\n\n")));
-    let head = futures::stream::iter([line(json!({ "binding": binding }))]);
+    let head = futures::stream::iter([json!({ "binding": binding })]);
     let body = events.map(move |item| match item {
-        Ok(event) => line(
-            serde_json::to_value(&*event.response)
-                .map(|e| json!({ "event": e }))
-                .unwrap_or_else(
-                    |e| json!({ "error": { "code": "internal", "message": e.to_string() } }),
-                ),
-        ),
-        Err(e) => line(ApiError::from(e).body()),
+        Ok(event) => serde_json::to_value(&*event.response)
+            .map(|e| json!({ "event": e }))
+            .unwrap_or_else(
+                |e| json!({ "error": { "code": "internal", "message": e.to_string() } }),
+            ),
+        Err(e) => ApiError::from(e).body(),
     });
-    let tail = futures::stream::iter([line(json!({ "end": true }))]);
+    let tail = futures::stream::iter([json!({ "end": true })]);
+    event_stream(head.chain(body).chain(tail))
+}
+
+/// `items` as server-sent events, one `data:` line of JSON each.
+pub(crate) fn event_stream(items: impl futures::Stream<Item = Value> + Send + 'static) -> Response {
+    let lines = items
+        .map(|value| Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {value}\n\n"))));
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-store")
-        .body(Body::from_stream(head.chain(body).chain(tail)))
+        .body(Body::from_stream(lines))
         .unwrap_or_else(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
                 .into_response()

@@ -7,3 +7,5 @@ pub(crate) const INDEX_HTML: &str = include_str!("assets/index.html");
 pub(crate) const CONSOLE_CSS: &str = include_str!("assets/console.css");
 /// `/console.js`.
 pub(crate) const CONSOLE_JS: &str = include_str!("assets/console.js");
+/// `/conformance.js`: the Conformance and Compare bindings sections.
+pub(crate) const CONFORMANCE_JS: &str = include_str!("assets/conformance.js");
