@@ -18,7 +18,7 @@ use crate::process::Trident;
 use crate::webdriver::{Browser, missing_tools, npm_ci, page_dir};
 
 /// Where the screenshots go: `target/console-screenshots/`.
-fn screenshots() -> PathBuf {
+pub(crate) fn screenshots() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent()
         .map_or_else(|| tmp.clone(), |t| t.to_path_buf())
@@ -26,7 +26,7 @@ fn screenshots() -> PathBuf {
 }
 
 /// The text of the element `css` selects.
-async fn text(browser: &Browser, css: &str) -> String {
+pub(crate) async fn text(browser: &Browser, css: &str) -> String {
     let v = browser
         .script(
             "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
@@ -39,7 +39,7 @@ async fn text(browser: &Browser, css: &str) -> String {
 }
 
 /// The `data-NAME` attribute of the element `css` selects, if set.
-async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
+pub(crate) async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
     browser
         .script(
             "const e = document.querySelector(arguments[0]); \
@@ -49,6 +49,25 @@ async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
         .await
         .as_str()
         .map(str::to_owned)
+}
+
+/// The error the page shows, if any.
+pub(crate) async fn shown_error(browser: &Browser) -> Value {
+    browser
+        .script(
+            "const e = document.getElementById('error'); return e.hidden ? null : e.textContent;",
+            json!([]),
+        )
+        .await
+}
+
+/// Clicks `button` and waits until the script `done` holds, then checks that the page shows no
+/// error; `what` names what is waited for.
+pub(crate) async fn click_and_wait(browser: &Browser, button: &str, what: &str, done: &str) {
+    browser.click(button).await;
+    browser.until(what, done).await;
+    let error = shown_error(browser).await;
+    assert!(error.is_null(), "{what}: {error}");
 }
 
 /// Sets the checkbox `css` to `on` by clicking it when it is not.
@@ -69,20 +88,13 @@ async fn check(browser: &Browser, css: &str, on: bool) {
 /// call went over `binding`.
 async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
     browser.type_into("#message", message).await;
-    browser.click("#send").await;
-    browser
-        .until(
-            &format!("the answer to {message:?}"),
-            "return document.getElementById('timeline').dataset.done === 'true';",
-        )
-        .await;
-    let error = browser
-        .script(
-            "const e = document.getElementById('error'); return e.hidden ? null : e.textContent;",
-            json!([]),
-        )
-        .await;
-    assert!(error.is_null(), "{message:?} over {binding}: {error}");
+    click_and_wait(
+        browser,
+        "#send",
+        &format!("the answer to {message:?} over {binding}"),
+        "return document.getElementById('timeline').dataset.done === 'true';",
+    )
+    .await;
     assert_eq!(
         data(browser, "#result-binding", "binding").await.as_deref(),
         Some(binding),
@@ -94,7 +106,7 @@ async fn send(browser: &Browser, message: &str, binding: &str) -> (String, Strin
 }
 
 /// The page's axe-core violations of serious or critical impact.
-async fn serious_violations(browser: &Browser) -> Value {
+pub(crate) async fn serious_violations(browser: &Browser) -> Value {
     let axe = std::fs::read_to_string(page_dir().join("node_modules/axe-core/axe.min.js"))
         .expect("axe-core is installed by npm ci");
     browser.script(&axe, json!([])).await;
@@ -112,11 +124,13 @@ async fn serious_violations(browser: &Browser) -> Value {
         .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_talks_to_the_demo_agent_on_every_binding() {
+/// `trident serve --agent demo --store memory`, the console pointed at it, and headless
+/// Chromium on the console's page once it shows the card. `None` when the browser tools are
+/// missing: `test` is said to be skipped, with the reason.
+pub(crate) async fn on_the_demo_agent(test: &str) -> Option<(Trident, Trident, Browser)> {
     if let Some(reason) = missing_tools() {
-        eprintln!("console test skipped: {reason}");
-        return;
+        eprintln!("{test} skipped: {reason}");
+        return None;
     }
     npm_ci();
     let agent = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
@@ -126,15 +140,23 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
         .command("timeouts", json!({ "script": 60_000 }))
         .await;
     browser.open(&format!("{}/", console.origin)).await;
-    let shots = screenshots();
-
-    // The card, read through the console: valid, each of its three interfaces answering.
     browser
         .until(
             "the card is shown",
             "return document.getElementById('card-status').dataset.valid ?? null;",
         )
         .await;
+    Some((agent, console, browser))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_talks_to_the_demo_agent_on_every_binding() {
+    let Some((_agent, _console, browser)) = on_the_demo_agent("console test").await else {
+        return;
+    };
+    let shots = screenshots();
+
+    // The card, read through the console: valid, each of its three interfaces answering.
     assert_eq!(
         data(&browser, "#card-status", "valid").await.as_deref(),
         Some("true"),

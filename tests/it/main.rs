@@ -17,6 +17,7 @@ mod cluster;
 mod concurrency;
 mod conformance;
 mod console;
+mod console_conformance;
 mod docs;
 mod durability;
 mod example;
