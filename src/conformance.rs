@@ -81,7 +81,8 @@ impl From<LevelArg> for Level {
     }
 }
 
-fn parse_token(s: &str) -> Result<(String, String), String> {
+/// `NAME=TOKEN` (as `--token`): the principal and its bearer token.
+pub(crate) fn parse_token(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((name, token)) if !name.is_empty() && !token.is_empty() => {
             Ok((name.to_owned(), token.to_owned()))
@@ -90,139 +91,275 @@ fn parse_token(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// One cell of the table.
-struct Cell {
-    binding: Binding,
-    outcome: Outcome,
+/// One cell of the table: how one case ended on one binding.
+pub(crate) struct Cell {
+    /// The binding it ran over.
+    pub(crate) binding: Binding,
+    /// How it ended.
+    pub(crate) outcome: Outcome,
     /// What the case observed, normalised (see `trident_conformance::observe`).
     observed: Vec<String>,
     elapsed: Duration,
 }
 
-/// Runs the suite as `args` says and prints the report.
-pub(crate) async fn run(args: Args) -> ExitCode {
-    let card = match trident_client::fetch_card(&args.url).await {
-        Ok(card) => card,
-        Err(e) => {
-            eprintln!("error: cannot reach the agent: {e}");
-            return ExitCode::from(3);
-        }
-    };
-    let declared: Vec<Binding> = Binding::ALL
-        .into_iter()
-        .filter(|b| trident_client::choose(&card, &[*b]).is_some())
-        .collect();
-    let bindings: Vec<Binding> = if args.bindings.is_empty() {
-        declared.clone()
-    } else {
-        let mut wanted = Vec::new();
-        for b in args.bindings.iter().copied().map(Binding::from) {
-            if !declared.contains(&b) {
-                eprintln!(
-                    "error: the card of {} does not declare {} for A2A 1.x",
-                    args.url,
-                    b.card_name()
-                );
-                return ExitCode::from(2);
-            }
-            if !wanted.contains(&b) {
-                wanted.push(b);
-            }
-        }
-        wanted
-    };
-    if bindings.is_empty() {
-        eprintln!(
-            "error: the card of {} declares no binding for A2A 1.x",
-            args.url
-        );
-        return ExitCode::from(3);
+impl Cell {
+    /// The cell as the JSON report shows it: `outcome`, `reason` (`null` on a pass) and
+    /// `observed`.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        let reason = match &self.outcome {
+            Outcome::Pass => serde_json::Value::Null,
+            Outcome::Fail(r) | Outcome::Skip(r) => r.clone().into(),
+        };
+        serde_json::json!({
+            "outcome": word(&self.outcome),
+            "reason": reason,
+            "observed": self.observed,
+        })
     }
-    let level = Level::from(args.level);
-    let mut cases: Vec<Case> = if args.cases.is_empty() {
-        CASES.iter().copied().filter(|c| c.level <= level).collect()
-    } else {
-        let mut chosen = Vec::new();
-        for name in &args.cases {
-            match CASES.iter().find(|c| c.name == name) {
-                Some(c) => chosen.push(*c),
-                None => {
-                    eprintln!("error: no case is named {name:?}");
-                    return ExitCode::from(2);
+}
+
+/// What to run: the agent, the bindings (none: every binding its card declares), the level,
+/// the cases by name (none: every case of the level), the callers' tokens and each case's time
+/// limit. The command's options, or the console's.
+pub(crate) struct Options {
+    /// The agent's origin or the URL of its card.
+    pub(crate) url: String,
+    /// The bindings to test, in this order.
+    pub(crate) bindings: Vec<Binding>,
+    /// The weakest level to run.
+    pub(crate) level: Level,
+    /// The cases to run, by name.
+    pub(crate) cases: Vec<String>,
+    /// `(principal, token)`: the bearer token a case acting as that principal sends.
+    pub(crate) tokens: Vec<(String, String)>,
+    /// How long one case may take.
+    pub(crate) timeout: Duration,
+}
+
+/// Why the suite cannot run as asked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PlanError {
+    /// The card could not be read.
+    #[error("cannot reach the agent: {0}")]
+    Unreachable(trident_core::A2aError),
+    /// A binding asked for is not one the card declares.
+    #[error("the card of {url} does not declare {binding} for A2A 1.x")]
+    Undeclared {
+        /// The agent.
+        url: String,
+        /// The binding's card name.
+        binding: &'static str,
+    },
+    /// The card declares no binding this suite speaks.
+    #[error("the card of {0} declares no binding for A2A 1.x")]
+    NoBinding(String),
+    /// A case asked for does not exist.
+    #[error("no case is named {0:?}")]
+    UnknownCase(String),
+}
+
+impl PlanError {
+    /// The command's exit status for it: 3 when the agent cannot be used, 2 for a usage
+    /// error.
+    fn status(&self) -> u8 {
+        match self {
+            PlanError::Unreachable(_) | PlanError::NoBinding(_) => 3,
+            PlanError::Undeclared { .. } | PlanError::UnknownCase(_) => 2,
+        }
+    }
+}
+
+/// The bindings `card` declares for A2A 1.x, in [`Binding::ALL`]'s order.
+pub(crate) fn declared(card: &trident::proto::AgentCard) -> Vec<Binding> {
+    Binding::ALL
+        .into_iter()
+        .filter(|b| trident_client::choose(card, &[*b]).is_some())
+        .collect()
+}
+
+/// A run of the suite, planned: the cases to run over each binding, and whether the scripted
+/// tier applies (the agent answered its handshake).
+pub(crate) struct Plan {
+    /// The agent.
+    pub(crate) url: String,
+    /// The bindings, in the report's order.
+    pub(crate) bindings: Vec<Binding>,
+    /// The cases, in the report's order.
+    pub(crate) cases: Vec<Case>,
+    /// Why the scripted tier does not run, when it does not.
+    pub(crate) scripted_skip: Option<String>,
+    targets: Vec<(Binding, Arc<dyn Target>)>,
+    timeout: Duration,
+}
+
+impl Plan {
+    /// Reads the agent's card, picks the bindings and the cases `options` ask for, and probes
+    /// the scripted tier's handshake once when a scripted case is among them.
+    pub(crate) async fn new(options: Options) -> Result<Self, PlanError> {
+        let card = trident_client::fetch_card(&options.url)
+            .await
+            .map_err(PlanError::Unreachable)?;
+        let declared = declared(&card);
+        let bindings: Vec<Binding> = if options.bindings.is_empty() {
+            declared.clone()
+        } else {
+            let mut wanted = Vec::new();
+            for b in options.bindings {
+                if !declared.contains(&b) {
+                    return Err(PlanError::Undeclared {
+                        url: options.url,
+                        binding: b.card_name(),
+                    });
+                }
+                if !wanted.contains(&b) {
+                    wanted.push(b);
                 }
             }
+            wanted
+        };
+        if bindings.is_empty() {
+            return Err(PlanError::NoBinding(options.url));
         }
-        chosen
-    };
-    let mut tokens: HashMap<String, String> = ["alice", "bob", "mallory", "a"]
-        .into_iter()
-        .map(|n| (n.to_owned(), format!("Bearer token-{n}")))
-        .collect();
-    for (name, token) in &args.tokens {
-        tokens.insert(name.clone(), format!("Bearer {token}"));
-    }
-    let tokens = Arc::new(tokens);
-    let mut targets: Vec<(Binding, Arc<dyn Target>)> = Vec::new();
-    for b in &bindings {
-        if let Some(remote) = Remote::new(
-            card.clone(),
-            &trident_client::card_url(&args.url),
-            *b,
-            tokens.clone(),
-        ) {
-            targets.push((*b, Arc::new(remote)));
-        }
-    }
-
-    // One handshake decides whether the scripted tier applies.
-    let mut scripted_skip = None;
-    if cases.iter().any(|c| c.tier == Tier::Scripted)
-        && let Some((_, target)) = targets.first()
-        && let Err(skip) = probe(target.clone(), Duration::from_secs(args.timeout)).await
-    {
-        scripted_skip = Some(skip);
-        cases.retain(|c| c.tier != Tier::Scripted);
-    }
-
-    let timeout = Duration::from_secs(args.timeout);
-    let runs = cases.iter().enumerate().flat_map(|(i, case)| {
-        targets.iter().map(move |(binding, target)| {
-            let (case, binding, target) = (*case, *binding, target.clone());
-            async move {
-                let started = Instant::now();
-                let (outcome, observed) =
-                    trident_conformance::run_case_observed(case, target, timeout).await;
-                let elapsed = started.elapsed();
-                (
-                    i,
-                    Cell {
-                        binding,
-                        outcome,
-                        observed,
-                        elapsed,
-                    },
-                )
+        let mut cases: Vec<Case> = if options.cases.is_empty() {
+            CASES
+                .iter()
+                .copied()
+                .filter(|c| c.level <= options.level)
+                .collect()
+        } else {
+            let mut chosen = Vec::new();
+            for name in options.cases {
+                match CASES.iter().find(|c| c.name == name) {
+                    Some(c) => chosen.push(*c),
+                    None => return Err(PlanError::UnknownCase(name)),
+                }
             }
-        })
-    });
-    let mut results: Vec<Vec<Cell>> = cases.iter().map(|_| Vec::new()).collect();
-    let mut done = futures::stream::iter(runs).buffer_unordered(usize::from(args.jobs));
-    while let Some((i, cell)) = done.next().await {
-        if let Some(row) = results.get_mut(i) {
-            row.push(cell);
+            chosen
+        };
+        let mut tokens: HashMap<String, String> = ["alice", "bob", "mallory", "a"]
+            .into_iter()
+            .map(|n| (n.to_owned(), format!("Bearer token-{n}")))
+            .collect();
+        for (name, token) in options.tokens {
+            tokens.insert(name, format!("Bearer {token}"));
         }
-    }
-    for row in &mut results {
-        row.sort_by_key(|c| bindings.iter().position(|b| *b == c.binding));
+        let tokens = Arc::new(tokens);
+        let mut targets: Vec<(Binding, Arc<dyn Target>)> = Vec::new();
+        for b in &bindings {
+            if let Some(remote) = Remote::new(
+                card.clone(),
+                &trident_client::card_url(&options.url),
+                *b,
+                tokens.clone(),
+            ) {
+                targets.push((*b, Arc::new(remote)));
+            }
+        }
+
+        // One handshake decides whether the scripted tier applies.
+        let mut scripted_skip = None;
+        if cases.iter().any(|c| c.tier == Tier::Scripted)
+            && let Some((_, target)) = targets.first()
+            && let Err(skip) = probe(target.clone(), options.timeout).await
+        {
+            scripted_skip = Some(skip);
+            cases.retain(|c| c.tier != Tier::Scripted);
+        }
+        Ok(Self {
+            url: options.url,
+            bindings,
+            cases,
+            scripted_skip,
+            targets,
+            timeout: options.timeout,
+        })
     }
 
-    let report = Report {
-        url: &args.url,
-        bindings: &bindings,
-        cases: &cases,
-        results: &results,
-        scripted_skip: scripted_skip.as_deref(),
+    /// Runs every case over every binding, `jobs` at a time: each cell as it finishes, with
+    /// the index of its case in [`cases`](Self::cases).
+    pub(crate) fn run(
+        &self,
+        jobs: usize,
+    ) -> impl futures::Stream<Item = (usize, Cell)> + Send + use<> {
+        let timeout = self.timeout;
+        let runs: Vec<_> = self
+            .cases
+            .iter()
+            .enumerate()
+            .flat_map(|(i, case)| {
+                self.targets.iter().map(move |(binding, target)| {
+                    let (case, binding, target) = (*case, *binding, target.clone());
+                    async move {
+                        let started = Instant::now();
+                        let (outcome, observed) =
+                            trident_conformance::run_case_observed(case, target, timeout).await;
+                        let elapsed = started.elapsed();
+                        (
+                            i,
+                            Cell {
+                                binding,
+                                outcome,
+                                observed,
+                                elapsed,
+                            },
+                        )
+                    }
+                })
+            })
+            .collect();
+        futures::stream::iter(runs).buffer_unordered(jobs.max(1))
+    }
+
+    /// An empty row per case, for [`record`](Self::record).
+    pub(crate) fn rows(&self) -> Vec<Vec<Cell>> {
+        self.cases.iter().map(|_| Vec::new()).collect()
+    }
+
+    /// Puts the cell of case `i` in its row, in the order of the bindings.
+    pub(crate) fn record(&self, rows: &mut [Vec<Cell>], i: usize, cell: Cell) {
+        let order = |b: Binding| self.bindings.iter().position(|x| *x == b);
+        if let Some(row) = rows.get_mut(i) {
+            let at = row.partition_point(|c| order(c.binding) <= order(cell.binding));
+            row.insert(at, cell);
+        }
+    }
+
+    /// The report of `rows` (as [`record`](Self::record) filled them).
+    pub(crate) fn report<'a>(&'a self, rows: &'a [Vec<Cell>]) -> Report<'a> {
+        Report {
+            url: &self.url,
+            bindings: &self.bindings,
+            cases: &self.cases,
+            results: rows,
+            scripted_skip: self.scripted_skip.as_deref(),
+        }
+    }
+}
+
+/// Runs the suite as `args` says and prints the report.
+pub(crate) async fn run(args: Args) -> ExitCode {
+    let options = Options {
+        url: args.url,
+        bindings: args.bindings.into_iter().map(Binding::from).collect(),
+        level: Level::from(args.level),
+        cases: args.cases,
+        tokens: args.tokens,
+        timeout: Duration::from_secs(args.timeout),
     };
+    let plan = match Plan::new(options).await {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(e.status());
+        }
+    };
+    let mut rows = plan.rows();
+    let mut done = std::pin::pin!(plan.run(usize::from(args.jobs)));
+    while let Some((i, cell)) = done.next().await {
+        plan.record(&mut rows, i, cell);
+    }
+
+    let report = plan.report(&rows);
     if let Some(path) = &args.junit
         && let Err(e) = std::fs::write(path, report.junit())
     {
@@ -260,7 +397,8 @@ async fn probe(target: Arc<dyn Target>, timeout: Duration) -> Result<(), String>
     }
 }
 
-struct Report<'a> {
+/// The report of a run: the table, the JSON report, the JUnit XML.
+pub(crate) struct Report<'a> {
     url: &'a str,
     bindings: &'a [Binding],
     cases: &'a [Case],
@@ -299,7 +437,7 @@ fn one_line(reason: &str, max: usize) -> String {
 
 /// `reason` with what differs from one run to the next (UUIDs, long numbers such as
 /// timestamps) masked, so one reason seen on several bindings is listed once.
-fn masked(reason: &str) -> String {
+pub(crate) fn masked(reason: &str) -> String {
     let mut out = String::with_capacity(reason.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
@@ -371,6 +509,16 @@ fn spec_json(case: &Case) -> serde_json::Value {
         .collect()
 }
 
+/// A case as the JSON report names it: `case`, `tier`, `level` and `spec`.
+pub(crate) fn case_json(case: &Case) -> serde_json::Value {
+    serde_json::json!({
+        "case": case.name,
+        "tier": match case.tier { Tier::Protocol => "protocol", Tier::Scripted => "scripted" },
+        "level": case.level.name(),
+        "spec": spec_json(case),
+    })
+}
+
 /// `§8.4 Streams (SendStreamingMessage and SubscribeToTask)`: a section cited, with its title.
 fn section_text(number: &str) -> String {
     match spec::section(number) {
@@ -411,7 +559,8 @@ impl Report<'_> {
             .count()
     }
 
-    fn must_failed(&self) -> usize {
+    /// How many MUST cells failed.
+    pub(crate) fn must_failed(&self) -> usize {
         self.count(Some(Level::Must), |o| matches!(o, Outcome::Fail(_)))
     }
 
@@ -432,30 +581,29 @@ impl Report<'_> {
             .map(|(case, row)| {
                 let results: serde_json::Map<_, _> = row
                     .iter()
-                    .map(|c| {
-                        let reason = match &c.outcome {
-                            Outcome::Pass => serde_json::Value::Null,
-                            Outcome::Fail(r) | Outcome::Skip(r) => r.clone().into(),
-                        };
-                        (
-                            c.binding.card_name().to_owned(),
-                            serde_json::json!({
-                                "outcome": word(&c.outcome),
-                                "reason": reason,
-                                "observed": c.observed,
-                            }),
-                        )
-                    })
+                    .map(|c| (c.binding.card_name().to_owned(), c.json()))
                     .collect();
-                serde_json::json!({
-                    "case": case.name,
-                    "tier": match case.tier { Tier::Protocol => "protocol", Tier::Scripted => "scripted" },
-                    "level": case.level.name(),
-                    "spec": spec_json(case),
-                    "results": results,
-                })
+                let mut json = case_json(case);
+                json["results"] = results.into();
+                json
             })
             .collect();
+        let mut json = self.summary();
+        json["url"] = self.url.into();
+        json["bindings"] = self
+            .bindings
+            .iter()
+            .map(|b| b.card_name())
+            .collect::<Vec<_>>()
+            .into();
+        json["cases"] = cases.into();
+        json
+    }
+
+    /// The report's counts: per level (`levels`) and in all (`passed`, `failed`, `skipped`),
+    /// whether the bindings agree and where they do not (`agree`, `disagreements`), and
+    /// whether the scripted tier ran (`scripted`).
+    pub(crate) fn summary(&self) -> serde_json::Value {
         let levels: serde_json::Map<_, _> = Level::ALL
             .iter()
             .map(|l| {
@@ -481,13 +629,10 @@ impl Report<'_> {
             })
             .collect();
         serde_json::json!({
-            "url": self.url,
-            "bindings": self.bindings.iter().map(|b| b.card_name()).collect::<Vec<_>>(),
             "scripted": match self.scripted_skip {
                 None => serde_json::json!({ "ran": true }),
                 Some(reason) => serde_json::json!({ "ran": false, "reason": reason }),
             },
-            "cases": cases,
             "agree": disagreements.is_empty(),
             "disagreements": disagreements,
             "levels": levels,

@@ -11,12 +11,18 @@
 //! The console's server is also a push-notification receiver ([`push`]): the page configures a
 //! webhook of the console's on a task (`/hooks/{id}` with a random token) and watches the
 //! deliveries arrive, with their headers (secrets masked); they are kept in memory, bounded.
+//!
+//! Beside the card, the talk and the tasks, the page runs `trident conformance` against the agent
+//! ([`conformance`], each case's result streamed as it finishes) and makes one call over each
+//! binding the card offers to show where the answers differ ([`compare`]).
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 mod api;
 mod assets;
+mod compare;
+mod conformance;
 mod push;
 mod wire;
 
@@ -86,6 +92,15 @@ pub(crate) async fn run(args: Args) -> ExitCode {
     }
 }
 
+/// The API calls of the sections beside the card, Talk, Tasks and Push: conformance and the
+/// bindings side by side (at `api/NAME`).
+const EXTRA: &[(&str, api::Extra)] = &[
+    ("conformance", conformance::answer),
+    ("compare/get", compare::get),
+    ("compare/list", compare::list),
+    ("compare/send", compare::send),
+];
+
 async fn serve(args: Args) -> Result<(), ConsoleError> {
     check_listen(&args)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -98,12 +113,15 @@ async fn serve(args: Args) -> Result<(), ConsoleError> {
         addr: args.listen,
         source,
     })?;
-    let router = api::router(api::State {
-        preset: args.agent.clone(),
-        allow_remote: args.allow_remote,
-        served: None,
-        hooks: std::sync::Arc::new(push::Hooks::new(format!("{}hooks/", page_url(addr)))),
-    });
+    let router = api::router(
+        api::State {
+            preset: args.agent.clone(),
+            allow_remote: args.allow_remote,
+            served: None,
+            hooks: std::sync::Arc::new(push::Hooks::new(format!("{}hooks/", page_url(addr)))),
+        },
+        EXTRA,
+    );
     {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
@@ -134,6 +152,7 @@ pub(crate) fn served() -> (axum::Router, axum::Router, Served) {
             hooks: hooks.clone(),
         },
         api::SERVED_PREFIX,
+        EXTRA,
     );
     (page, api, Served { agent, hooks })
 }

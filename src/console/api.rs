@@ -62,10 +62,17 @@ pub(crate) struct State {
 /// Where `trident serve --console` serves the page.
 pub(crate) const SERVED_PREFIX: &str = "/console";
 
-/// The console on its own (`trident console`): the page at `/`, the API under `/api/`, the
-/// push receiver at `/hooks/`, and a JSON 404 for anything else.
-pub(crate) fn router(state: State) -> axum::Router {
-    let (page, api) = routes(state, "");
+/// An API call answered by another module of the console (conformance, the bindings side by
+/// side): from the console's settings and the request's body, the answer. It is guarded as
+/// every API call is.
+pub(crate) type Extra =
+    for<'a> fn(&'a State, &'a [u8]) -> futures::future::BoxFuture<'a, Result<Response, ApiError>>;
+
+/// The console on its own (`trident console`): the page at `/`, the API under `/api/` (with
+/// the `extra` calls at `/api/NAME`), the push receiver at `/hooks/`, and a JSON 404 for
+/// anything else.
+pub(crate) fn router(state: State, extra: &[(&'static str, Extra)]) -> axum::Router {
+    let (page, api) = routes(state, "", extra);
     page.merge(api).fallback(|| async {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -76,10 +83,14 @@ pub(crate) fn router(state: State) -> axum::Router {
     })
 }
 
-/// The page's routes (the page, its assets and `api/config`: nothing secret) and the API's,
-/// under `prefix` (empty, or [`SERVED_PREFIX`] beside a served agent, where the page is also
-/// reached without its trailing slash).
-pub(crate) fn routes(state: State, prefix: &str) -> (axum::Router, axum::Router) {
+/// The page's routes (the page, its assets, `api/config` and the push receiver: nothing
+/// secret) and the API's, under `prefix` (empty, or [`SERVED_PREFIX`] beside a served agent,
+/// where the page is also reached without its trailing slash).
+pub(crate) fn routes(
+    state: State,
+    prefix: &str,
+    extra: &[(&'static str, Extra)],
+) -> (axum::Router, axum::Router) {
     let state = Arc::new(state);
     let asset = |body: &'static str, content_type: &'static str| {
         get(move || async move {
@@ -146,6 +157,10 @@ pub(crate) fn routes(state: State, prefix: &str) -> (axum::Router, axum::Router)
             &format!("{prefix}/push.js"),
             asset(assets::PUSH_JS, "text/javascript; charset=utf-8"),
         )
+        .route(
+            &format!("{prefix}/conformance.js"),
+            asset(assets::CONFORMANCE_JS, "text/javascript; charset=utf-8"),
+        )
         .route(&format!("{prefix}/api/config"), config)
         // Agents post here with the webhook's token, not with the page's credentials.
         .route(
@@ -171,8 +186,12 @@ pub(crate) fn routes(state: State, prefix: &str) -> (axum::Router, axum::Router)
         ("push/configs", Endpoint::PushConfigs),
         ("push/delete", Endpoint::PushDelete),
     ];
+    let extra = extra
+        .iter()
+        .map(|(path, call)| (*path, Endpoint::Extra(*call)));
     let api = calls
         .into_iter()
+        .chain(extra)
         .fold(axum::Router::new(), |router, (path, endpoint)| {
             router.route(&format!("{prefix}/api/{path}"), api(endpoint))
         })
@@ -494,7 +513,7 @@ impl Call {
     }
 
     /// The task id, required.
-    fn task(&self) -> Result<String, ApiError> {
+    pub(crate) fn task(&self) -> Result<String, ApiError> {
         self.task_id
             .as_ref()
             .map(|t| t.trim().to_owned())
@@ -648,6 +667,8 @@ enum Endpoint {
     PushConfigs,
     /// Deletes a task's push config.
     PushDelete,
+    /// Answered elsewhere.
+    Extra(Extra),
 }
 
 /// What an API call answers.
@@ -659,7 +680,7 @@ enum Answer {
 }
 
 /// The protocol object `value` as JSON.
-fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ApiError> {
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> Result<Value, ApiError> {
     serde_json::to_value(value)
         .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))
 }
@@ -668,6 +689,11 @@ impl Endpoint {
     /// The answer to one API request, with what went over the wire for it (see
     /// [`super::wire`]): in `"wire"` of a JSON answer or error, as items of a stream.
     async fn answer(self, state: &State, body: &[u8]) -> Response {
+        if let Endpoint::Extra(extra) = self {
+            return extra(state, body)
+                .await
+                .unwrap_or_else(IntoResponse::into_response);
+        }
         let log = WireLog::default();
         let call: std::pin::Pin<
             Box<dyn std::future::Future<Output = Result<Answer, ApiError>> + Send + '_>,
@@ -795,24 +821,14 @@ impl Endpoint {
 }
 
 /// A stream's events as server-sent events: `{"binding"}` first, then `{"event": …, "seq":
-/// N}` for each event in order (`seq`: its number in the task's log, when the binding says), and `{"end": true}` or `{"error": …}` last; before each, the lines
-/// that went over the wire since the one before (`{"wire": line}`), the last ones before the
-/// end.
+/// N}` for each event in order (`seq`: its number in the task's log, when the binding says),
+/// and `{"end": true}` or `{"error": …}` last; before each, the lines that went over the wire
+/// since the one before (`{"wire": line}`), the last ones before the end.
 fn relay(binding: &'static str, events: trident::EventStream, log: WireLog) -> Response {
-    let item = |value: Value| format!("data: {value}\n\n");
-    let wire = move |log: &WireLog, last: bool| -> String {
-        log.take(last)
-            .into_iter()
-            .map(|line| item(json!({ "wire": line })))
-            .collect()
-    };
-    let chunk = |text: String| Ok::<_, std::convert::Infallible>(Bytes::from(text));
-    let head = {
-        let head = wire(&log, false) + &item(json!({ "binding": binding }));
-        futures::stream::iter([chunk(head)])
-    };
+    let mut head = wire_items(&log, false);
+    head.push(json!({ "binding": binding }));
     let during = log.clone();
-    let body = events.map(move |event| {
+    let body = events.flat_map(move |event| {
         let value = match event {
             Ok(event) => serde_json::to_value(&*event.response)
                 .map(|e| json!({ "event": e, "seq": event.seq }))
@@ -821,17 +837,36 @@ fn relay(binding: &'static str, events: trident::EventStream, log: WireLog) -> R
                 ),
             Err(e) => ApiError::from(e).body(),
         };
-        chunk(wire(&during, false) + &item(value))
+        let mut items = wire_items(&during, false);
+        items.push(value);
+        futures::stream::iter(items)
     });
     // The end is made when it is reached (after the last event), with the lines of the end.
-    let tail =
-        futures::stream::once(
-            async move { chunk(wire(&log, true) + &item(json!({ "end": true }))) },
-        );
+    let tail = futures::stream::once(async move {
+        let mut items = wire_items(&log, true);
+        items.push(json!({ "end": true }));
+        futures::stream::iter(items)
+    })
+    .flatten();
+    event_stream(futures::stream::iter(head).chain(body).chain(tail))
+}
+
+/// The wire lines written since the last take, as stream items.
+fn wire_items(log: &WireLog, last: bool) -> Vec<Value> {
+    log.take(last)
+        .into_iter()
+        .map(|line| json!({ "wire": line }))
+        .collect()
+}
+
+/// `items` as server-sent events, one `data:` line of JSON each.
+pub(crate) fn event_stream(items: impl futures::Stream<Item = Value> + Send + 'static) -> Response {
+    let lines = items
+        .map(|value| Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {value}\n\n"))));
     Response::builder()
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-store")
-        .body(Body::from_stream(head.chain(body).chain(tail)))
+        .body(Body::from_stream(lines))
         .unwrap_or_else(|e| {
             ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
                 .into_response()

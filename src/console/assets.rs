@@ -9,3 +9,5 @@ pub(crate) const CONSOLE_CSS: &str = include_str!("assets/console.css");
 pub(crate) const CONSOLE_JS: &str = include_str!("assets/console.js");
 /// `/push.js`: the Push section (the console's webhook receiver).
 pub(crate) const PUSH_JS: &str = include_str!("assets/push.js");
+/// `/conformance.js`: the Conformance and Compare bindings sections.
+pub(crate) const CONFORMANCE_JS: &str = include_str!("assets/conformance.js");

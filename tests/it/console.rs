@@ -18,7 +18,7 @@ use crate::process::Trident;
 use crate::webdriver::{Browser, missing_tools, npm_ci, page_dir};
 
 /// Where the screenshots go: `target/console-screenshots/`.
-pub fn screenshots() -> PathBuf {
+pub(crate) fn screenshots() -> PathBuf {
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent()
         .map_or_else(|| tmp.clone(), |t| t.to_path_buf())
@@ -26,7 +26,7 @@ pub fn screenshots() -> PathBuf {
 }
 
 /// The text of the element `css` selects.
-pub async fn text(browser: &Browser, css: &str) -> String {
+pub(crate) async fn text(browser: &Browser, css: &str) -> String {
     let v = browser
         .script(
             "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
@@ -39,7 +39,7 @@ pub async fn text(browser: &Browser, css: &str) -> String {
 }
 
 /// The `data-NAME` attribute of the element `css` selects, if set.
-pub async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
+pub(crate) async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
     browser
         .script(
             "const e = document.querySelector(arguments[0]); \
@@ -51,8 +51,27 @@ pub async fn data(browser: &Browser, css: &str, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The error the page shows, if any.
+pub(crate) async fn shown_error(browser: &Browser) -> Value {
+    browser
+        .script(
+            "const e = document.getElementById('error'); return e.hidden ? null : e.textContent;",
+            json!([]),
+        )
+        .await
+}
+
+/// Clicks `button` and waits until the script `done` holds, then checks that the page shows no
+/// error; `what` names what is waited for.
+pub(crate) async fn click_and_wait(browser: &Browser, button: &str, what: &str, done: &str) {
+    browser.click(button).await;
+    browser.until(what, done).await;
+    let error = shown_error(browser).await;
+    assert!(error.is_null(), "{what}: {error}");
+}
+
 /// Sets the checkbox `css` to `on` by clicking it when it is not.
-pub async fn check(browser: &Browser, css: &str, on: bool) {
+pub(crate) async fn check(browser: &Browser, css: &str, on: bool) {
     let checked = browser
         .script(
             "return document.querySelector(arguments[0]).checked;",
@@ -67,22 +86,15 @@ pub async fn check(browser: &Browser, css: &str, on: bool) {
 /// Sends `message` from the Talk form and waits for the answer to be shown; returns the
 /// task's state and id as the page shows them, after checking no error was shown and the
 /// call went over `binding`.
-pub async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
+pub(crate) async fn send(browser: &Browser, message: &str, binding: &str) -> (String, String) {
     browser.type_into("#message", message).await;
-    browser.click("#send").await;
-    browser
-        .until(
-            &format!("the answer to {message:?}"),
-            "return document.getElementById('timeline').dataset.done === 'true';",
-        )
-        .await;
-    let error = browser
-        .script(
-            "const e = document.getElementById('error'); return e.hidden ? null : e.textContent;",
-            json!([]),
-        )
-        .await;
-    assert!(error.is_null(), "{message:?} over {binding}: {error}");
+    click_and_wait(
+        browser,
+        "#send",
+        &format!("the answer to {message:?} over {binding}"),
+        "return document.getElementById('timeline').dataset.done === 'true';",
+    )
+    .await;
     assert_eq!(
         data(browser, "#result-binding", "binding").await.as_deref(),
         Some(binding),
@@ -94,7 +106,7 @@ pub async fn send(browser: &Browser, message: &str, binding: &str) -> (String, S
 }
 
 /// The page's axe-core violations of serious or critical impact.
-pub async fn serious_violations(browser: &Browser) -> Value {
+pub(crate) async fn serious_violations(browser: &Browser) -> Value {
     let axe = std::fs::read_to_string(page_dir().join("node_modules/axe-core/axe.min.js"))
         .expect("axe-core is installed by npm ci");
     browser.script(&axe, json!([])).await;
@@ -112,15 +124,43 @@ pub async fn serious_violations(browser: &Browser) -> Value {
         .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn console_talks_to_the_demo_agent_on_every_binding() {
+/// The console pointed at `agent`, and headless Chromium on its page once it shows the card.
+pub(crate) async fn opened(agent: &str) -> (Trident, Browser) {
+    let console = Trident::console(&[agent]).await;
+    let browser = Browser::start().await;
+    browser
+        .command("timeouts", json!({ "script": 60_000 }))
+        .await;
+    browser.open(&format!("{}/", console.origin)).await;
+    browser
+        .until(
+            "the card is shown",
+            "return document.getElementById('card-status').dataset.valid ?? null;",
+        )
+        .await;
+    (console, browser)
+}
+
+/// `trident serve --agent demo --store memory`, the console pointed at it, and headless
+/// Chromium on the console's page once it shows the card ([`opened`]). `None` when the
+/// browser tools are missing: `test` is said to be skipped, with the reason.
+pub(crate) async fn on_the_demo_agent(test: &str) -> Option<(Trident, Trident, Browser)> {
     if let Some(reason) = missing_tools() {
-        eprintln!("console test skipped: {reason}");
-        return;
+        eprintln!("{test} skipped: {reason}");
+        return None;
     }
     npm_ci();
     let agent = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
-    drive(&agent.origin, "").await;
+    let (console, browser) = opened(&agent.origin).await;
+    Some((agent, console, browser))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_talks_to_the_demo_agent_on_every_binding() {
+    let Some((_agent, _console, browser)) = on_the_demo_agent("console test").await else {
+        return;
+    };
+    drive(&browser, "").await;
 }
 
 /// The same, against the demo agent built with the official Python SDK
@@ -134,42 +174,31 @@ async fn console_talks_to_the_python_sdk_agent_on_every_binding() {
     }
     npm_ci();
     let mut agent = crate::harness::PythonAgent::start(&[]).await;
-    drive(&agent.card_url, "python-").await;
+    let (_console, browser) = opened(&agent.card_url).await;
+    drive(&browser, "python-").await;
     agent.stop();
 }
 
-/// Drives the console pointed at `agent` through the card and, on each binding, a stream, an
-/// input-required task, the task list, a task read whole, a subscription and a cancel;
-/// screenshots are named with `shots_prefix`.
-async fn drive(agent: &str, shots_prefix: &str) {
-    let console = Trident::console(&[agent]).await;
-    let browser = Browser::start().await;
-    browser
-        .command("timeouts", json!({ "script": 60_000 }))
-        .await;
-    browser.open(&format!("{}/", console.origin)).await;
+/// Drives the console's page (showing the card) through the card and, on each binding, a
+/// stream, an input-required task, the task list, a task read whole, a subscription and a
+/// cancel; screenshots are named with `shots_prefix`.
+async fn drive(browser: &Browser, shots_prefix: &str) {
     let shots = screenshots();
 
     // The card, read through the console: valid, each of its three interfaces answering.
-    browser
-        .until(
-            "the card is shown",
-            "return document.getElementById('card-status').dataset.valid ?? null;",
-        )
-        .await;
     assert_eq!(
-        data(&browser, "#card-status", "valid").await.as_deref(),
+        data(browser, "#card-status", "valid").await.as_deref(),
         Some("true"),
         "{}",
-        text(&browser, "#card-problems").await
+        text(browser, "#card-problems").await
     );
     // Each interface the card declares (every binding, in A2A 1.0 and 0.3) answers.
-    let declared = data(&browser, "#card-status", "interfaces").await;
+    let declared = data(browser, "#card-status", "interfaces").await;
     assert_eq!(
-        data(&browser, "#card-status", "answering").await,
+        data(browser, "#card-status", "answering").await,
         declared,
         "{}",
-        text(&browser, "#interfaces").await
+        text(browser, "#interfaces").await
     );
     let offered = browser
         .script(
@@ -180,13 +209,13 @@ async fn drive(agent: &str, shots_prefix: &str) {
     let mut offered: Vec<String> = serde_json::from_value(offered).expect("bindings");
     offered.sort();
     assert_eq!(offered, ["GRPC", "HTTP+JSON", "JSONRPC"]);
-    assert!(text(&browser, "#signature").await.starts_with("absent"));
+    assert!(text(browser, "#signature").await.starts_with("absent"));
     assert!(
-        text(&browser, "#card-raw")
+        text(browser, "#card-raw")
             .await
             .contains("supportedInterfaces")
     );
-    let violations = serious_violations(&browser).await;
+    let violations = serious_violations(browser).await;
     assert_eq!(violations, json!([]), "accessibility, card shown");
     browser
         .screenshot(&shots.join(format!("{shots_prefix}card.png")))
@@ -199,8 +228,8 @@ async fn drive(agent: &str, shots_prefix: &str) {
         browser.click("#new-conversation").await;
 
         // A stream: every event, in order, the artifact growing chunk by chunk.
-        check(&browser, "#streaming", true).await;
-        let (state, streamed) = send(&browser, "stream 3 1", binding).await;
+        check(browser, "#streaming", true).await;
+        let (state, streamed) = send(browser, "stream 3 1", binding).await;
         assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
         let events = browser
             .script(
@@ -230,7 +259,7 @@ async fn drive(agent: &str, shots_prefix: &str) {
             "{binding}"
         );
         assert_eq!(
-            text(&browser, "#artifacts [data-artifact-id$='stream'] pre").await,
+            text(browser, "#artifacts [data-artifact-id$='stream'] pre").await,
             "chunk 0 of stream 3 1chunk 1 of stream 3 1chunk 2 of stream 3 1",
             "{binding}"
         );
@@ -242,12 +271,12 @@ async fn drive(agent: &str, shots_prefix: &str) {
             .await;
 
         // A task that asks for input, answered in the same task.
-        check(&browser, "#streaming", false).await;
+        check(browser, "#streaming", false).await;
         browser.click("#new-conversation").await;
-        let (state, asking) = send(&browser, "input", binding).await;
+        let (state, asking) = send(browser, "input", binding).await;
         assert_eq!(state, "TASK_STATE_INPUT_REQUIRED", "{binding}");
         assert!(
-            text(&browser, "#reply-hint")
+            text(browser, "#reply-hint")
                 .await
                 .contains("What is your name?"),
             "{binding}"
@@ -259,20 +288,20 @@ async fn drive(agent: &str, shots_prefix: &str) {
             )
             .await;
         assert_eq!(filled.as_str(), Some(asking.as_str()), "{binding}");
-        let (state, answered) = send(&browser, "Ada", binding).await;
+        let (state, answered) = send(browser, "Ada", binding).await;
         assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
         assert_eq!(answered, asking, "{binding}: the same task completes");
         assert_eq!(
-            text(&browser, "#artifacts pre").await,
+            text(browser, "#artifacts pre").await,
             "Hello, Ada!",
             "{binding}"
         );
 
         // A task that works until canceled, sent without waiting.
         browser.click("#new-conversation").await;
-        check(&browser, "#return-immediately", true).await;
-        let (_, slow) = send(&browser, "slow", binding).await;
-        check(&browser, "#return-immediately", false).await;
+        check(browser, "#return-immediately", true).await;
+        let (_, slow) = send(browser, "slow", binding).await;
+        check(browser, "#return-immediately", false).await;
         assert!(!slow.is_empty(), "{binding}");
 
         // The task list shows them; the slow one is canceled from it.
@@ -356,7 +385,7 @@ async fn drive(agent: &str, shots_prefix: &str) {
             .await;
     }
 
-    let violations = serious_violations(&browser).await;
+    let violations = serious_violations(browser).await;
     assert_eq!(violations, json!([]), "accessibility, after every call");
 }
 

@@ -13,10 +13,10 @@
 
 use serde_json::{Value, json};
 
-use crate::console::{check, data, screenshots, send, serious_violations, text};
+use crate::console::{check, data, opened, screenshots, send, serious_violations, text};
 use crate::process::Trident;
 use crate::wait::until;
-use crate::webdriver::{Browser, missing_tools, npm_ci};
+use crate::webdriver::{missing_tools, npm_ci};
 
 /// The demo agent, delivering webhooks to loopback.
 async fn push_agent() -> Trident {
@@ -67,19 +67,8 @@ async fn console_receives_push_deliveries_from_the_python_sdk_agent() {
 /// canceled, and its delivery shown; the token in both headers when `both_token_headers`, in
 /// one at least otherwise, always masked. Screenshots are named with `shots_prefix`.
 async fn drive(agent: &str, shots_prefix: &str, both_token_headers: bool) {
-    let console = Trident::console(&[agent]).await;
-    let browser = Browser::start().await;
-    browser
-        .command("timeouts", json!({ "script": 60_000 }))
-        .await;
-    browser.open(&format!("{}/", console.origin)).await;
+    let (console, browser) = opened(agent).await;
     let shots = screenshots();
-    browser
-        .until(
-            "the card is shown",
-            "return document.getElementById('card-status').dataset.valid ?? null;",
-        )
-        .await;
     browser
         .until(
             "the Push section",

@@ -17,6 +17,7 @@ mod cluster;
 mod concurrency;
 mod conformance;
 mod console;
+mod console_conformance;
 mod console_push;
 mod docs;
 mod durability;

@@ -513,6 +513,15 @@ pub async fn run_case_observed(
     (outcome, lines)
 }
 
+/// Aborts a task when dropped (a no-op once it has finished).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 async fn run_bounded(
     case: Case,
     target: Arc<dyn Target>,
@@ -526,12 +535,11 @@ async fn run_bounded(
         at.clone(),
         OBSERVED.scope(observed, async move { run(&*target).await }),
     ));
-    let abort = handle.abort_handle();
+    // The case stops when it times out, and when whoever awaits it gives up (a console page
+    // closed in the middle of a run).
+    let _abort = AbortOnDrop(handle.abort_handle());
     let outcome = match tokio::time::timeout(timeout, handle).await {
-        Err(_) => {
-            abort.abort();
-            return Outcome::Fail(format!("timed out after {} s", timeout.as_secs()));
-        }
+        Err(_) => return Outcome::Fail(format!("timed out after {} s", timeout.as_secs())),
         Ok(outcome) => outcome,
     };
     match outcome {
