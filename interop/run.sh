@@ -298,13 +298,14 @@ else
 fi
 
 # `trident console` in headless Chromium against the Python SDK agent: the card, a stream, an
-# input-required task, the task list, a subscription, a cancel and a push delivery, on each binding.
+# input-required task, the task list, a subscription, a cancel and a push delivery, on each
+# binding; conformance run from the page, and the bindings compared.
 log "trident console against the Python SDK agent"
 if TRIDENT_INTEROP_PYTHON="$venv/bin/python" cargo test --locked --test it console -- --ignored >&2; then
-  echo "ok   console python-sdk-agent (card, stream, input, tasks, cancel, push: 3 bindings in Chromium)"
+  echo "ok   console python-sdk-agent (card, stream, input, tasks, cancel, push, conformance, compare: 3 bindings in Chromium)"
   passed=$((passed + 1))
 else
-  echo "FAIL console python-sdk-agent (card, stream, input, tasks, cancel, push: 3 bindings in Chromium)"
+  echo "FAIL console python-sdk-agent (card, stream, input, tasks, cancel, push, conformance, compare: 3 bindings in Chromium)"
   failed=$((failed + 1))
 fi
 

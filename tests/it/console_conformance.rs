@@ -103,6 +103,97 @@ async fn console_runs_conformance_and_compares_the_bindings_of_the_demo_agent() 
         return;
     };
     let shots = screenshots();
+    let counted = run_conformance(&browser, "").await;
+    // Our agent: no MUST case failed, and the bindings agree.
+    assert_eq!(count(&counted, "MUST", "fail"), 0);
+    for (key, want) in [("mustFailed", "0"), ("agree", "true")] {
+        assert_eq!(
+            data(&browser, "#conformance-summary", key).await.as_deref(),
+            Some(want),
+            "{}\n{}",
+            text(&browser, "#conformance-summary").await,
+            text(&browser, "#conformance-results").await
+        );
+    }
+    assert_eq!(
+        text(&browser, "#conformance-agree").await,
+        "The bindings agree."
+    );
+    let violations = serious_violations(&browser).await;
+    assert_eq!(violations, json!([]), "accessibility, conformance run");
+
+    // The bindings side by side: a SendMessage (a task of its own on each), then a GetTask of
+    // the task the first one created, which the page fills in.
+    let (send, get) = compare_send_and_get(&browser).await;
+    assert_eq!(send, json!([]), "SendMessage");
+    assert_eq!(get, json!([]), "GetTask");
+    shoot(&browser, "compare-heading", &shots.join("compare.png")).await;
+    let violations = serious_violations(&browser).await;
+    assert_eq!(violations, json!([]), "accessibility, bindings compared");
+}
+
+/// The same against the demo agent built with the official Python SDK
+/// (`interop/python/agent.py`; run by interop/run.sh, which installs it): the run ends with its
+/// summary, every row with a result per binding and the counts those of the rows (the SDK's
+/// own failures are its table in interop/conformance/expected.md: not asserted here), and the
+/// two comparisons are made over every binding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs TRIDENT_INTEROP_PYTHON; run by interop/run.sh"]
+async fn console_runs_conformance_and_compares_the_bindings_of_the_python_sdk_agent() {
+    if let Some(reason) = crate::webdriver::missing_tools() {
+        eprintln!("console conformance test skipped: {reason}");
+        return;
+    }
+    crate::webdriver::npm_ci();
+    let mut agent = crate::harness::PythonAgent::start(&[]).await;
+    let (_console, browser) = crate::console::opened(&agent.card_url).await;
+    let counted = run_conformance(&browser, "python-").await;
+    assert!(count(&counted, "All", "pass") > 0, "{counted:?}");
+    let (send, get) = compare_send_and_get(&browser).await;
+    eprintln!("the Python SDK agent's bindings compared: SendMessage {send}, GetTask {get}");
+    shoot(
+        &browser,
+        "compare-heading",
+        &screenshots().join("python-compare.png"),
+    )
+    .await;
+    agent.stop();
+}
+
+/// How many cells of `level` (`All`: every level) have `outcome`.
+fn count(counted: &BTreeMap<(String, String), u64>, level: &str, outcome: &str) -> u64 {
+    counted
+        .iter()
+        .filter(|((l, o), _)| (level == "All" || l == level) && o == outcome)
+        .map(|(_, n)| *n)
+        .sum::<u64>()
+}
+
+/// A SendMessage compared over the bindings, then a GetTask of the task the first one
+/// created (which the page fills in): the rows that differ in each.
+async fn compare_send_and_get(browser: &Browser) -> (Value, Value) {
+    browser.type_into("#compare-text", "hello").await;
+    let send = compare(browser, "send").await;
+    let task = browser
+        .script(
+            "return document.getElementById('compare-task').value;",
+            json!([]),
+        )
+        .await;
+    assert!(
+        task.as_str().is_some_and(|t| !t.is_empty()),
+        "the task id: {task}"
+    );
+    (send, compare(browser, "get").await)
+}
+
+/// Runs every conformance case from the page over every binding the card declares, watching
+/// the results come in one by one, and checks what the page shows: a row per case with the
+/// A2A section it checks and a result per binding, at least one pass per binding, and a
+/// summary whose counts are the rows'. Returns the cells counted by (level, outcome);
+/// screenshots named with `shots_prefix`.
+async fn run_conformance(browser: &Browser, shots_prefix: &str) -> BTreeMap<(String, String), u64> {
+    let shots = screenshots();
     browser
         .until(
             "the conformance section",
@@ -168,12 +259,12 @@ async fn console_runs_conformance_and_compares_the_bindings_of_the_demo_agent() 
         started.elapsed().as_secs_f64()
     );
     assert!(seen_partial, "the results came in all at once");
-    let error = shown_error(&browser).await;
+    let error = shown_error(browser).await;
     assert!(error.is_null(), "conformance: {error}");
 
     // Every row has a result per binding, and the A2A section it checks.
     assert_eq!(
-        columns(&browser, "conformance-results").await,
+        columns(browser, "conformance-results").await,
         json!(BINDINGS)
     );
     let rows = browser
@@ -221,20 +312,7 @@ async fn console_runs_conformance_and_compares_the_bindings_of_the_demo_agent() 
             "{binding}: {passed:?}"
         );
     }
-    // The summary: no MUST case failed, the bindings agree, and its counts are the rows'.
-    for (key, want) in [("mustFailed", "0"), ("agree", "true")] {
-        assert_eq!(
-            data(&browser, "#conformance-summary", key).await.as_deref(),
-            Some(want),
-            "{}\n{}",
-            text(&browser, "#conformance-summary").await,
-            text(&browser, "#conformance-results").await
-        );
-    }
-    assert_eq!(
-        text(&browser, "#conformance-agree").await,
-        "The bindings agree."
-    );
+    // The summary: its counts are the rows'.
     let summary = browser
         .script(
             "return [...document.querySelectorAll('#conformance-counts tbody tr')].map((r) => \
@@ -242,59 +320,38 @@ async fn console_runs_conformance_and_compares_the_bindings_of_the_demo_agent() 
             json!([]),
         )
         .await;
-    let count = |level: &str, outcome: &str| {
-        counted
-            .iter()
-            .filter(|((l, o), _)| (level == "All" || l == level) && o == outcome)
-            .map(|(_, n)| *n)
-            .sum::<u64>()
-    };
     let expected: Vec<Value> = ["MUST", "SHOULD", "MAY", "All"]
         .into_iter()
-        .map(|l| json!([l, count(l, "pass"), count(l, "fail"), count(l, "skip")]))
+        .map(|l| {
+            json!([
+                l,
+                count(&counted, l, "pass"),
+                count(&counted, l, "fail"),
+                count(&counted, l, "skip")
+            ])
+        })
         .collect();
     assert_eq!(summary, Value::Array(expected));
-    assert_eq!(count("MUST", "fail"), 0);
     for (key, outcome) in [("passed", "pass"), ("failed", "fail"), ("skipped", "skip")] {
         assert_eq!(
-            data(&browser, "#conformance-summary", key).await,
-            Some(count("All", outcome).to_string()),
+            data(browser, "#conformance-summary", key).await,
+            Some(count(&counted, "All", outcome).to_string()),
             "{key}"
         );
     }
     shoot(
-        &browser,
+        browser,
         "conformance-heading",
-        &shots.join("conformance.png"),
+        &shots.join(format!("{shots_prefix}conformance.png")),
     )
     .await;
     shoot(
-        &browser,
+        browser,
         "conformance-summary",
-        &shots.join("conformance-summary.png"),
+        &shots.join(format!("{shots_prefix}conformance-summary.png")),
     )
     .await;
-    let violations = serious_violations(&browser).await;
-    assert_eq!(violations, json!([]), "accessibility, conformance run");
-
-    // The bindings side by side: a SendMessage (a task of its own on each), then a GetTask of
-    // the task the first one created, which the page fills in.
-    browser.type_into("#compare-text", "hello").await;
-    assert_eq!(compare(&browser, "send").await, json!([]), "SendMessage");
-    let task = browser
-        .script(
-            "return document.getElementById('compare-task').value;",
-            json!([]),
-        )
-        .await;
-    assert!(
-        task.as_str().is_some_and(|t| !t.is_empty()),
-        "the task id: {task}"
-    );
-    assert_eq!(compare(&browser, "get").await, json!([]), "GetTask");
-    shoot(&browser, "compare-heading", &shots.join("compare.png")).await;
-    let violations = serious_violations(&browser).await;
-    assert_eq!(violations, json!([]), "accessibility, bindings compared");
+    counted
 }
 
 /// The conformance and comparison calls refuse what they cannot run with a JSON error, before
