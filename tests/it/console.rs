@@ -160,7 +160,109 @@ async fn console_talks_to_the_demo_agent_on_every_binding() {
     let Some((_agent, _console, browser)) = on_the_demo_agent("console test").await else {
         return;
     };
+    keyboard(&browser).await;
     drive(&browser, "").await;
+}
+
+/// Presses the key `key` (a WebDriver key code: `\u{E004}` Tab, `\u{E007}` Enter) where the
+/// focus is.
+async fn press(browser: &Browser, key: &str) {
+    browser
+        .command(
+            "actions",
+            json!({ "actions": [{ "type": "key", "id": "keyboard", "actions": [
+                { "type": "keyDown", "value": key }, { "type": "keyUp", "value": key },
+            ] }] }),
+        )
+        .await;
+}
+
+/// The page works from the keyboard: Tab reaches every control of each section in the order
+/// of the page, and a message typed and sent with Enter on the focused Send button is
+/// answered.
+async fn keyboard(browser: &Browser) {
+    const TAB: &str = "\u{E004}";
+    const ENTER: &str = "\u{E007}";
+    browser
+        .script(
+            "document.activeElement.blur(); window.scrollTo(0, 0);",
+            json!([]),
+        )
+        .await;
+    let mut reached = Vec::new();
+    for _ in 0..120 {
+        press(browser, TAB).await;
+        let id = browser
+            .script("return document.activeElement.id || null;", json!([]))
+            .await;
+        if let Some(id) = id.as_str()
+            && reached.last().map(String::as_str) != Some(id)
+        {
+            reached.push(id.to_owned());
+        }
+    }
+    let wanted = [
+        "agent",
+        "connect",
+        "binding",
+        "message",
+        "send",
+        "list-tasks",
+        "push-watch",
+        "run-conformance",
+        "run-compare",
+    ];
+    let positions: Vec<Option<usize>> = wanted
+        .iter()
+        .map(|w| reached.iter().position(|r| r == w))
+        .collect();
+    assert!(
+        positions.iter().all(Option::is_some),
+        "not reached with Tab: {:?} (reached {reached:?})",
+        wanted
+            .iter()
+            .zip(&positions)
+            .filter(|(_, p)| p.is_none())
+            .map(|(w, _)| w)
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "Tab order is not the page's: {reached:?}"
+    );
+    // Typed and sent from the keyboard alone.
+    browser
+        .script("document.getElementById('message').focus();", json!([]))
+        .await;
+    let message = browser.find("#message").await;
+    browser
+        .command(
+            &format!("element/{message}/value"),
+            json!({ "text": "typed" }),
+        )
+        .await;
+    press(browser, TAB).await;
+    let mut on_send = false;
+    for _ in 0..20 {
+        let id = browser
+            .script("return document.activeElement.id;", json!([]))
+            .await;
+        if id == json!("send") {
+            on_send = true;
+            break;
+        }
+        press(browser, TAB).await;
+    }
+    assert!(on_send, "Tab from the message never reached Send");
+    press(browser, ENTER).await;
+    browser
+        .until(
+            "the answer to the message sent with Enter",
+            "return document.getElementById('timeline').dataset.done === 'true' \
+               && document.querySelector('#artifacts pre')?.textContent === 'typed';",
+        )
+        .await;
+    browser.click("#new-conversation").await;
 }
 
 /// The same, against the demo agent built with the official Python SDK
