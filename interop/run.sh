@@ -299,13 +299,14 @@ fi
 
 # `trident console` in headless Chromium against the Python SDK agent: the card, a stream, an
 # input-required task, the task list, a subscription, a cancel and a push delivery, on each
-# binding; conformance run from the page, and the bindings compared.
+# binding; conformance run from the page, and the bindings compared; and against the v0.3
+# SDK agent, its 0.3 card read and 0.3 spoken on each binding.
 log "trident console against the Python SDK agent"
-if TRIDENT_INTEROP_PYTHON="$venv/bin/python" cargo test --locked --test it console -- --ignored >&2; then
-  echo "ok   console python-sdk-agent (card, stream, input, tasks, cancel, push, conformance, compare: 3 bindings in Chromium)"
+if TRIDENT_INTEROP_PYTHON="$venv/bin/python" TRIDENT_INTEROP_PYTHON03="$venv03/bin/python" cargo test --locked --test it console -- --ignored >&2; then
+  echo "ok   console python-sdk-agent (card, stream, input, tasks, cancel, push, conformance, compare: 3 bindings in Chromium; the v0.3 agent too)"
   passed=$((passed + 1))
 else
-  echo "FAIL console python-sdk-agent (card, stream, input, tasks, cancel, push, conformance, compare: 3 bindings in Chromium)"
+  echo "FAIL console python-sdk-agent (card, stream, input, tasks, cancel, push, conformance, compare: 3 bindings in Chromium; the v0.3 agent too)"
   failed=$((failed + 1))
 fi
 

@@ -1124,6 +1124,59 @@ pub(crate) async fn resolve_card_json(
 /// the proto marks REQUIRED, on the card, its interfaces and its skills, present and not
 /// empty. (The types were checked when the card was read.)
 pub(crate) fn card_problems(json: &serde_json::Value) -> Vec<String> {
+    missing_fields(
+        json,
+        &[
+            "name",
+            "description",
+            "supportedInterfaces",
+            "version",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ],
+        &[
+            (
+                "supportedInterfaces",
+                &["url", "protocolBinding", "protocolVersion"],
+            ),
+            ("skills", &["id", "name", "description", "tags"]),
+        ],
+    )
+}
+
+/// [`card_problems`] for the card of an agent that speaks only A2A 0.3 (no
+/// `supportedInterfaces`, a top-level `url`): the fields v0.3's `AgentCard` requires, on the
+/// card, its additional interfaces and its skills.
+pub(crate) fn card_problems_v03(json: &serde_json::Value) -> Vec<String> {
+    missing_fields(
+        json,
+        &[
+            "name",
+            "description",
+            "url",
+            "version",
+            "protocolVersion",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ],
+        &[
+            ("additionalInterfaces", &["url", "transport"]),
+            ("skills", &["id", "name", "description", "tags"]),
+        ],
+    )
+}
+
+/// The `fields` of `json` that are missing or empty, and the `fields` of each item of each
+/// `list` that are.
+fn missing_fields(
+    json: &serde_json::Value,
+    fields: &[&str],
+    lists: &[(&str, &[&str])],
+) -> Vec<String> {
     fn missing(v: &serde_json::Value, field: &str) -> bool {
         match v.get(field) {
             None | Some(serde_json::Value::Null) => true,
@@ -1132,40 +1185,20 @@ pub(crate) fn card_problems(json: &serde_json::Value) -> Vec<String> {
             Some(_) => false,
         }
     }
-    let mut problems = Vec::new();
-    for field in [
-        "name",
-        "description",
-        "supportedInterfaces",
-        "version",
-        "capabilities",
-        "defaultInputModes",
-        "defaultOutputModes",
-        "skills",
-    ] {
-        if missing(json, field) {
-            problems.push(format!("{field} is required"));
-        }
-    }
-    let each = |list: &str, fields: &[&str], problems: &mut Vec<String>| {
-        for (n, item) in json[list].as_array().into_iter().flatten().enumerate() {
-            for field in fields {
+    let mut problems: Vec<String> = fields
+        .iter()
+        .filter(|f| missing(json, f))
+        .map(|f| format!("{f} is required"))
+        .collect();
+    for (list, fields) in lists {
+        for (n, item) in json[*list].as_array().into_iter().flatten().enumerate() {
+            for field in *fields {
                 if missing(item, field) {
                     problems.push(format!("{list}[{n}].{field} is required"));
                 }
             }
         }
-    };
-    each(
-        "supportedInterfaces",
-        &["url", "protocolBinding", "protocolVersion"],
-        &mut problems,
-    );
-    each(
-        "skills",
-        &["id", "name", "description", "tags"],
-        &mut problems,
-    );
+    }
     problems
 }
 

@@ -878,9 +878,17 @@ pub(crate) fn event_stream(items: impl futures::Stream<Item = Value> + Send + 's
 async fn card(target: &Target) -> Result<Value, ApiError> {
     let (card, raw) = client::resolve_card_json(target).await?;
     let raw_text = String::from_utf8_lossy(&raw).into_owned();
-    let problems = match serde_json::from_slice::<Value>(&raw) {
-        Ok(json) => client::card_problems(&json),
-        Err(e) => vec![format!("not JSON: {e}")],
+    // The card of an agent that speaks only A2A 0.3 (no `supportedInterfaces`, a top-level
+    // `url`) is checked against 0.3's AgentCard.
+    let (problems, generation) = match serde_json::from_slice::<Value>(&raw) {
+        Ok(json)
+            if json.get("supportedInterfaces").is_none_or(Value::is_null)
+                && json.get("url").is_some_and(|u| !u.is_null()) =>
+        {
+            (client::card_problems_v03(&json), "0.3")
+        }
+        Ok(json) => (client::card_problems(&json), "1.0"),
+        Err(e) => (vec![format!("not JSON: {e}")], "1.0"),
     };
     let signature = if card.signatures.is_empty() {
         "absent (the card is not signed)".to_owned()
@@ -900,6 +908,7 @@ async fn card(target: &Target) -> Result<Value, ApiError> {
         "raw": raw_text,
         "problems": problems,
         "valid": problems.is_empty(),
+        "generation": generation,
         "signature": signature,
         "interfaces": interfaces,
     }))

@@ -281,6 +281,133 @@ async fn console_talks_to_the_python_sdk_agent_on_every_binding() {
     agent.stop();
 }
 
+/// Against the demo agent built with the official **v0.3** Python SDK
+/// (`interop/python03/agent.py`; run by interop/run.sh): the console reads its v0.3 card (valid
+/// as an A2A 0.3 card, every interface answering) and speaks 0.3 to it on each binding: a
+/// stream shown in order, and a task that asks for input answered. (v0.3 has no ListTasks.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs TRIDENT_INTEROP_PYTHON03; run by interop/run.sh"]
+async fn console_talks_to_the_v03_python_sdk_agent_on_every_binding() {
+    if let Some(reason) = missing_tools() {
+        eprintln!("console test skipped: {reason}");
+        return;
+    }
+    npm_ci();
+    let mut agent =
+        crate::harness::PythonAgent::start_sdk(crate::harness::PythonSdk::V03, &[]).await;
+    let (_console, browser) = opened(&agent.card_url).await;
+    assert_eq!(
+        data(&browser, "#card-status", "valid").await.as_deref(),
+        Some("true"),
+        "{}",
+        text(&browser, "#card-problems").await
+    );
+    assert_eq!(
+        data(&browser, "#card-status", "generation")
+            .await
+            .as_deref(),
+        Some("0.3")
+    );
+    assert_eq!(
+        data(&browser, "#card-status", "answering").await,
+        data(&browser, "#card-status", "interfaces").await,
+        "{}",
+        text(&browser, "#interfaces").await
+    );
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        stream_and_input(&browser, binding, "python03-").await;
+    }
+    let violations = serious_violations(&browser).await;
+    assert_eq!(violations, json!([]), "accessibility, a v0.3 agent");
+    agent.stop();
+}
+
+/// On `binding`, picked in the page: a stream whose events show in order with its artifact
+/// growing chunk by chunk, then a task that asks for input answered in the same task. Returns
+/// the two tasks' ids.
+async fn stream_and_input(
+    browser: &Browser,
+    binding: &str,
+    shots_prefix: &str,
+) -> (String, String) {
+    let shots = screenshots();
+    browser
+        .click(&format!("#binding option[value='{binding}']"))
+        .await;
+    browser.click("#new-conversation").await;
+
+    // A stream: every event, in order, the artifact growing chunk by chunk.
+    check(browser, "#streaming", true).await;
+    let (state, streamed) = send(browser, "stream 3 1", binding).await;
+    assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
+    let events = browser
+        .script(
+            "return [...document.querySelectorAll('#timeline li')].map((li) => li.dataset.event);",
+            json!([]),
+        )
+        .await;
+    let events: Vec<String> = serde_json::from_value(events).expect("event kinds");
+    assert!(events[0].starts_with("task:"), "{binding}: {events:?}");
+    // The artifact's id: `stream` from our agent, `TASK-stream` from the Python SDK's.
+    let events: Vec<&str> = events
+        .iter()
+        .map(|e| match e.strip_prefix("artifact:") {
+            Some(id) if id.ends_with("stream") => "artifact:stream",
+            _ => e.as_str(),
+        })
+        .collect();
+    assert_eq!(
+        events[1..],
+        [
+            "status:TASK_STATE_WORKING",
+            "artifact:stream",
+            "artifact:stream",
+            "artifact:stream",
+            "status:TASK_STATE_COMPLETED",
+        ],
+        "{binding}"
+    );
+    assert_eq!(
+        text(browser, "#artifacts [data-artifact-id$='stream'] pre").await,
+        "chunk 0 of stream 3 1chunk 1 of stream 3 1chunk 2 of stream 3 1",
+        "{binding}"
+    );
+    browser
+        .screenshot(&shots.join(format!(
+            "{shots_prefix}stream-{}.png",
+            binding.replace('+', "-")
+        )))
+        .await;
+
+    // A task that asks for input, answered in the same task.
+    check(browser, "#streaming", false).await;
+    browser.click("#new-conversation").await;
+    let (state, asking) = send(browser, "input", binding).await;
+    assert_eq!(state, "TASK_STATE_INPUT_REQUIRED", "{binding}");
+    assert!(
+        text(browser, "#reply-hint")
+            .await
+            .contains("What is your name?"),
+        "{binding}"
+    );
+    let filled = browser
+        .script(
+            "return document.getElementById('task-id').value;",
+            json!([]),
+        )
+        .await;
+    assert_eq!(filled.as_str(), Some(asking.as_str()), "{binding}");
+    let (state, answered) = send(browser, "Ada", binding).await;
+    assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
+    assert_eq!(answered, asking, "{binding}: the same task completes");
+    assert_eq!(
+        text(browser, "#artifacts pre").await,
+        "Hello, Ada!",
+        "{binding}"
+    );
+    (streamed, asking)
+}
+
 /// Drives the console's page (showing the card) through the card and, on each binding, a
 /// stream, an input-required task, the task list, a task read whole, a subscription and a
 /// cancel; screenshots are named with `shots_prefix`.
@@ -324,80 +451,7 @@ async fn drive(browser: &Browser, shots_prefix: &str) {
         .await;
 
     for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
-        browser
-            .click(&format!("#binding option[value='{binding}']"))
-            .await;
-        browser.click("#new-conversation").await;
-
-        // A stream: every event, in order, the artifact growing chunk by chunk.
-        check(browser, "#streaming", true).await;
-        let (state, streamed) = send(browser, "stream 3 1", binding).await;
-        assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
-        let events = browser
-            .script(
-                "return [...document.querySelectorAll('#timeline li')].map((li) => li.dataset.event);",
-                json!([]),
-            )
-            .await;
-        let events: Vec<String> = serde_json::from_value(events).expect("event kinds");
-        assert!(events[0].starts_with("task:"), "{binding}: {events:?}");
-        // The artifact's id: `stream` from our agent, `TASK-stream` from the Python SDK's.
-        let events: Vec<&str> = events
-            .iter()
-            .map(|e| match e.strip_prefix("artifact:") {
-                Some(id) if id.ends_with("stream") => "artifact:stream",
-                _ => e.as_str(),
-            })
-            .collect();
-        assert_eq!(
-            events[1..],
-            [
-                "status:TASK_STATE_WORKING",
-                "artifact:stream",
-                "artifact:stream",
-                "artifact:stream",
-                "status:TASK_STATE_COMPLETED",
-            ],
-            "{binding}"
-        );
-        assert_eq!(
-            text(browser, "#artifacts [data-artifact-id$='stream'] pre").await,
-            "chunk 0 of stream 3 1chunk 1 of stream 3 1chunk 2 of stream 3 1",
-            "{binding}"
-        );
-        browser
-            .screenshot(&shots.join(format!(
-                "{shots_prefix}stream-{}.png",
-                binding.replace('+', "-")
-            )))
-            .await;
-
-        // A task that asks for input, answered in the same task.
-        check(browser, "#streaming", false).await;
-        browser.click("#new-conversation").await;
-        let (state, asking) = send(browser, "input", binding).await;
-        assert_eq!(state, "TASK_STATE_INPUT_REQUIRED", "{binding}");
-        assert!(
-            text(browser, "#reply-hint")
-                .await
-                .contains("What is your name?"),
-            "{binding}"
-        );
-        let filled = browser
-            .script(
-                "return document.getElementById('task-id').value;",
-                json!([]),
-            )
-            .await;
-        assert_eq!(filled.as_str(), Some(asking.as_str()), "{binding}");
-        let (state, answered) = send(browser, "Ada", binding).await;
-        assert_eq!(state, "TASK_STATE_COMPLETED", "{binding}");
-        assert_eq!(answered, asking, "{binding}: the same task completes");
-        assert_eq!(
-            text(browser, "#artifacts pre").await,
-            "Hello, Ada!",
-            "{binding}"
-        );
+        let (streamed, asking) = stream_and_input(browser, binding, shots_prefix).await;
 
         // A task that works until canceled, sent without waiting.
         browser.click("#new-conversation").await;

@@ -205,7 +205,9 @@ function renderCard(answer) {
   const status = $('card-status');
   status.replaceChildren();
   const answering = answer.interfaces.filter((i) => i.answers).length;
-  status.append(el('span', answer.valid ? 'Valid A2A card' : 'Invalid card', { class: answer.valid ? 'ok' : 'bad' }));
+  const generation = answer.generation || '1.0';
+  status.append(el('span', (answer.valid ? 'Valid A2A ' : 'Invalid A2A ') + generation + ' card', { class: answer.valid ? 'ok' : 'bad' }));
+  status.dataset.generation = generation;
   status.append(document.createTextNode(' — ' + answering + ' of ' + answer.interfaces.length + ' interfaces answer'));
   status.dataset.valid = String(answer.valid);
   status.dataset.answering = String(answering);
