@@ -730,6 +730,19 @@ impl Live {
         Ok(last)
     }
 
+    /// [`Live::commit`] of one event already shared (and measured), or of none: what `w`
+    /// holds is stored unless held.
+    pub(crate) async fn commit_shared(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        event: Option<SharedEvent>,
+    ) -> Result<u64, StoreError> {
+        let last = w.hold_events(event.into_iter(), false);
+        self.store_unless_held(inner, w).await?;
+        Ok(last)
+    }
+
     /// Commits a new task's first events, as [`Live::commit`] does: `submitted`, the task as
     /// submitted (a snapshot event, perhaps held encoded: [`SharedEvent::task_snapshot`]),
     /// then `first`, which the caller applied to the task in `w`.

@@ -192,7 +192,7 @@ impl Run {
         if w.keeps_behind() {
             // What the turn committed behind it is stored before the turn ends (a failure
             // ends it as any failed commit does).
-            let _ = self.commit_event(live, &mut w, Vec::new()).await;
+            let _ = self.commit_event(live, &mut w, None).await;
         }
         if w.is_turn(self.turn) {
             let state = w.task().state();
@@ -308,10 +308,10 @@ impl Run {
                     Err(e) => Err(e),
                 }
             } else {
-                Ok(vec![event])
+                Ok(SharedEvent::measured(event))
             };
             match now {
-                Ok(events) => self.commit_event(live, &mut w, events).await,
+                Ok(event) => self.commit_event(live, &mut w, Some(event)).await,
                 Err(e) => Box::pin(self.commit_failed(live, &mut w, e)).await,
             }
         }
@@ -328,7 +328,8 @@ impl Run {
             Box::pin(live.sync(&self.inner, w)).await?;
         }
         let event = self.checked_event(w, update)?;
-        self.commit_event(live, w, vec![event]).await
+        self.commit_event(live, w, Some(SharedEvent::measured(event)))
+            .await
     }
 
     /// Applies `update` to the task in `w` (after checking that this turn may) and returns
@@ -356,15 +357,17 @@ impl Run {
         Ok(event)
     }
 
-    /// Commits `events`, which [`Run::checked_event`] applied to the task in `w` (a `Vec`,
-    /// which this future holds for good, rather than the event itself: see [`Run::update`]).
+    /// Commits `event`, which [`Run::checked_event`] applied to the task in `w` (or none:
+    /// what `w` holds is stored unless held). Shared, so this future, which holds it for
+    /// good, holds a pointer rather than the event itself (see [`Run::update`]), and no list
+    /// is allocated for the one event.
     async fn commit_event(
         &self,
         live: &Arc<Live>,
         w: &mut Writer,
-        events: Vec<pb::StreamResponse>,
+        event: Option<SharedEvent>,
     ) -> Result<(), A2aError> {
-        match live.commit(&self.inner, w, events).await {
+        match live.commit_shared(&self.inner, w, event).await {
             Ok(_) => Ok(()),
             Err(e) => self.commit_failed(live, w, e).await,
         }
