@@ -333,7 +333,8 @@ struct Ended {
     mark: u64,
     at_ms: i64,
     scope: Scope,
-    id: Box<str>,
+    /// The task's key in the store's map, shared.
+    id: Arc<str>,
 }
 
 /// Tasks, event logs and push configurations in process memory. Nothing survives a restart.
@@ -411,7 +412,7 @@ impl MemoryStore {
     }
 
     /// Queues a task that just reached a terminal state (the caller holds its shard).
-    fn note_ended(&self, scope: &Scope, id: &str, stored: &mut Stored) {
+    fn note_ended(&self, scope: &Scope, id: &Arc<str>, stored: &mut Stored) {
         if self.retention == Retention::unlimited() {
             return;
         }
@@ -431,7 +432,7 @@ impl MemoryStore {
             mark,
             at_ms,
             scope: scope.clone(),
-            id: id.into(),
+            id: id.clone(),
         });
     }
 
@@ -545,7 +546,7 @@ impl MemoryStore {
     }
 
     /// Queues a task that just became terminal, or takes one that no longer is out of the queue.
-    fn settled(&self, scope: &Scope, id: &str, stored: &mut Stored) {
+    fn settled(&self, scope: &Scope, id: &Arc<str>, stored: &mut Stored) {
         match (stored.state.is_terminal(), stored.ended) {
             (true, 0) => self.note_ended(scope, id, stored),
             (false, mark) if mark != 0 => stored.ended = 0,
@@ -579,20 +580,21 @@ impl MemoryStore {
         let stored_seq = stored;
         // A task nothing will change any more (as a rule) is kept encoded: see below.
         let packs = record.task.state().is_terminal() && record.lease.is_none();
-        let stored = match slot {
-            Entry::Occupied(o) => o.into_mut(),
+        let (key, stored) = match slot {
+            Entry::Occupied(o) => (o.key().clone(), o.into_mut()),
             Entry::Vacant(v) => {
                 // A new task: its log is `events`, its body the record (encoded at once when
                 // it packs).
                 self.held.fetch_add(1, Ordering::Relaxed);
+                let key = v.key().clone();
                 let stored = v.insert(Stored::new(record, events, packs));
-                self.settled(scope, id, stored);
+                self.settled(scope, &key, stored);
                 drop(tasks);
                 self.enforce();
                 return Ok(());
             }
         };
-        self.update_stored(scope, id, stored, stored_seq, record, events, snapshot)?;
+        self.update_stored(scope, &key, stored, stored_seq, record, events, snapshot)?;
         drop(tasks);
         self.enforce();
         Ok(())
@@ -604,7 +606,7 @@ impl MemoryStore {
     fn update_stored(
         &self,
         scope: &Scope,
-        id: &str,
+        id: &Arc<str>,
         stored: &mut Stored,
         stored_seq: u64,
         record: &TaskRecord,
@@ -648,6 +650,11 @@ impl MemoryStore {
     ) -> Result<Option<u64>, StoreError> {
         super::final_state(event)?;
         let mut tasks = self.tasks.shard(id);
+        let key = tasks
+            .get(scope)
+            .and_then(|ids| ids.get_key_value(id))
+            .map(|(key, _)| key.clone())
+            .ok_or(StoreError::NotFound)?;
         let stored = tasks.get_mut_in(scope, id).ok_or(StoreError::NotFound)?;
         if stored.state.is_terminal() {
             return Ok(None);
@@ -663,7 +670,7 @@ impl MemoryStore {
             seq: record.last_seq,
             event: SharedEvent::measured(event.clone()),
         }];
-        self.update_stored(scope, id, stored, stored_seq, &record, &logged, true)?;
+        self.update_stored(scope, &key, stored, stored_seq, &record, &logged, true)?;
         drop(tasks);
         self.enforce();
         Ok(Some(record.last_seq))
@@ -756,7 +763,7 @@ impl TaskStore for MemoryStore {
     /// that exist.
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.enforce();
-        let mut hits: Vec<(i128, Box<str>)> = Vec::new();
+        let mut hits: Vec<(i128, Arc<str>)> = Vec::new();
         let mut total = 0;
         for shard in self.tasks.shards() {
             for (id, stored) in shard.get(scope).into_iter().flat_map(|ids| ids.iter()) {
