@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use trident_core::store::{Lease, LoggedEvent, Scope, Stores, TaskRecord, now_ms};
+use trident_core::store::{Lease, LoggedEvent, Scope, SharedEvent, Stores, TaskRecord, now_ms};
 use trident_core::{A2aError, A2aService, AgentExecutor, EventSink, RequestContext};
 use trident_engine::{Engine, EngineConfig};
 use trident_http::HttpWebhooks;
@@ -35,7 +35,7 @@ impl AgentExecutor for RetrySafeEcho {
 fn event(payload: pb::stream_response::Payload, seq: u64) -> LoggedEvent {
     LoggedEvent {
         seq,
-        event: Arc::new(pb::StreamResponse::new(payload)),
+        event: SharedEvent::new(pb::StreamResponse::new(payload)),
     }
 }
 

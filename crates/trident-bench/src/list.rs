@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use trident_core::store::{ListCursor, LoggedEvent, Scope, TaskQuery, TaskRecord, TaskStore};
+use trident_core::store::{
+    ListCursor, LoggedEvent, Scope, SharedEvent, TaskQuery, TaskRecord, TaskStore,
+};
 use trident_proto as pb;
 
 /// Which durable store to measure.
@@ -210,9 +212,9 @@ async fn load(
             let record = TaskRecord::new(task(i), 1);
             let event = LoggedEvent {
                 seq: 1,
-                event: Arc::new(pb::StreamResponse::new(pb::stream_response::Payload::Task(
-                    record.task.clone(),
-                ))),
+                event: SharedEvent::new(pb::StreamResponse::new(
+                    pb::stream_response::Payload::Task(record.task.clone()),
+                )),
             };
             async move {
                 store

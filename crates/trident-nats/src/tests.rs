@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use trident_core::store::{EventBus, LoggedEvent, Notice, NoticeFeed, Scope};
+use trident_core::store::{EventBus, LoggedEvent, Notice, NoticeFeed, Scope, SharedEvent};
 use trident_proto as pb;
 
 use crate::wire::{self, Body};
@@ -119,7 +119,7 @@ fn events(task: &str, from: u64, n: u64) -> Vec<LoggedEvent> {
     (from..from + n)
         .map(|seq| LoggedEvent {
             seq,
-            event: Arc::new(pb::StreamResponse::new(
+            event: SharedEvent::new(pb::StreamResponse::new(
                 pb::stream_response::Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
                     task_id: task.into(),
                     context_id: "ctx".into(),
@@ -529,7 +529,7 @@ fn messages_round_trip_and_split_at_the_limit() {
     let mut big = events("t", 1, 3);
     big[1] = LoggedEvent {
         seq: 2,
-        event: Arc::new(pb::StreamResponse::new(
+        event: SharedEvent::new(pb::StreamResponse::new(
             pb::stream_response::Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
                 task_id: "t".into(),
                 artifact: Some(pb::Artifact::new(

@@ -19,8 +19,6 @@
 //! them in `Arc`s; building an owned `Envelope` would copy each one); the decoder is the
 //! derived [`Envelope`], and a test checks that the two agree.
 
-use std::sync::Arc;
-
 use bytes::{BufMut, Bytes, BytesMut};
 use prost::Message as _;
 use prost::encoding::{self, WireType};
@@ -115,7 +113,7 @@ pub(crate) fn decode(payload: &[u8]) -> Result<Decoded, DecodeError> {
             let event = entry.event.ok_or(DecodeError::MissingEvent(entry.seq))?;
             events.push(LoggedEvent {
                 seq: entry.seq,
-                event: Arc::new(event),
+                event: event.into(),
             });
         }
         Body::Events(events)
@@ -185,8 +183,9 @@ pub(crate) fn encode(
             }
         };
     for e in events {
-        let entry_len =
-            encoding::uint64::encoded_len(1, &e.seq) + encoding::message::encoded_len(2, &*e.event);
+        let entry_len = encoding::uint64::encoded_len(1, &e.seq)
+            + encoding::key_len(2)
+            + e.event.length_delimited_len();
         let item_len =
             encoding::key_len(5) + encoding::encoded_len_varint(entry_len as u64) + entry_len;
         if header_len + item_len > limit {
@@ -225,7 +224,9 @@ pub(crate) fn encode(
         encoding::encode_key(5, WireType::LengthDelimited, &mut buf);
         encoding::encode_varint(entry_len as u64, &mut buf);
         encoding::uint64::encode(1, &e.seq, &mut buf);
-        encoding::message::encode(2, &*e.event, &mut buf);
+        // The event as its store got it (an encoded one is copied, not decoded and encoded).
+        encoding::encode_key(2, WireType::LengthDelimited, &mut buf);
+        e.event.encode_length_delimited(&mut buf);
     }
     close(&mut buf, &mut open, &mut parts);
     parts

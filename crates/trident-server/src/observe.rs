@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use tracing::Instrument;
 use trident_core::store::{
-    EventLog, LoggedEvent, NoticeFeed, PushConfigStore, Scope, StoreError, Stores, TaskPage,
-    TaskQuery, TaskRecord, TaskStore,
+    EventKind, EventLog, LoggedEvent, NoticeFeed, PushConfigStore, Scope, StoreError, Stores,
+    TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 use trident_core::{
     A2aError, A2aReply, A2aRequest, A2aService, AroundCall, Binding, CallContext, ErrorKind,
@@ -383,11 +383,11 @@ struct TimedStores {
 impl TimedStores {
     /// Counts a committed state change in `entered`.
     fn count_entered(&self, record: &TaskRecord, events: &[LoggedEvent]) {
+        // By kind: an event held encoded (a new task as submitted) is not decoded to see.
         let entered = events.iter().any(|e| {
             matches!(
-                e.event.payload,
-                Some(pb::stream_response::Payload::StatusUpdate(_))
-                    | Some(pb::stream_response::Payload::Task(_))
+                e.event.kind(),
+                Some(EventKind::StatusUpdate | EventKind::Task)
             )
         });
         if entered {

@@ -6,7 +6,9 @@ use std::str::FromStr as _;
 use std::sync::Arc;
 
 use sqlx::{ConnectOptions as _, Connection as _};
-use trident_core::store::{LoggedEvent, Scope, StoreError, Stores, TaskQuery, TaskRecord};
+use trident_core::store::{
+    LoggedEvent, Scope, SharedEvent, StoreError, Stores, TaskQuery, TaskRecord,
+};
 use trident_proto as pb;
 use trident_testkit::contract;
 
@@ -51,7 +53,7 @@ fn task(id: &str, ctx: &str, state: pb::TaskState) -> pb::Task {
 fn ev(task_id: &str, seq: u64) -> LoggedEvent {
     LoggedEvent {
         seq,
-        event: Arc::new(pb::StreamResponse::new(
+        event: SharedEvent::new(pb::StreamResponse::new(
             pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
                 task_id: task_id.into(),
                 context_id: "c".into(),
@@ -297,7 +299,6 @@ async fn sqlite_a_refused_request_does_not_spoil_its_batch() {
 /// queued with it commit.
 #[tokio::test]
 async fn sqlite_a_request_failing_halfway_does_not_spoil_its_batch() {
-    use prost::Message as _;
     use trident_core::store::TaskStore as _;
     let dir = TempDir::new();
     let store = SqliteStore::open(dir.db()).await.expect("open");
@@ -425,7 +426,7 @@ async fn sqlite_data_survives_reopening() {
 fn chunk(id: &str, seq: u64, text: String) -> LoggedEvent {
     LoggedEvent {
         seq,
-        event: Arc::new(pb::StreamResponse::new(
+        event: SharedEvent::new(pb::StreamResponse::new(
             pb::stream_response::Payload::ArtifactUpdate(pb::TaskArtifactUpdateEvent {
                 task_id: id.into(),
                 context_id: "c".into(),
@@ -1173,7 +1174,6 @@ async fn a_sqlite_file_is_locked_whatever_name_reaches_it() {
 #[test]
 fn an_event_block_splits_into_its_events_or_is_corrupt() {
     use crate::codec::{EventBlock, decode_block};
-    use prost::Message as _;
     let events: Vec<LoggedEvent> = (3..=6).map(|seq| ev("b", seq)).collect();
     let block = EventBlock::encode(&events)
         .expect("encode")

@@ -4,14 +4,12 @@
 //! Each check panics with a message naming the broken rule. Call [`run`] with fresh, empty
 //! stores.
 
-use std::sync::Arc;
-
 use trident_proto as pb;
 use trident_proto::wkt::Timestamp;
 
 use trident_core::store::{
-    Generation, Lease, ListCursor, LoggedEvent, Notice, Scope, StoreError, Stores, TaskQuery,
-    TaskRecord, apply,
+    Generation, Lease, ListCursor, LoggedEvent, Notice, Scope, SharedEvent, StoreError, Stores,
+    TaskQuery, TaskRecord, apply,
 };
 
 /// The PostgreSQL server the tests of a shared store run against: `TRIDENT_TEST_POSTGRES`
@@ -123,7 +121,7 @@ pub async fn shared(a: &Stores, b: &Stores) {
 fn ev(task_id: &str, seq: u64) -> LoggedEvent {
     LoggedEvent {
         seq,
-        event: Arc::new(pb::StreamResponse::new(
+        event: SharedEvent::new(pb::StreamResponse::new(
             pb::stream_response::Payload::StatusUpdate(pb::TaskStatusUpdateEvent {
                 task_id: task_id.into(),
                 context_id: "c".into(),
@@ -485,7 +483,7 @@ impl<'a> Writer<'a> {
         let record = TaskRecord::new(task, 1);
         let logged = [LoggedEvent {
             seq: 1,
-            event: Arc::new(event),
+            event: SharedEvent::new(event),
         }];
         stores
             .tasks
@@ -509,7 +507,7 @@ impl<'a> Writer<'a> {
                 apply(&mut self.record.task, &event);
                 LoggedEvent {
                     seq,
-                    event: Arc::new(event),
+                    event: SharedEvent::new(event),
                 }
             })
             .collect();
@@ -590,7 +588,7 @@ pub async fn append_final_ends_the_task_where_its_log_ends(stores: &Stores) {
     late.last_seq = 5;
     let logged = [LoggedEvent {
         seq: 5,
-        event: Arc::new(chunk),
+        event: SharedEvent::new(chunk),
     }];
     assert_eq!(
         stores.tasks.append(&scope, &late, 4, &logged).await,
@@ -712,7 +710,7 @@ pub async fn append_final_wins_against_a_busy_writer(a: &Stores, b: &Stores) {
                 next.last_seq = prev + 1;
                 let logged = [LoggedEvent {
                     seq: prev + 1,
-                    event: Arc::new(event),
+                    event: SharedEvent::new(event),
                 }];
                 match w.stores.tasks.append(&w.scope, &next, prev, &logged).await {
                     Ok(()) => w.record = next,
@@ -878,7 +876,7 @@ pub async fn appends_around_snapshots(stores: &Stores) {
     stale.last_seq += 1;
     let next = [LoggedEvent {
         seq: w.record.last_seq + 1,
-        event: Arc::new(chunk_event(id, "answer", "refused".into(), true)),
+        event: SharedEvent::new(chunk_event(id, "answer", "refused".into(), true)),
     }];
     let at = w.record.last_seq;
     assert_eq!(

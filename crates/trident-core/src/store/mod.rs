@@ -10,6 +10,9 @@ use std::sync::Arc;
 use trident_proto as pb;
 
 pub use crate::context::Generation;
+pub use event::{EventKind, SharedEvent};
+
+mod event;
 
 /// Whose data a call may touch: a tenant and an owning principal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -141,8 +144,8 @@ pub type NoticeFeed = futures::stream::BoxStream<'static, Notice>;
 pub struct LoggedEvent {
     /// Per-task sequence number, starting at 1, without gaps.
     pub seq: u64,
-    /// The event.
-    pub event: Arc<pb::StreamResponse>,
+    /// The event (shared; its encoded size carried once measured).
+    pub event: SharedEvent,
 }
 
 /// Position in the ListTasks order (status timestamp descending, then task id ascending).

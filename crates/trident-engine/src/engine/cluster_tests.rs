@@ -428,7 +428,7 @@ fn assert_follows_log(events: &[StreamEvent], log: &[LoggedEvent], from: u64) {
     let expected: Vec<_> = after.iter().map(|e| Some(e.seq)).collect();
     assert_eq!(seqs, expected, "the follower's sequence numbers");
     for (got, logged) in events.iter().zip(after) {
-        assert_eq!(got.response, logged.event, "event {}", logged.seq);
+        assert_eq!(got.response, logged.event.shared(), "event {}", logged.seq);
     }
     assert_eq!(
         events.last().and_then(state_of),

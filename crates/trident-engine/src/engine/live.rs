@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use trident_proto as pb;
 
 use super::Inner;
-use crate::store::{BusWatch, LoggedEvent, Scope, StoreError, TaskRecord, lock_std};
+use crate::store::{BusWatch, LoggedEvent, Scope, SharedEvent, StoreError, TaskRecord, lock_std};
 use trident_core::{A2aError, ErrorKind};
 
 /// Events a reader takes per step.
@@ -204,24 +204,26 @@ impl Writer {
 
     /// Numbers `events` after the record's last, keeps them in `held` (see [`Hold`]) and moves
     /// the record's position to the last; `snapshot` says they do not describe every change
-    /// (a snapshot must be stored with them). Returns the new position.
-    fn hold_events(&mut self, events: Vec<pb::StreamResponse>, snapshot: bool) -> u64 {
+    /// (a snapshot must be stored with them). Returns the new position. Each event is
+    /// measured here, once ([`SharedEvent::measured`]): `held_bytes` needs its size, and the
+    /// store that encodes it gets the size with it.
+    fn hold_events(
+        &mut self,
+        events: impl ExactSizeIterator<Item = SharedEvent>,
+        snapshot: bool,
+    ) -> u64 {
         let prev = self.record.last_seq;
-        self.held_bytes += events.iter().map(Message::encoded_len).sum::<usize>();
         if self.held.capacity() == 0 {
             // A held turn commits a few events (an echo: three in two commits): room for them
             // at once rather than a reallocation on the second commit.
             self.held.reserve(events.len().max(HELD_INITIAL));
         }
-        self.held.extend(
-            events
-                .into_iter()
-                .zip(prev + 1..)
-                .map(|(event, seq)| LoggedEvent {
-                    seq,
-                    event: Arc::new(event),
-                }),
-        );
+        let mut bytes = 0;
+        self.held.extend(events.zip(prev + 1..).map(|(event, seq)| {
+            bytes += event.encoded_len();
+            LoggedEvent { seq, event }
+        }));
+        self.held_bytes += bytes;
         self.held_snapshot |= snapshot;
         let last = self.held.last().map_or(prev, |e| e.seq);
         self.record.last_seq = last;
@@ -634,7 +636,7 @@ impl Live {
         if let Some(bus) = &inner.bus {
             let logged = [LoggedEvent {
                 seq,
-                event: Arc::new(event),
+                event: event.into(),
             }];
             bus.publish(&self.scope, &self.task_id, &logged).await;
         }
@@ -723,11 +725,51 @@ impl Live {
         events: Vec<pb::StreamResponse>,
         snapshot: bool,
     ) -> Result<u64, StoreError> {
-        let last = w.hold_events(events, snapshot);
+        let last = w.hold_events(events.into_iter().map(SharedEvent::measured), snapshot);
+        self.store_unless_held(inner, w).await?;
+        Ok(last)
+    }
+
+    /// [`Live::commit`] of one event already shared (and measured), or of none: what `w`
+    /// holds is stored unless held.
+    pub(crate) async fn commit_shared(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        event: Option<SharedEvent>,
+    ) -> Result<u64, StoreError> {
+        let last = w.hold_events(event.into_iter(), false);
+        self.store_unless_held(inner, w).await?;
+        Ok(last)
+    }
+
+    /// Commits a new task's first events, as [`Live::commit`] does: `submitted`, the task as
+    /// submitted (a snapshot event, perhaps held encoded: [`SharedEvent::task_snapshot`]),
+    /// then `first`, which the caller applied to the task in `w`.
+    pub(crate) async fn commit_creation(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+        submitted: SharedEvent,
+        first: pb::StreamResponse,
+    ) -> Result<u64, StoreError> {
+        let events = [submitted, SharedEvent::measured(first)];
+        let last = w.hold_events(events.into_iter(), false);
+        self.store_unless_held(inner, w).await?;
+        Ok(last)
+    }
+
+    /// Stores what `w` holds unless its [`Hold`] keeps it (and it stays within
+    /// [`HOLD_MAX_BYTES`]).
+    async fn store_unless_held(
+        self: &Arc<Self>,
+        inner: &Arc<Inner>,
+        w: &mut Writer,
+    ) -> Result<(), StoreError> {
         if w.hold == Hold::Off || w.held_bytes > HOLD_MAX_BYTES {
             self.store(inner, w, true).await?;
         }
-        Ok(last)
+        Ok(())
     }
 
     /// Commits an event of the running turn, which the caller applied to the task in `w`, as
@@ -757,7 +799,7 @@ impl Live {
     ) -> Result<bool, StoreError> {
         // A write that failed fails this commit, as a write of its own would have.
         self.absorb(w)?;
-        w.hold_events(vec![event], false);
+        w.hold_events(std::iter::once(SharedEvent::measured(event)), false);
         if !w.flying {
             w.flying = true;
             let guard = LiveGuard::new(inner.clone(), self.clone());

@@ -49,7 +49,7 @@ impl Inner {
         }
         self.live
             .shard(live.task_id())
-            .slot(live.scope(), live.task_id())
+            .slot_shared(live.scope(), live.task_id())
             .insert_entry(live.clone());
     }
 

@@ -11,7 +11,7 @@ use trident_proto::wkt::Timestamp;
 
 use super::live::{Hold, Live, LiveGuard, Writer};
 use super::{Inner, agent_text, store_error};
-use crate::store::{Generation, Scope, StoreError, TaskRecord, lock_std};
+use crate::store::{Generation, Scope, SharedEvent, StoreError, TaskRecord, lock_std};
 use trident_core::{A2aError, AgentExecutor, ErrorKind, EventSink, RequestContext};
 
 /// What the caller of SendMessage waits for.
@@ -192,7 +192,7 @@ impl Run {
         if w.keeps_behind() {
             // What the turn committed behind it is stored before the turn ends (a failure
             // ends it as any failed commit does).
-            let _ = self.commit_event(live, &mut w, Vec::new()).await;
+            let _ = self.commit_event(live, &mut w, None).await;
         }
         if w.is_turn(self.turn) {
             let state = w.task().state();
@@ -308,10 +308,10 @@ impl Run {
                     Err(e) => Err(e),
                 }
             } else {
-                Ok(vec![event])
+                Ok(SharedEvent::measured(event))
             };
             match now {
-                Ok(events) => self.commit_event(live, &mut w, events).await,
+                Ok(event) => self.commit_event(live, &mut w, Some(event)).await,
                 Err(e) => Box::pin(self.commit_failed(live, &mut w, e)).await,
             }
         }
@@ -328,7 +328,8 @@ impl Run {
             Box::pin(live.sync(&self.inner, w)).await?;
         }
         let event = self.checked_event(w, update)?;
-        self.commit_event(live, w, vec![event]).await
+        self.commit_event(live, w, Some(SharedEvent::measured(event)))
+            .await
     }
 
     /// Applies `update` to the task in `w` (after checking that this turn may) and returns
@@ -356,15 +357,17 @@ impl Run {
         Ok(event)
     }
 
-    /// Commits `events`, which [`Run::checked_event`] applied to the task in `w` (a `Vec`,
-    /// which this future holds for good, rather than the event itself: see [`Run::update`]).
+    /// Commits `event`, which [`Run::checked_event`] applied to the task in `w` (or none:
+    /// what `w` holds is stored unless held). Shared, so this future, which holds it for
+    /// good, holds a pointer rather than the event itself (see [`Run::update`]), and no list
+    /// is allocated for the one event.
     async fn commit_event(
         &self,
         live: &Arc<Live>,
         w: &mut Writer,
-        events: Vec<pb::StreamResponse>,
+        event: Option<SharedEvent>,
     ) -> Result<(), A2aError> {
-        match live.commit(&self.inner, w, events).await {
+        match live.commit_shared(&self.inner, w, event).await {
             Ok(_) => Ok(()),
             Err(e) => self.commit_failed(live, w, e).await,
         }
@@ -482,29 +485,36 @@ impl Run {
                 "this turn already replied with a message",
             ));
         };
-        let submitted = pb::Task {
-            id: String::from(&*self.task_id),
-            context_id: String::from(&*self.context_id),
-            status: Some(pb::TaskStatus::now(pb::TaskState::Submitted, None)),
-            history: vec![message],
-            ..Default::default()
-        };
-        let mut task = submitted.clone();
         let first = match self.event(update) {
-            Ok(event) => {
-                crate::store::apply(&mut task, &event);
-                event
-            }
+            Ok(event) => event,
             Err(e) => {
                 // Nothing was created: the turn may still reply or send a valid event.
                 *creation = Some(Creation {
-                    message: task.history.swap_remove(0),
+                    message,
                     push,
                     hold,
                 });
                 return Err(e);
             }
         };
+        let mut task = pb::Task {
+            id: String::from(&*self.task_id),
+            context_id: String::from(&*self.context_id),
+            status: Some(pb::TaskStatus::now(pb::TaskState::Submitted, None)),
+            history: vec![message],
+            ..Default::default()
+        };
+        // The commit's first event, the task as submitted. A held turn's (a blocking call's)
+        // is encoded from the task at once instead of copied: nobody can read it before it is
+        // stored, and then most likely nobody does (a store writes its bytes as they are).
+        // Any other turn's is published as it is stored, to streams that would decode it.
+        let submitted = match hold {
+            Hold::Turn => SharedEvent::task_snapshot(&task),
+            Hold::Off => SharedEvent::new(pb::StreamResponse::new(
+                pb::stream_response::Payload::Task(task.clone()),
+            )),
+        };
+        crate::store::apply(&mut task, &first);
         let has_push = push.is_some();
         if let Some((config, generation)) = push {
             self.inner
@@ -528,8 +538,7 @@ impl Run {
         w.start_turn(self.cancel.clone());
         // The task as submitted, then `update`: one commit stores the snapshot and both
         // events (and registers the task), now or when the hold ends.
-        let submitted = pb::StreamResponse::new(pb::stream_response::Payload::Task(submitted));
-        live.commit(&self.inner, &mut w, vec![submitted, first])
+        live.commit_creation(&self.inner, &mut w, submitted, first)
             .await
             .map_err(store_error)?;
         drop(w);

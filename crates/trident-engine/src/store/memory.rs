@@ -11,8 +11,8 @@ use trident_proto as pb;
 
 use super::shard::{ShardExt, Sharded, lock};
 use super::{
-    ConfigCount, EventLog, Generation, ListCursor, LoggedEvent, PushConfigStore, Scope, StoreError,
-    TaskPage, TaskQuery, TaskRecord, TaskStore,
+    ConfigCount, EventLog, Generation, ListCursor, LoggedEvent, PushConfigStore, Scope,
+    SharedEvent, StoreError, TaskPage, TaskQuery, TaskRecord, TaskStore,
 };
 
 /// A task's push delivery cursor and who holds it.
@@ -47,14 +47,6 @@ impl Body {
         use prost::Message as _;
         Body::Packed(record.task.encode_to_vec().into_boxed_slice())
     }
-
-    /// The encoded size of a packed body (0 for an open one): [`Log::pack`]'s size hint.
-    fn packed_len(&self) -> usize {
-        match self {
-            Body::Packed(bytes) => bytes.len(),
-            Body::Open { .. } => 0,
-        }
-    }
 }
 
 /// A task's event log: sequence numbers start at 1 without gaps, so seq n is at index n - 1
@@ -76,10 +68,6 @@ enum Log {
 /// Events between two entries of a packed log's index (a word per this many events).
 const PACK_STRIDE: usize = 64;
 
-/// Bytes per event [`Log::pack`] reserves beyond twice the task: a status update event
-/// (ids, state, timestamp) fits.
-const PACK_EVENT_HINT: usize = 128;
-
 impl Default for Log {
     fn default() -> Self {
         Self::Open(Vec::new())
@@ -87,24 +75,20 @@ impl Default for Log {
 }
 
 impl Log {
-    /// Packs `events`; `hint` is the size of the task they built, encoded (the log is
-    /// usually within twice that, see below).
-    fn pack(events: &[LoggedEvent], hint: usize) -> Self {
-        use prost::Message as _;
-        // Measuring every event first for an exact reservation costs a whole extra
-        // `encoded_len` pass over the log (prost measures each nested message again while
-        // encoding anyway). The log is the task as submitted, the events that built the
-        // task, and a status per event, so twice the task plus a status's size per event
-        // almost always holds it in one allocation; a larger log just grows the buffer, and
-        // `into_boxed_slice` trims the rest (in place).
-        let mut buf = Vec::with_capacity(2 * hint + PACK_EVENT_HINT * events.len());
+    /// Packs `events`.
+    fn pack(events: &[LoggedEvent]) -> Self {
+        // The engine's events carry their encoded size (it measured each as it committed
+        // it), so the buffer is reserved exactly at no cost (no `into_boxed_slice` trim), and
+        // the encoding measures nothing at the top level; an event held encoded (a new task
+        // as submitted) is copied as it is.
+        let len = events.iter().map(|e| e.event.length_delimited_len()).sum();
+        let mut buf = Vec::with_capacity(len);
         let mut index = Vec::with_capacity(events.len().div_ceil(PACK_STRIDE));
         for (i, e) in events.iter().enumerate() {
             if i % PACK_STRIDE == 0 {
                 index.push(buf.len());
             }
-            // Cannot fail: a `Vec` grows to fit.
-            let _ = e.event.encode_length_delimited(&mut buf);
+            e.event.encode_length_delimited(&mut buf);
         }
         Self::Packed {
             bytes: buf.into_boxed_slice(),
@@ -146,7 +130,7 @@ impl Log {
                     };
                     out.push(LoggedEvent {
                         seq,
-                        event: Arc::new(event),
+                        event: event.into(),
                     });
                 }
                 out
@@ -189,9 +173,7 @@ impl Stored {
     /// once (see [`MemoryStore::write`]), built from the record without a copy of the task.
     fn new(record: &TaskRecord, events: &[LoggedEvent], packs: bool) -> Self {
         let (body, log) = if packs {
-            let body = Body::packed(record);
-            let log = Log::pack(events, body.packed_len());
-            (body, log)
+            (Body::packed(record), Log::pack(events))
         } else {
             (Body::open(record), Log::Open(events.to_vec()))
         };
@@ -351,7 +333,8 @@ struct Ended {
     mark: u64,
     at_ms: i64,
     scope: Scope,
-    id: Box<str>,
+    /// The task's key in the store's map, shared.
+    id: Arc<str>,
 }
 
 /// Tasks, event logs and push configurations in process memory. Nothing survives a restart.
@@ -429,7 +412,7 @@ impl MemoryStore {
     }
 
     /// Queues a task that just reached a terminal state (the caller holds its shard).
-    fn note_ended(&self, scope: &Scope, id: &str, stored: &mut Stored) {
+    fn note_ended(&self, scope: &Scope, id: &Arc<str>, stored: &mut Stored) {
         if self.retention == Retention::unlimited() {
             return;
         }
@@ -449,7 +432,7 @@ impl MemoryStore {
             mark,
             at_ms,
             scope: scope.clone(),
-            id: id.into(),
+            id: id.clone(),
         });
     }
 
@@ -563,7 +546,7 @@ impl MemoryStore {
     }
 
     /// Queues a task that just became terminal, or takes one that no longer is out of the queue.
-    fn settled(&self, scope: &Scope, id: &str, stored: &mut Stored) {
+    fn settled(&self, scope: &Scope, id: &Arc<str>, stored: &mut Stored) {
         match (stored.state.is_terminal(), stored.ended) {
             (true, 0) => self.note_ended(scope, id, stored),
             (false, mark) if mark != 0 => stored.ended = 0,
@@ -597,20 +580,21 @@ impl MemoryStore {
         let stored_seq = stored;
         // A task nothing will change any more (as a rule) is kept encoded: see below.
         let packs = record.task.state().is_terminal() && record.lease.is_none();
-        let stored = match slot {
-            Entry::Occupied(o) => o.into_mut(),
+        let (key, stored) = match slot {
+            Entry::Occupied(o) => (o.key().clone(), o.into_mut()),
             Entry::Vacant(v) => {
                 // A new task: its log is `events`, its body the record (encoded at once when
                 // it packs).
                 self.held.fetch_add(1, Ordering::Relaxed);
+                let key = v.key().clone();
                 let stored = v.insert(Stored::new(record, events, packs));
-                self.settled(scope, id, stored);
+                self.settled(scope, &key, stored);
                 drop(tasks);
                 self.enforce();
                 return Ok(());
             }
         };
-        self.update_stored(scope, id, stored, stored_seq, record, events, snapshot)?;
+        self.update_stored(scope, &key, stored, stored_seq, record, events, snapshot)?;
         drop(tasks);
         self.enforce();
         Ok(())
@@ -622,7 +606,7 @@ impl MemoryStore {
     fn update_stored(
         &self,
         scope: &Scope,
-        id: &str,
+        id: &Arc<str>,
         stored: &mut Stored,
         stored_seq: u64,
         record: &TaskRecord,
@@ -647,7 +631,7 @@ impl MemoryStore {
             // Nothing will change it any more (as a rule): keep it encoded.
             stored.body = Body::packed(record);
             if let Log::Open(events) = &stored.log {
-                stored.log = Log::pack(events, stored.body.packed_len());
+                stored.log = Log::pack(events);
             }
         } else if let Body::Packed(_) = stored.body {
             // Changed after all: `record.task` is the current task.
@@ -666,6 +650,11 @@ impl MemoryStore {
     ) -> Result<Option<u64>, StoreError> {
         super::final_state(event)?;
         let mut tasks = self.tasks.shard(id);
+        let key = tasks
+            .get(scope)
+            .and_then(|ids| ids.get_key_value(id))
+            .map(|(key, _)| key.clone())
+            .ok_or(StoreError::NotFound)?;
         let stored = tasks.get_mut_in(scope, id).ok_or(StoreError::NotFound)?;
         if stored.state.is_terminal() {
             return Ok(None);
@@ -679,9 +668,9 @@ impl MemoryStore {
         record.lease = None;
         let logged = [LoggedEvent {
             seq: record.last_seq,
-            event: Arc::new(event.clone()),
+            event: SharedEvent::measured(event.clone()),
         }];
-        self.update_stored(scope, id, stored, stored_seq, &record, &logged, true)?;
+        self.update_stored(scope, &key, stored, stored_seq, &record, &logged, true)?;
         drop(tasks);
         self.enforce();
         Ok(Some(record.last_seq))
@@ -774,7 +763,7 @@ impl TaskStore for MemoryStore {
     /// that exist.
     async fn list(&self, scope: &Scope, query: &TaskQuery) -> Result<TaskPage, StoreError> {
         self.enforce();
-        let mut hits: Vec<(i128, Box<str>)> = Vec::new();
+        let mut hits: Vec<(i128, Arc<str>)> = Vec::new();
         let mut total = 0;
         for shard in self.tasks.shards() {
             for (id, stored) in shard.get(scope).into_iter().flat_map(|ids| ids.iter()) {

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::Scope;
 
@@ -36,8 +36,10 @@ impl std::hash::Hasher for FxHasher {
 
 type Fx = std::hash::BuildHasherDefault<FxHasher>;
 
-/// One shard: scope → id → value. Lookups borrow the id (no key allocation).
-pub(crate) type Shard<V> = HashMap<Scope, HashMap<Box<str>, V, Fx>>;
+/// One shard: scope → id → value. Lookups borrow the id (no key allocation); a key is
+/// shared, so what else names the entry (the memory store's queue of ended tasks, a live
+/// task) shares it instead of a copy.
+pub(crate) type Shard<V> = HashMap<Scope, HashMap<Arc<str>, V, Fx>>;
 
 /// Values keyed by (scope, id), split into independently locked shards chosen by the id.
 pub(crate) struct Sharded<V> {
@@ -71,7 +73,13 @@ pub(crate) trait ShardExt<V> {
         &mut self,
         scope: &Scope,
         id: &str,
-    ) -> std::collections::hash_map::Entry<'_, Box<str>, V>;
+    ) -> std::collections::hash_map::Entry<'_, Arc<str>, V>;
+    /// [`ShardExt::slot`] keyed by `id` itself, not a copy.
+    fn slot_shared(
+        &mut self,
+        scope: &Scope,
+        id: &Arc<str>,
+    ) -> std::collections::hash_map::Entry<'_, Arc<str>, V>;
     fn remove_in(&mut self, scope: &Scope, id: &str) -> Option<V>;
 }
 
@@ -88,8 +96,16 @@ impl<V> ShardExt<V> for Shard<V> {
         &mut self,
         scope: &Scope,
         id: &str,
-    ) -> std::collections::hash_map::Entry<'_, Box<str>, V> {
+    ) -> std::collections::hash_map::Entry<'_, Arc<str>, V> {
         self.entry(scope.clone()).or_default().entry(id.into())
+    }
+
+    fn slot_shared(
+        &mut self,
+        scope: &Scope,
+        id: &Arc<str>,
+    ) -> std::collections::hash_map::Entry<'_, Arc<str>, V> {
+        self.entry(scope.clone()).or_default().entry(id.clone())
     }
 
     fn remove_in(&mut self, scope: &Scope, id: &str) -> Option<V> {

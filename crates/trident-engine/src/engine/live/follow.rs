@@ -94,7 +94,7 @@ impl Reader {
                 }
                 return Some(Ok(StreamEvent {
                     seq: Some(e.seq),
-                    response: e.event,
+                    response: e.event.shared(),
                 }));
             }
             if self.done {

@@ -12,7 +12,7 @@ use trident_proto::wkt::Timestamp;
 
 use super::{MemoryStore, Retention};
 use crate::store::{
-    EventLog, LoggedEvent, PushConfigStore, Scope, TaskQuery, TaskRecord, TaskStore,
+    EventLog, LoggedEvent, PushConfigStore, Scope, SharedEvent, TaskQuery, TaskRecord, TaskStore,
 };
 
 fn task(id: &str, state: pb::TaskState, ts_ms: i64) -> pb::Task {
@@ -31,7 +31,7 @@ fn task(id: &str, state: pb::TaskState, ts_ms: i64) -> pb::Task {
 fn event(task: &pb::Task, seq: u64) -> LoggedEvent {
     LoggedEvent {
         seq,
-        event: Arc::new(pb::StreamResponse::new(pb::stream_response::Payload::Task(
+        event: SharedEvent::new(pb::StreamResponse::new(pb::stream_response::Payload::Task(
             task.clone(),
         ))),
     }
@@ -589,10 +589,16 @@ fn a_packed_log_reads_like_the_open_one_from_every_position() {
             })
             .collect();
         let open = Log::Open(events.clone());
-        // The size hint only reserves: a log larger than it (hint 0) and one far smaller
-        // pack the same.
-        for hint in [0, 1 << 16] {
-            let packed = Log::pack(&events, hint);
+        // Events of unknown size and events that carry it (the engine's) pack the same.
+        let measured: Vec<LoggedEvent> = events
+            .iter()
+            .map(|e| LoggedEvent {
+                seq: e.seq,
+                event: SharedEvent::measured((*e.event).clone()),
+            })
+            .collect();
+        for events in [&events, &measured] {
+            let packed = Log::pack(events);
             for after in 0..=len as u64 + 2 {
                 for limit in [1, 7, PACK_STRIDE, usize::MAX] {
                     let want = open.read(after, limit);
