@@ -155,6 +155,56 @@ pub(crate) async fn on_the_demo_agent(test: &str) -> Option<(Trident, Trident, B
     Some((agent, console, browser))
 }
 
+/// The demo agent built with the official Python SDK `sdk` (run by interop/run.sh, which
+/// installs it), once the browser tools are there. `None` when they are missing: `test` is
+/// said to be skipped, with the reason.
+pub(crate) async fn python_agent(
+    sdk: crate::harness::PythonSdk,
+    test: &str,
+) -> Option<crate::harness::PythonAgent> {
+    if let Some(reason) = missing_tools() {
+        eprintln!("{test} skipped: {reason}");
+        return None;
+    }
+    npm_ci();
+    Some(crate::harness::PythonAgent::start_sdk(sdk, &[]).await)
+}
+
+/// Lists the tasks from the Tasks form and waits for the list: the task ids shown.
+pub(crate) async fn list_tasks(browser: &Browser) -> Vec<String> {
+    browser.click("#list-tasks").await;
+    browser
+        .until(
+            "the task list",
+            "return document.querySelector('#tasks tbody').dataset.loaded === 'true';",
+        )
+        .await;
+    let listed = browser
+        .script(
+            "return [...document.querySelectorAll('#tasks tbody tr')].map((r) => r.dataset.taskId);",
+            json!([]),
+        )
+        .await;
+    serde_json::from_value(listed).expect("task ids")
+}
+
+/// Opens the task `id` from the task list: the text of its detail (history and artifacts).
+async fn task_detail(browser: &Browser, id: &str) -> String {
+    browser
+        .click(&format!("#tasks tr[data-task-id='{id}'] button.open"))
+        .await;
+    let detail = browser
+        .until(
+            "the task's detail",
+            &format!(
+                "const d = document.getElementById('task-detail'); \
+                 return d.dataset.taskId === '{id}' ? d.textContent : null;"
+            ),
+        )
+        .await;
+    detail.as_str().unwrap_or_default().to_owned()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_talks_to_the_demo_agent_on_every_binding() {
     let Some((_agent, _console, browser)) = on_the_demo_agent("console test").await else {
@@ -270,12 +320,9 @@ async fn keyboard(browser: &Browser) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs TRIDENT_INTEROP_PYTHON; run by interop/run.sh"]
 async fn console_talks_to_the_python_sdk_agent_on_every_binding() {
-    if let Some(reason) = missing_tools() {
-        eprintln!("console test skipped: {reason}");
+    let Some(mut agent) = python_agent(crate::harness::PythonSdk::V1, "console test").await else {
         return;
-    }
-    npm_ci();
-    let mut agent = crate::harness::PythonAgent::start(&[]).await;
+    };
     let (_console, browser) = opened(&agent.card_url).await;
     drive(&browser, "python-").await;
     agent.stop();
@@ -288,13 +335,9 @@ async fn console_talks_to_the_python_sdk_agent_on_every_binding() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs TRIDENT_INTEROP_PYTHON03; run by interop/run.sh"]
 async fn console_talks_to_the_v03_python_sdk_agent_on_every_binding() {
-    if let Some(reason) = missing_tools() {
-        eprintln!("console test skipped: {reason}");
+    let Some(mut agent) = python_agent(crate::harness::PythonSdk::V03, "console test").await else {
         return;
-    }
-    npm_ci();
-    let mut agent =
-        crate::harness::PythonAgent::start_sdk(crate::harness::PythonSdk::V03, &[]).await;
+    };
     let (_console, browser) = opened(&agent.card_url).await;
     assert_eq!(
         data(&browser, "#card-status", "valid").await.as_deref(),
@@ -461,37 +504,12 @@ async fn drive(browser: &Browser, shots_prefix: &str) {
         assert!(!slow.is_empty(), "{binding}");
 
         // The task list shows them; the slow one is canceled from it.
-        browser.click("#list-tasks").await;
-        browser
-            .until(
-                "the task list",
-                "return document.querySelector('#tasks tbody').dataset.loaded === 'true';",
-            )
-            .await;
-        let listed = browser
-            .script(
-                "return [...document.querySelectorAll('#tasks tbody tr')].map((r) => r.dataset.taskId);",
-                json!([]),
-            )
-            .await;
-        let listed: Vec<String> = serde_json::from_value(listed).expect("task ids");
+        let listed = list_tasks(browser).await;
         for id in [&streamed, &asking, &slow] {
             assert!(listed.contains(id), "{binding}: {id} in {listed:?}");
         }
         // A task read whole: its history and artifacts.
-        browser
-            .click(&format!("#tasks tr[data-task-id='{asking}'] button.open"))
-            .await;
-        let detail = browser
-            .until(
-                "the task's detail",
-                &format!(
-                    "const d = document.getElementById('task-detail'); \
-                     return d.dataset.taskId === '{asking}' ? d.textContent : null;"
-                ),
-            )
-            .await;
-        let detail = detail.as_str().unwrap_or_default();
+        let detail = task_detail(browser, &asking).await;
         assert!(detail.contains("user: Ada"), "{binding}: {detail}");
         assert!(detail.contains("Hello, Ada!"), "{binding}: {detail}");
 
@@ -815,26 +833,8 @@ async fn console_served_beside_the_agent_behind_its_authentication() {
     browser.type_into("#data", r#"{"k": 1}"#).await;
     let (state, id) = send(&browser, "three parts", "JSONRPC").await;
     assert_eq!(state, "TASK_STATE_COMPLETED");
-    browser.click("#list-tasks").await;
-    browser
-        .until(
-            "the task list",
-            "return document.querySelector('#tasks tbody').dataset.loaded === 'true';",
-        )
-        .await;
-    browser
-        .click(&format!("#tasks tr[data-task-id='{id}'] button.open"))
-        .await;
-    let detail = browser
-        .until(
-            "the task's detail",
-            &format!(
-                "const d = document.getElementById('task-detail'); \
-                 return d.dataset.taskId === '{id}' ? d.textContent : null;"
-            ),
-        )
-        .await;
-    let detail = detail.as_str().unwrap_or_default();
+    list_tasks(&browser).await;
+    let detail = task_detail(&browser, &id).await;
     assert!(
         detail.contains(r#"user: three parts[file note.txt (text/plain, 5 bytes)]{"k":1}"#),
         "{detail}"

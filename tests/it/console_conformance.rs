@@ -140,12 +140,12 @@ async fn console_runs_conformance_and_compares_the_bindings_of_the_demo_agent() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs TRIDENT_INTEROP_PYTHON; run by interop/run.sh"]
 async fn console_runs_conformance_and_compares_the_bindings_of_the_python_sdk_agent() {
-    if let Some(reason) = crate::webdriver::missing_tools() {
-        eprintln!("console conformance test skipped: {reason}");
+    let Some(mut agent) =
+        crate::console::python_agent(crate::harness::PythonSdk::V1, "console conformance test")
+            .await
+    else {
         return;
-    }
-    crate::webdriver::npm_ci();
-    let mut agent = crate::harness::PythonAgent::start(&[]).await;
+    };
     let (_console, browser) = crate::console::opened(&agent.card_url).await;
     let counted = run_conformance(&browser, "python-").await;
     assert!(count(&counted, "All", "pass") > 0, "{counted:?}");

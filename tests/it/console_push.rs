@@ -53,12 +53,11 @@ async fn console_receives_push_deliveries_on_every_binding() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs TRIDENT_INTEROP_PYTHON; run by interop/run.sh"]
 async fn console_receives_push_deliveries_from_the_python_sdk_agent() {
-    if let Some(reason) = missing_tools() {
-        eprintln!("console push test skipped: {reason}");
+    let Some(mut agent) =
+        crate::console::python_agent(crate::harness::PythonSdk::V1, "console push test").await
+    else {
         return;
-    }
-    npm_ci();
-    let mut agent = crate::harness::PythonAgent::start(&[]).await;
+    };
     drive(&agent.card_url, "python-", false).await;
     agent.stop();
 }
@@ -140,13 +139,7 @@ async fn drive(agent: &str, shots_prefix: &str, both_token_headers: bool) {
         }
 
         // Canceled from the task list: the cancel is delivered to the webhook.
-        browser.click("#list-tasks").await;
-        browser
-            .until(
-                "the task list",
-                "return document.querySelector('#tasks tbody').dataset.loaded === 'true';",
-            )
-            .await;
+        crate::console::list_tasks(&browser).await;
         let row = format!("#tasks tr[data-task-id='{slow}']");
         browser.click(&format!("{row} button.cancel")).await;
         browser
