@@ -881,12 +881,7 @@ async fn card(target: &Target) -> Result<Value, ApiError> {
     // The card of an agent that speaks only A2A 0.3 (no `supportedInterfaces`, a top-level
     // `url`) is checked against 0.3's AgentCard.
     let (problems, generation) = match serde_json::from_slice::<Value>(&raw) {
-        Ok(json)
-            if json.get("supportedInterfaces").is_none_or(Value::is_null)
-                && json.get("url").is_some_and(|u| !u.is_null()) =>
-        {
-            (client::card_problems_v03(&json), "0.3")
-        }
+        Ok(json) if trident_client::is_v03_only(&json) => (client::card_problems_v03(&json), "0.3"),
         Ok(json) => (client::card_problems(&json), "1.0"),
         Err(e) => (vec![format!("not JSON: {e}")], "1.0"),
     };

@@ -50,7 +50,7 @@ pub use helpers::{TaskId, Texts};
 /// The diagnostic hook of [`ClientBuilder::wire_tap`].
 pub use trident_http::WireTap;
 use trident_proto as pb;
-pub use trident_v03::card::is_v03_version;
+pub use trident_v03::card::{is_v03_only, is_v03_version};
 
 pub use trident_core::{Binding, UnknownBinding};
 
