@@ -3,27 +3,24 @@
 // text, never as markup.
 'use strict';
 
-// The bindings the card declares for A2A 1.0, read from the card's interface table as
-// console.js fills it.
-function declaredBindings() {
+// The bindings the card (its answer from api/card) declares for A2A 1.0.
+function declaredBindings(answer) {
   const found = [];
-  for (const row of document.querySelectorAll('#interfaces tbody tr')) {
-    const version = row.children[2] ? row.children[2].textContent : '';
-    const binding = row.dataset.binding;
-    if (binding && !version.startsWith('0.') && !found.includes(binding)) found.push(binding);
+  for (const i of answer.interfaces) {
+    if (!(i.protocolVersion || '').startsWith('0.') && !found.includes(i.binding)) found.push(i.binding);
   }
   return found;
 }
 
-// Once a card is shown: the sections, and a checkbox per binding it declares.
-function cardShown() {
-  const shown = !$('card-section').hidden;
-  $('conformance-section').hidden = !shown;
-  $('compare-section').hidden = !shown;
+// Once a card is shown (the `console:card` event of console.js): the sections, and a
+// checkbox per binding it declares.
+function cardShown(event) {
+  $('conformance-section').hidden = false;
+  $('compare-section').hidden = false;
   const box = $('conformance-bindings');
   const legend = box.querySelector('legend');
   box.replaceChildren(legend);
-  for (const binding of declaredBindings()) {
+  for (const binding of declaredBindings(event.detail)) {
     const id = 'conformance-binding-' + binding.replace(/[^A-Za-z]/g, '-');
     const input = el('input', null, { id, type: 'checkbox', value: binding, class: 'conformance-binding' });
     input.checked = true;
@@ -259,5 +256,4 @@ async function runCompare(event) {
 $('conformance-form').addEventListener('submit', runConformance);
 $('compare-form').addEventListener('submit', runCompare);
 $('compare-only-differing').addEventListener('change', filterComparison);
-new MutationObserver(cardShown).observe($('card-section'), { attributes: true, attributeFilter: ['hidden'] });
-new MutationObserver(cardShown).observe($('interfaces').querySelector('tbody'), { childList: true });
+document.addEventListener('console:card', cardShown);

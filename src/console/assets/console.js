@@ -246,6 +246,8 @@ function renderCard(answer) {
   $('streaming').disabled = !caps.streaming;
   $('signature').textContent = answer.signature;
   $('card-raw').textContent = JSON.stringify(JSON.parse(answer.raw), null, 2);
+  // The other sections (push.js, conformance.js) show themselves from the card's answer.
+  document.dispatchEvent(new CustomEvent('console:card', { detail: answer }));
 }
 
 // ---- talk ----

@@ -161,9 +161,7 @@
   $('push-list').addEventListener('click', listConfigs);
   $('push-task').addEventListener('input', () => { typed = $('push-task').value.trim() !== ''; });
   // Shown with the other sections, once a card is read.
-  const mirror = () => { $('push-section').hidden = $('talk-section').hidden; };
-  follow($('talk-section'), 'hidden', mirror);
-  mirror();
+  document.addEventListener('console:card', () => { $('push-section').hidden = false; });
   // The current task (the last answer's, or the task opened in the list) fills in the id.
   follow($('result-state'), 'data-task-id', () => prefill($('result-state').dataset.taskId));
   follow($('task-detail'), 'data-task-id', () => prefill($('task-detail').dataset.taskId));
