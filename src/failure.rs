@@ -93,6 +93,7 @@ pub(crate) fn a2a_name(kind: ErrorKind) -> Option<&'static str> {
         ExtendedAgentCardNotConfigured => "ExtendedAgentCardNotConfiguredError",
         ExtensionSupportRequired => "ExtensionSupportRequiredError",
         VersionNotSupported => "VersionNotSupportedError",
+        TaskGenerationMismatch => "TaskGenerationMismatchError",
         ParseError => "JSONParseError",
         InvalidRequest => "InvalidRequestError",
         MethodNotFound => "MethodNotFoundError",

@@ -28,6 +28,9 @@ pub(crate) struct Listen {
     /// Protocol generations to serve, comma-separated: `1.0,0.3` answers A2A v0.3 clients
     /// beside 1.0 ones on every binding (v0.3 JSON-RPC methods, `/v1/...` routes, gRPC
     /// `a2a.v1.A2AService`, v0.3 card members); `1.0` turns the compatibility layer off.
+    /// Adding `1.1-preview` offers the A2A 1.1 preview (task generation, long-polling
+    /// GetTask, ifGenerationMatch) to callers that send `A2A-Version: 1.1`; everyone else is
+    /// answered exactly as without it.
     #[arg(long, env = "TRIDENT_PROTOCOLS", default_value = "1.0,0.3")]
     protocols: trident::Protocols,
     /// Largest request body, in bytes, on every binding.
@@ -316,6 +319,11 @@ pub(crate) struct Serve {
     /// task whose process died ends FAILED within about 1.5 times this.
     #[arg(long, env = "TRIDENT_LEASE_TTL", default_value_t = 10.0)]
     lease_ttl: f64,
+    /// With `--protocols …,1.1-preview`: seconds a long-polling GetTask (the preview's
+    /// `currentGeneration`) waits at most for the task to change before it answers with the
+    /// task as it is (a caller's own deadline, when shorter, ends it first).
+    #[arg(long, env = "TRIDENT_LONG_POLL_TIMEOUT", default_value_t = 30.0)]
+    long_poll_timeout: f64,
     /// Recent events each running task keeps in memory for its streams. A stream further
     /// behind (a slow reader, or an agent committing hundreds of events at once) reads the
     /// store instead: more memory per running task against fewer store reads.
@@ -568,6 +576,14 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(e),
     };
+    let preview = match seconds(args.long_poll_timeout, "--long-poll-timeout") {
+        Ok(long_poll_timeout) => args
+            .listen
+            .protocols
+            .v1_1_preview
+            .then_some(trident::Preview { long_poll_timeout }),
+        Err(e) => return fail(e),
+    };
     let (executor, description): (Arc<dyn AgentExecutor>, String) = match &args.exec {
         Some(command) => {
             let mut options = trident_exec::ExecOptions::new(command.clone());
@@ -650,6 +666,7 @@ pub(crate) async fn serve(args: Serve) -> ExitCode {
                 global: args.push_max_deliveries.max(1),
                 per_host: args.push_max_deliveries_per_host.max(1),
             },
+            preview,
             ..EngineConfig::default()
         });
     let mut builder = match args.listen.apply(builder, &security) {

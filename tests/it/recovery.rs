@@ -62,6 +62,7 @@ async fn orphan(stores: &Stores, scope: &Scope, node: &str, until_ms: i64) -> pb
             context_id: "ctx".into(),
             status: Some(working),
             metadata: None,
+            generation: 0,
         }),
         2,
     );
@@ -181,6 +182,7 @@ async fn undelivered_push_notifications_resume_at_start_up() {
             context_id: task.context_id.clone(),
             status: task.status.clone(),
             metadata: None,
+            generation: 0,
         }),
         3,
     );

@@ -373,6 +373,7 @@ fn task(i: usize) -> pb::Task {
         metadata: None,
         id,
         context_id,
+        generation: 0,
     }
 }
 

@@ -53,6 +53,7 @@ pub fn echo_response(req: pb::SendMessageRequest) -> Result<pb::SendMessageRespo
         )],
         history: vec![message],
         metadata: None,
+        generation: 0,
     };
     Ok(pb::SendMessageResponse {
         payload: Some(pb::send_message_response::Payload::Task(task)),

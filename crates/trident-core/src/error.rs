@@ -32,6 +32,9 @@ pub enum ErrorKind {
     ExtensionSupportRequired,
     /// The requested `A2A-Version` is not supported.
     VersionNotSupported,
+    /// A2A 1.1 preview: a message's `ifGenerationMatch` is not the task's generation (the
+    /// task changed since the client last saw it).
+    TaskGenerationMismatch,
     /// The body is not valid JSON.
     ParseError,
     /// The request is not a valid request object.
@@ -75,7 +78,7 @@ pub struct Wire {
 
 impl ErrorKind {
     /// Every kind, in table order.
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::TaskNotFound,
         ErrorKind::TaskNotCancelable,
         ErrorKind::PushNotificationNotSupported,
@@ -85,6 +88,7 @@ impl ErrorKind {
         ErrorKind::ExtendedAgentCardNotConfigured,
         ErrorKind::ExtensionSupportRequired,
         ErrorKind::VersionNotSupported,
+        ErrorKind::TaskGenerationMismatch,
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -174,6 +178,15 @@ impl ErrorKind {
                 "FAILED_PRECONDITION",
                 "VERSION_NOT_SUPPORTED",
                 "This A2A version is not supported",
+            ),
+            // A2A 1.1 preview (dev-1.1 branch, upstream #1810).
+            TaskGenerationMismatch => (
+                -32010,
+                409,
+                10,
+                "ABORTED",
+                "TASK_GENERATION_MISMATCH",
+                "The task's generation does not match",
             ),
             ParseError => (
                 -32700,
@@ -283,7 +296,7 @@ impl ErrorKind {
     /// Kinds in the order a bare code (without ErrorInfo) is best read as: the generic kinds
     /// first, so a plain `INVALID_ARGUMENT` or HTTP 400 is `InvalidParams`, not one of the A2A
     /// errors that happen to share the code.
-    const GUESS_ORDER: [ErrorKind; 19] = [
+    const GUESS_ORDER: [ErrorKind; 20] = [
         ErrorKind::InvalidParams,
         ErrorKind::Internal,
         ErrorKind::TaskNotFound,
@@ -299,6 +312,7 @@ impl ErrorKind {
         ErrorKind::ExtendedAgentCardNotConfigured,
         ErrorKind::ExtensionSupportRequired,
         ErrorKind::VersionNotSupported,
+        ErrorKind::TaskGenerationMismatch,
         ErrorKind::ParseError,
         ErrorKind::InvalidRequest,
         ErrorKind::ResourceExhausted,

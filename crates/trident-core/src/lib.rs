@@ -46,6 +46,12 @@ use trident_proto as pb;
 /// The A2A protocol version this crate implements.
 pub const PROTOCOL_VERSION: &str = "1.0";
 
+/// The protocol version of the A2A 1.1 preview (task generation, long-polling GetTask,
+/// `ifGenerationMatch`, from the specification's dev-1.1 branch): what a caller sends as
+/// `A2A-Version` to ask for it, and what a card's preview interfaces say. Offered only by a
+/// server that enables it.
+pub const PREVIEW_VERSION: &str = "1.1";
+
 /// A minimal valid agent card: streaming and push notifications on, text in and out, one skill.
 /// Bindings fill `supportedInterfaces` with their URLs.
 pub fn default_card(name: &str, description: &str) -> pb::AgentCard {

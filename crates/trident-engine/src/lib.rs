@@ -54,6 +54,6 @@ pub mod store {
 
 pub use engine::{
     AllowEntryError, Destination, Engine, EngineBuilder, EngineConfig, EngineStats, Limits,
-    NOTIFICATION_ID_HEADER, PolicyError, PushConcurrency, PushLimits, RetryPolicy, WebhookError,
-    WebhookPolicy, WebhookRequest, WebhookTransport, non_public, webhook_destination,
+    NOTIFICATION_ID_HEADER, PolicyError, Preview, PushConcurrency, PushLimits, RetryPolicy,
+    WebhookError, WebhookPolicy, WebhookRequest, WebhookTransport, non_public, webhook_destination,
 };

@@ -130,6 +130,7 @@ fn events(task: &str, from: u64, n: u64) -> Vec<LoggedEvent> {
                     append: seq > 1,
                     last_chunk: false,
                     metadata: None,
+                    generation: 0,
                 }),
             )),
         })

@@ -150,7 +150,7 @@ fn path_template(route: &Route, input: &MessageDescriptor) -> Result<String, Rou
 }
 
 /// Kinds only some operations raise (see [`error_kinds`]).
-const OPERATION_KINDS: [ErrorKind; 7] = [
+const OPERATION_KINDS: [ErrorKind; 8] = [
     ErrorKind::TaskNotFound,
     ErrorKind::TaskNotCancelable,
     ErrorKind::PushNotificationNotSupported,
@@ -158,6 +158,7 @@ const OPERATION_KINDS: [ErrorKind; 7] = [
     ErrorKind::ContentTypeNotSupported,
     ErrorKind::InvalidAgentResponse,
     ErrorKind::ExtendedAgentCardNotConfigured,
+    ErrorKind::TaskGenerationMismatch,
 ];
 
 /// The error kinds a route can answer with: every kind of the wire table that any route can
@@ -178,6 +179,8 @@ fn error_kinds(op: Operation, body: bool) -> Vec<ErrorKind> {
             ContentTypeNotSupported,
             PushNotificationNotSupported,
             InvalidAgentResponse,
+            // The A2A 1.1 preview's `ifGenerationMatch`.
+            TaskGenerationMismatch,
         ],
         Operation::GetTask => vec![TaskNotFound],
         Operation::ListTasks => vec![],

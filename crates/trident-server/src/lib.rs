@@ -349,6 +349,9 @@ struct CardState {
     v1: CardBody,
     /// What requests without a 1.x `A2A-Version` get, when that differs.
     legacy: Option<CardBody>,
+    /// What requests that say `A2A-Version: 1.1` get when the A2A 1.1 preview is on
+    /// ([`preview_card`]).
+    preview: Option<CardBody>,
     last_modified: HeaderValue,
     modified_at: chrono::DateTime<chrono::Utc>,
     cache_control: HeaderValue,
@@ -357,6 +360,10 @@ struct CardState {
 impl CardState {
     fn new(card: &pb::AgentCard, max_age: u32, protocols: Protocols) -> Result<Self, ServerError> {
         let (v1, legacy) = card_forms(card, protocols)?;
+        let preview = protocols
+            .v1_1_preview
+            .then(|| preview_card(card))
+            .transpose()?;
         // HTTP dates have second precision.
         let now = chrono::Utc::now();
         let modified_at = now - Duration::from_nanos(u64::from(now.timestamp_subsec_nanos()));
@@ -366,6 +373,7 @@ impl CardState {
         Ok(Self {
             v1: CardBody::new(v1)?,
             legacy: legacy.map(CardBody::new).transpose()?,
+            preview: preview.map(CardBody::new).transpose()?,
             last_modified,
             modified_at,
             cache_control,
@@ -374,10 +382,17 @@ impl CardState {
 
     /// The form `request` gets.
     fn form(&self, headers: &HeaderMap, query: Option<&str>) -> &CardBody {
-        match &self.legacy {
-            Some(legacy) if !asks_v1(headers, query) => legacy,
+        let version = requested_version(headers, query);
+        match (&self.legacy, &self.preview) {
+            (_, Some(preview)) if is_v1_1(version) => preview,
+            (Some(legacy), _) if !is_v1(version) => legacy,
             _ => &self.v1,
         }
+    }
+
+    /// Whether the card served depends on `A2A-Version`.
+    fn varies(&self) -> bool {
+        self.legacy.is_some() || self.preview.is_some()
     }
 
     fn not_modified(&self, body: &CardBody, headers: &HeaderMap) -> bool {
@@ -399,22 +414,53 @@ impl CardState {
     }
 }
 
-/// Whether a card request says it speaks A2A 1.x (or later): its `A2A-Version` header, else
-/// its `A2A-Version` query parameter, is present, not empty and not a 0.x version.
-fn asks_v1(headers: &HeaderMap, query: Option<&str>) -> bool {
+/// The card with the A2A 1.1 preview's interfaces first: a twin of each 1.0 interface, at
+/// the same URL, saying `protocolVersion: 1.1` (clients take the first interface they speak).
+/// Served only to card requests that say `A2A-Version: 1.1`, so no 1.0 or 0.3 client ever
+/// sees a version it does not know. A signed card is served as signed (its signatures cover
+/// its interfaces): a 1.1 client learns of the preview by asking with `A2A-Version: 1.1`.
+fn preview_card(card: &pb::AgentCard) -> Result<String, ServerError> {
+    let mut card = card.clone();
+    if card.signatures.is_empty() {
+        let twins: Vec<pb::AgentInterface> = card
+            .supported_interfaces
+            .iter()
+            .filter(|i| i.protocol_version == trident_core::PROTOCOL_VERSION)
+            .map(|i| pb::AgentInterface {
+                protocol_version: trident_core::PREVIEW_VERSION.to_owned(),
+                ..i.clone()
+            })
+            .collect();
+        card.supported_interfaces.splice(0..0, twins);
+    }
+    serde_json::to_string(&card).map_err(ServerError::Card)
+}
+
+/// The `A2A-Version` a card request names: its header, else its query parameter, trimmed
+/// (empty when neither).
+fn requested_version<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> &'a str {
     let from_query = || {
         query?.split('&').find_map(|pair| {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
             k.eq_ignore_ascii_case("A2A-Version").then_some(v)
         })
     };
-    let version = headers
+    headers
         .get("a2a-version")
         .map(|v| v.to_str().unwrap_or("?"))
         .or_else(from_query)
         .map(str::trim)
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Whether a requested version says A2A 1.x (or later): present, not empty, not 0.x.
+fn is_v1(version: &str) -> bool {
     !version.is_empty() && version != "0" && !version.starts_with("0.")
+}
+
+/// Whether a requested version says 1.1 (`1.1`, `1.1.x`).
+fn is_v1_1(version: &str) -> bool {
+    version == trident_core::PREVIEW_VERSION || version.starts_with("1.1.")
 }
 
 async fn serve_card(
@@ -445,7 +491,7 @@ async fn serve_card(
         )
             .into_response()
     };
-    if card.legacy.is_some() {
+    if card.varies() {
         response
             .headers_mut()
             .insert(header::VARY, HeaderValue::from_static("A2A-Version"));

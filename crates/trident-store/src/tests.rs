@@ -59,6 +59,7 @@ fn ev(task_id: &str, seq: u64) -> LoggedEvent {
                 context_id: "c".into(),
                 status: Some(pb::TaskStatus::now(pb::TaskState::Working, None)),
                 metadata: None,
+                generation: 0,
             }),
         )),
     }
@@ -434,6 +435,7 @@ fn chunk(id: &str, seq: u64, text: String) -> LoggedEvent {
                 append: seq > 2,
                 last_chunk: false,
                 metadata: None,
+                generation: 0,
             }),
         )),
     }

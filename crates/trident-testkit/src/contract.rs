@@ -127,6 +127,7 @@ fn ev(task_id: &str, seq: u64) -> LoggedEvent {
                 context_id: "c".into(),
                 status: Some(pb::TaskStatus::now(pb::TaskState::Working, None)),
                 metadata: None,
+                generation: 0,
             }),
         )),
     }
@@ -450,6 +451,7 @@ fn status_event(id: &str, state: pb::TaskState, text: &str, ts_ms: i64) -> pb::S
                 timestamp: Some(Timestamp::from_unix_nanos(i128::from(ts_ms) * 1_000_000)),
             }),
             metadata: None,
+            generation: 0,
         },
     ))
 }
@@ -464,6 +466,7 @@ fn chunk_event(id: &str, artifact: &str, text: String, append: bool) -> pb::Stre
             append,
             last_chunk: false,
             metadata: None,
+            generation: 0,
         },
     ))
 }

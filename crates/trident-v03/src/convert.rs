@@ -308,6 +308,7 @@ impl ToV1 for v03::Task {
             artifacts: self.artifacts.to_v1(),
             history: self.history.to_v1(),
             metadata: self.metadata,
+            generation: 0,
         }
     }
 }
@@ -334,6 +335,7 @@ impl ToV1 for v03::TaskStatusUpdateEvent {
             context_id: self.context_id,
             status: self.status.to_v1(),
             metadata: self.metadata,
+            generation: 0,
         }
     }
 }
@@ -362,6 +364,7 @@ impl ToV1 for v03::TaskArtifactUpdateEvent {
             append: self.append,
             last_chunk: self.last_chunk,
             metadata: self.metadata,
+            generation: 0,
         }
     }
 }
@@ -520,6 +523,7 @@ impl ToV1 for v03::SendMessageConfiguration {
             // v0.3 has no "unset": 0 (the default) meant "all of it", as no `historyLength`.
             history_length: (self.history_length > 0).then_some(self.history_length),
             return_immediately: !self.blocking,
+            if_generation_match: None,
         }
     }
 }
@@ -637,6 +641,7 @@ impl TryToV1 for v03::GetTaskRequest {
             id: task_id_of("name", &self.name)?,
             // 0 (the proto default) meant "all of it" in v0.3.
             history_length: (self.history_length > 0).then_some(self.history_length),
+            current_generation: None,
         })
     }
 }

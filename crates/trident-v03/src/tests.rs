@@ -149,6 +149,7 @@ pub(crate) fn task() -> impl Strategy<Value = pb::Task> {
                 artifacts,
                 history,
                 metadata,
+                generation: 0,
             },
         )
 }
@@ -164,6 +165,7 @@ pub(crate) fn event() -> impl Strategy<Value = pb::StreamResponse> {
                 context_id,
                 status: Some(s),
                 metadata,
+                generation: 0,
             })
         }),
         (
@@ -182,6 +184,7 @@ pub(crate) fn event() -> impl Strategy<Value = pb::StreamResponse> {
                     append,
                     last_chunk,
                     metadata,
+                    generation: 0,
                 })
             }),
     ]
@@ -233,6 +236,7 @@ pub(crate) fn send_request() -> impl Strategy<Value = pb::SendMessageRequest> {
                     }),
                     history_length,
                     return_immediately: ri,
+                    if_generation_match: None,
                 }),
                 metadata,
             }
@@ -352,6 +356,7 @@ fn writes_v03_task_and_events() {
                     ..Default::default()
                 }),
                 metadata: None,
+                generation: 0,
             },
         )),
     };
@@ -441,6 +446,13 @@ fn protocols_parse() {
     assert!("0.2".parse::<Protocols>().is_err());
     assert!("".parse::<Protocols>().is_err());
     assert_eq!(Protocols::ALL.to_string(), "1.0,0.3");
+    let preview = "1.0,0.3,1.1-preview".parse::<Protocols>().expect("valid");
+    assert_eq!(preview, Protocols::ALL.with_v1_1_preview());
+    assert_eq!(preview.to_string(), "1.0,0.3,1.1-preview");
+    let alone = "0.3,1.1-preview"
+        .parse::<Protocols>()
+        .expect_err("1.1 needs 1.0");
+    assert!(alone.to_string().contains("list 1.0 too"), "{alone}");
 }
 
 #[test]

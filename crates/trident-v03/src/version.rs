@@ -13,12 +13,17 @@ use trident_core::{A2aError, CallContext, ErrorKind, Generation, PROTOCOL_VERSIO
 /// The protocol generations a server answers (`--protocols 1.0,0.3`; both by default).
 /// `--protocols 0.3` serves v0.3 alone: a v0.3-only agent, whose card is a plain v0.3 card
 /// and which refuses 1.0 calls (what an agent built on a v0.3 SDK is, made of our adapters).
+/// `1.1-preview` adds the A2A 1.1 preview for the callers that ask for it with
+/// `A2A-Version: 1.1` (off by default until 1.1 is released; it needs 1.0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Protocols {
     /// A2A 1.0.
     pub v1: bool,
     /// A2A 0.3 (the compatibility layer).
     pub v03: bool,
+    /// The A2A 1.1 preview (task generation, long-polling GetTask, `ifGenerationMatch`), for
+    /// callers that send `A2A-Version: 1.1`.
+    pub v1_1_preview: bool,
 }
 
 impl Default for Protocols {
@@ -32,17 +37,28 @@ impl Protocols {
     pub const ALL: Protocols = Protocols {
         v1: true,
         v03: true,
+        v1_1_preview: false,
     };
     /// 1.0 only.
     pub const V1_ONLY: Protocols = Protocols {
         v1: true,
         v03: false,
+        v1_1_preview: false,
     };
     /// 0.3 only (a v0.3-only agent).
     pub const V03_ONLY: Protocols = Protocols {
         v1: false,
         v03: true,
+        v1_1_preview: false,
     };
+
+    /// These generations with the A2A 1.1 preview on.
+    pub const fn with_v1_1_preview(self) -> Protocols {
+        Protocols {
+            v1_1_preview: true,
+            ..self
+        }
+    }
 }
 
 /// A `--protocols` list that names an unknown version or none.
@@ -56,17 +72,24 @@ impl FromStr for Protocols {
         let mut out = Protocols {
             v1: false,
             v03: false,
+            v1_1_preview: false,
         };
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             match item {
                 "1.0" | "1" => out.v1 = true,
                 "0.3" | "0.3.0" => out.v03 = true,
+                "1.1-preview" => out.v1_1_preview = true,
                 other => {
                     return Err(ProtocolsError(format!(
-                        "unknown protocol version {other:?} (known: 1.0, 0.3)"
+                        "unknown protocol version {other:?} (known: 1.0, 0.3, 1.1-preview)"
                     )));
                 }
             }
+        }
+        if out.v1_1_preview && !out.v1 {
+            return Err(ProtocolsError(
+                "1.1-preview extends 1.0: list 1.0 too (e.g. 1.0,0.3,1.1-preview)".to_owned(),
+            ));
         }
         if !out.v1 && !out.v03 {
             return Err(ProtocolsError(
@@ -79,10 +102,14 @@ impl FromStr for Protocols {
 
 impl fmt::Display for Protocols {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list: Vec<&str> = [(self.v1, "1.0"), (self.v03, "0.3")]
-            .into_iter()
-            .filter_map(|(on, v)| on.then_some(v))
-            .collect();
+        let list: Vec<&str> = [
+            (self.v1, "1.0"),
+            (self.v03, "0.3"),
+            (self.v1_1_preview, "1.1-preview"),
+        ]
+        .into_iter()
+        .filter_map(|(on, v)| on.then_some(v))
+        .collect();
         f.write_str(&list.join(","))
     }
 }

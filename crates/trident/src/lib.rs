@@ -182,12 +182,12 @@ pub use async_trait::async_trait;
 // The agent author's API.
 pub use trident_core::{
     A2aError, A2aService, AgentExecutor, Binding, CallContext, ErrorKind, EventSink, EventStream,
-    FieldViolation, PROTOCOL_VERSION, Principal, RequestContext, StreamEvent, TraceContext,
-    default_card,
+    FieldViolation, PREVIEW_VERSION, PROTOCOL_VERSION, Principal, RequestContext, StreamEvent,
+    TraceContext, default_card,
 };
 // The engine and push delivery.
 pub use trident_engine::{
-    AllowEntryError, Engine, EngineBuilder, EngineConfig, Limits, NOTIFICATION_ID_HEADER,
+    AllowEntryError, Engine, EngineBuilder, EngineConfig, Limits, NOTIFICATION_ID_HEADER, Preview,
     PushConcurrency, PushLimits, RetryPolicy, WebhookError, WebhookPolicy, WebhookRequest,
     WebhookTransport,
 };

@@ -593,7 +593,11 @@ impl ServerBuilder {
 
     /// The protocol generations served (default: 1.0 and 0.3). With 0.3 on, v0.3 clients are
     /// answered on every binding beside 1.0 clients, translated into the same calls, and the
-    /// card carries what they read.
+    /// card carries what they read. With the A2A 1.1 preview on
+    /// ([`Protocols::with_v1_1_preview`](trident_server::Protocols::with_v1_1_preview), or
+    /// [`EngineConfig::preview`] set), callers that send `A2A-Version: 1.1` get its semantics
+    /// and a card request that says 1.1 gets the card with the 1.1 interfaces first; every
+    /// other caller is answered exactly as without it.
     pub fn protocols(mut self, protocols: trident_server::Protocols) -> Self {
         self.options.protocols = protocols;
         self
@@ -899,10 +903,17 @@ impl ServerBuilder {
             }
         });
         let metrics = Arc::new(Metrics::new());
+        // The A2A 1.1 preview is on when either says so: the protocols served (what the card
+        // shows) or the engine's settings (how long a long poll waits).
+        let preview = self.options.protocols.v1_1_preview
+            || self.config.as_ref().is_some_and(|c| c.preview.is_some());
         let (svc, engine): (Arc<dyn A2aService>, Option<Engine>) = match self.source {
             Source::Service(svc) => (svc, None),
             Source::Agent(executor) => {
-                let config = self.config.unwrap_or_default();
+                let mut config = self.config.unwrap_or_default();
+                if preview && config.preview.is_none() {
+                    config.preview = Some(trident_engine::Preview::default());
+                }
                 let transport: Option<Arc<dyn WebhookTransport>> = match self.push {
                     Some(Push::Off) => None,
                     Some(Push::Custom(t)) => Some(t),
@@ -989,6 +1000,10 @@ impl ServerBuilder {
                 .as_ref()
                 .and_then(|k| serde_json::to_string(&k.jwks()).ok()),
             caller_limits: limited,
+            protocols: trident_server::Protocols {
+                v1_1_preview: preview,
+                ..self.options.protocols
+            },
             ..self.options
         };
         let layers = self.layers;

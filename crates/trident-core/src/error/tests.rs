@@ -3,7 +3,7 @@ use super::*;
 /// The spec's Appendix A, rows 1-9 and the standard codes, restated as data.
 #[test]
 fn wire_table_matches_spec_appendix_a() {
-    let expected: [(ErrorKind, i32, u16, i32, &str); 14] = [
+    let expected: [(ErrorKind, i32, u16, i32, &str); 15] = [
         (ErrorKind::TaskNotFound, -32001, 404, 5, "TASK_NOT_FOUND"),
         (
             ErrorKind::TaskNotCancelable,
@@ -61,6 +61,13 @@ fn wire_table_matches_spec_appendix_a() {
             9,
             "VERSION_NOT_SUPPORTED",
         ),
+        (
+            ErrorKind::TaskGenerationMismatch,
+            -32010,
+            409,
+            10,
+            "TASK_GENERATION_MISMATCH",
+        ),
         (ErrorKind::ParseError, -32700, 400, 3, "PARSE_ERROR"),
         (ErrorKind::InvalidRequest, -32600, 400, 3, "INVALID_REQUEST"),
         (
@@ -95,7 +102,7 @@ fn every_kind_decodes_back_from_its_reason() {
 
 #[test]
 fn a2a_codes_decode_from_jsonrpc() {
-    for kind in &ErrorKind::ALL[..9] {
+    for kind in &ErrorKind::ALL[..10] {
         assert_eq!(ErrorKind::from_jsonrpc(kind.wire().jsonrpc), Some(*kind));
     }
 }
@@ -111,6 +118,19 @@ fn bare_codes_guess_the_generic_kind() {
     let mut all = ErrorKind::ALL.to_vec();
     all.sort_by_key(|k| format!("{k:?}"));
     assert_eq!(guessed, all, "the guess order lists every kind once");
+}
+
+#[test]
+fn a_generation_mismatch_is_the_only_aborted_and_the_only_409() {
+    let w = ErrorKind::TaskGenerationMismatch.wire();
+    assert_eq!(
+        ErrorKind::from_grpc(w.grpc),
+        Some(ErrorKind::TaskGenerationMismatch)
+    );
+    assert_eq!(
+        ErrorKind::from_http(w.http),
+        Some(ErrorKind::TaskGenerationMismatch)
+    );
 }
 
 #[test]

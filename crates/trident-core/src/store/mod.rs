@@ -197,11 +197,22 @@ pub fn status_nanos(task: &pb::Task) -> i128 {
 ///   `append` adds its parts to that one (adds it when there is none);
 /// - a message (never in a task's log) changes nothing.
 ///
+/// Every event but a message also moves the task's `generation` (the A2A 1.1 preview's
+/// counter) on by one, a `Task` from the generation of the task it replaces (0 for none). A
+/// task's log holds nothing but such events, numbered from 1 without gaps, so a task's
+/// generation is the sequence number of the last event it includes
+/// ([`TaskRecord::last_seq`]), and an event's is its own sequence number. The events logged
+/// never carry a generation themselves: they are what 1.0 callers read.
+///
 /// Costs O(event), not O(task): an appended chunk copies the chunk's parts only.
 pub fn apply(task: &mut pb::Task, event: &pb::StreamResponse) {
     use pb::stream_response::Payload;
     match &event.payload {
-        Some(Payload::Task(t)) => *task = t.clone(),
+        Some(Payload::Task(t)) => {
+            let generation = task.generation;
+            *task = t.clone();
+            task.generation = generation;
+        }
         Some(Payload::StatusUpdate(u)) => {
             if let Some(status) = &u.status
                 && let Some(previous) = task.status.replace(status.clone()).and_then(|s| s.message)
@@ -224,8 +235,9 @@ pub fn apply(task: &mut pb::Task, event: &pb::StreamResponse) {
                 }
             }
         }
-        Some(Payload::Message(_)) | None => {}
+        Some(Payload::Message(_)) | None => return,
     }
+    task.generation += 1;
 }
 
 /// The terminal state `event` moves a task to, as [`TaskStore::append_final`] takes it: a

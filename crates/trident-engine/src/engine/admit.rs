@@ -34,13 +34,19 @@ impl Inner {
             }
             None => {}
             Some(v) if validate::is_v1(v) => {}
+            Some(v) if self.config.preview.is_some() && validate::is_v1_1(v) => {}
             Some(v) => {
+                let (speaks, supported) = if self.config.preview.is_some() {
+                    ("1.0 and the 1.1 preview", "1.0,1.1")
+                } else {
+                    ("1.0", trident_core::PROTOCOL_VERSION)
+                };
                 return Err(A2aError::new(
                     ErrorKind::VersionNotSupported,
-                    format!("A2A-Version {v} is not supported; this server speaks 1.0"),
+                    format!("A2A-Version {v} is not supported; this server speaks {speaks}"),
                 )
                 .with_meta("requestedVersion", v)
-                .with_meta("supportedVersions", trident_core::PROTOCOL_VERSION));
+                .with_meta("supportedVersions", supported));
             }
         }
         if let Some(caps) = &self.card.capabilities {
@@ -75,6 +81,26 @@ impl Inner {
             })?;
         }
         Ok(Scope::of(tenant, cx.principal.id().unwrap_or("")))
+    }
+
+    /// Whether `cx` is answered with the A2A 1.1 preview's semantics: the server offers it
+    /// ([`EngineConfig::preview`](super::EngineConfig::preview)) and the caller asked for it
+    /// with `A2A-Version: 1.1` (admitted by [`Inner::admit`]). Everyone else is answered as
+    /// by a 1.0 server: no generation in anything, the preview's request fields ignored.
+    pub(crate) fn preview(&self, cx: &CallContext) -> bool {
+        self.config.preview.is_some()
+            && cx
+                .version
+                .as_deref()
+                .is_some_and(|v| validate::is_v1_1(v.trim()))
+    }
+
+    /// `task` as `cx` gets it: with its generation for a caller of the 1.1 preview
+    /// ([`Inner::preview`]), without it (0, not on the wire) for everyone else.
+    pub(crate) fn task_for(&self, cx: &CallContext, task: &mut pb::Task) {
+        if !self.preview(cx) {
+            task.generation = 0;
+        }
     }
 
     pub(crate) fn capability(&self, f: impl Fn(&pb::AgentCapabilities) -> Option<bool>) -> bool {

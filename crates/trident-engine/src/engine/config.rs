@@ -76,6 +76,39 @@ pub struct EngineConfig {
     pub push_limits: PushLimits,
     /// How many webhook calls may be in flight at once.
     pub push_concurrency: PushConcurrency,
+    /// The A2A 1.1 preview, offered to callers that send `A2A-Version: 1.1` (task generation,
+    /// long-polling GetTask, `ifGenerationMatch`). `None` (the default): `1.1` is refused with
+    /// `VersionNotSupported`, as any version this server does not speak.
+    pub preview: Option<Preview>,
+}
+
+/// Settings of the A2A 1.1 preview ([`EngineConfig::preview`]).
+///
+/// What the preview changes, for callers that ask for it only (everyone else sees exactly
+/// what a 1.0 server answers):
+/// - every task answered carries its `generation`, and every status and artifact event of a
+///   stream the task's generation after it. A task's generation is the sequence number of
+///   the last event in its log: 1 when created, one more per status or artifact event;
+/// - GetTask with `currentGeneration` waits until the task's generation is past it, it ends,
+///   or [`Preview::long_poll_timeout`] (or the caller's deadline) passes, then answers with
+///   the task as it is;
+/// - a message to an existing task with `ifGenerationMatch` is refused with
+///   `TaskGenerationMismatch` unless that is the task's generation when the message is
+///   processed, checked under the task's writer and made good by the conditional commit that
+///   begins the turn (on a shared store too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preview {
+    /// How long a long-polling GetTask waits at most before it answers with the task as it is
+    /// (default 30 s).
+    pub long_poll_timeout: Duration,
+}
+
+impl Default for Preview {
+    fn default() -> Self {
+        Self {
+            long_poll_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -91,6 +124,7 @@ impl Default for EngineConfig {
             webhook_policy: WebhookPolicy::default(),
             push_limits: PushLimits::default(),
             push_concurrency: PushConcurrency::default(),
+            preview: None,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use trident_proto as pb;
 
-use super::live::{LiveGuard, StreamEnd, follow};
+use super::live::{Follow, LiveGuard, StreamEnd, follow};
 use super::send::Started;
 use super::tokens::{decode_config_token, decode_cursor, encode_config_token, encode_cursor};
 use super::{Engine, set_status, store_error, validate};
@@ -27,6 +27,13 @@ fn redact_push_secrets(
         auth.credentials.clear();
     }
     config
+}
+
+/// Whether `record`'s task is past generation `current` (a long-polling GetTask answers at
+/// once), or ended (its generation will not move again).
+fn passed(record: &crate::store::TaskRecord, current: i64) -> bool {
+    i64::try_from(record.last_seq).unwrap_or(i64::MAX) > current
+        || record.task.state().is_terminal()
 }
 
 /// Applies `historyLength`: unset keeps all, 0 drops all, n keeps the n most recent.
@@ -68,6 +75,7 @@ impl A2aService for Engine {
                     self.inner.settle(guard, after, cx).await?
                 };
                 trim_history(&mut task, history_length);
+                self.inner.task_for(cx, &mut task);
                 pb::send_message_response::Payload::Task(task)
             }
         };
@@ -97,18 +105,24 @@ impl A2aService for Engine {
                 snapshot,
             } => {
                 let (inner, live) = (guard.inner(), guard.live());
-                let lead = snapshot.map(|t| StreamEvent {
-                    seq: Some(after),
-                    response: Arc::new(pb::StreamResponse::new(
-                        pb::stream_response::Payload::Task(t),
-                    )),
+                let lead = snapshot.map(|mut t| {
+                    inner.task_for(cx, &mut t);
+                    StreamEvent {
+                        seq: Some(after),
+                        response: Arc::new(pb::StreamResponse::new(
+                            pb::stream_response::Payload::Task(t),
+                        )),
+                    }
                 });
                 Ok(follow(
                     inner.clone(),
                     Arc::clone(live),
                     after,
                     lead,
-                    StreamEnd::Turn,
+                    Follow {
+                        end: StreamEnd::Turn,
+                        generations: inner.preview(cx),
+                    },
                 ))
             }
         }
@@ -124,8 +138,18 @@ impl A2aService for Engine {
             .admit(cx, &req.tenant, Operation::GetTask, None)?;
         validate::id("id", &req.id, &self.inner.config.limits)?;
         validate::history_length(req.history_length)?;
-        let mut task = self.inner.record(&scope, &req.id).await?.task;
+        let mut record = self.inner.record(&scope, &req.id).await?;
+        if let Some(current) = req.current_generation
+            && self.inner.preview(cx)
+            && !passed(&record, current)
+        {
+            // Boxed: a cold branch (the preview's long poll) whose future every GetTask
+            // would otherwise carry.
+            record = Box::pin(self.inner.long_poll(cx, &scope, &req.id, current)).await?;
+        }
+        let mut task = record.task;
         trim_history(&mut task, req.history_length);
+        self.inner.task_for(cx, &mut task);
         Ok(task)
     }
 
@@ -182,6 +206,7 @@ impl A2aService for Engine {
                 if !include_artifacts {
                     t.artifacts.clear();
                 }
+                self.inner.task_for(cx, &mut t);
                 t
             })
             .collect();
@@ -198,75 +223,9 @@ impl A2aService for Engine {
         cx: &CallContext,
         req: pb::CancelTaskRequest,
     ) -> Result<pb::Task, A2aError> {
-        let scope = self
-            .inner
-            .admit(cx, &req.tenant, Operation::CancelTask, None)?;
-        validate::id("id", &req.id, &self.inner.config.limits)?;
-        let guard = self.inner.live(&scope, &req.id).await?;
-        let live = guard.live();
-        let snapshot = live.lock_current(&self.inner).await?.task().clone();
-        let check = |task: &pb::Task| -> Result<bool, A2aError> {
-            match task.state() {
-                pb::TaskState::Canceled => Ok(true),
-                s if s.is_terminal() => Err(A2aError::new(
-                    ErrorKind::TaskNotCancelable,
-                    format!("task {} is {}", task.id, s.as_str_name()),
-                )
-                .with_meta("taskId", task.id.clone())),
-                _ => Ok(false),
-            }
-        };
-        if check(&snapshot)? {
-            return Ok(snapshot);
-        }
-        self.inner.executor.cancel(&snapshot).await?;
-        // Through `lock_current`: what this process's turn committed behind it is stored
-        // first (see `Live::commit_behind`), and the record is the store's.
-        let mut w = live.lock_current(&self.inner).await?;
-        if check(w.task())? {
-            return Ok(w.task().clone());
-        }
-        w.cancel_turn();
-        let event = w.set_status(
-            pb::TaskStatus::now(pb::TaskState::Canceled, None),
-            req.metadata.clone(),
-        );
-        match live.commit(&self.inner, &mut w, vec![event]).await {
-            Ok(_) => return Ok(w.task().clone()),
-            Err(StoreError::Conflict) => {}
-            Err(e) => return Err(store_error(e)),
-        }
-        // Another process wrote the task since it was read here (on a shared store: its turn
-        // runs there and commits on). Retrying at the sequence number read anew loses to a
-        // writer that commits back to back (one commit every millisecond or two), so the
-        // cancel is appended at the end of the task's log as the store has it, under the
-        // store's lock on the task: it cannot lose, and the other writer's next commit
-        // conflicts, which ends its turn there. A conflict here is a transaction the database
-        // aborted (a deadlock victim): tried again a few times.
-        let mut attempts = 0;
-        loop {
-            // Stamped now: it follows the events the other process committed meanwhile.
-            let mut status = pb::Task {
-                id: w.task().id.clone(),
-                context_id: w.task().context_id.clone(),
-                ..Default::default()
-            };
-            let event = set_status(
-                &mut status,
-                pb::TaskStatus::now(pb::TaskState::Canceled, None),
-                req.metadata.clone(),
-            );
-            match live.append_final(&self.inner, &mut w, event).await {
-                Ok(true) => return Ok(w.task().clone()),
-                // Ended meanwhile, by another process: canceled too, or not cancelable.
-                Ok(false) => {
-                    check(w.task())?;
-                    return Ok(w.task().clone());
-                }
-                Err(e) if e.kind() == ErrorKind::Unavailable && attempts < 3 => attempts += 1,
-                Err(e) => return Err(e),
-            }
-        }
+        let mut task = self.cancel(cx, req).await?;
+        self.inner.task_for(cx, &mut task);
+        Ok(task)
     }
 
     async fn subscribe_to_task(
@@ -297,7 +256,10 @@ impl A2aService for Engine {
                 Arc::clone(live),
                 resume,
                 None,
-                StreamEnd::Terminal,
+                Follow {
+                    end: StreamEnd::Terminal,
+                    generations: inner.preview(cx),
+                },
             )),
             None if task.state().is_terminal() => Err(A2aError::unsupported(format!(
                 "task {} is {}; subscribe to tasks that are still running",
@@ -306,6 +268,8 @@ impl A2aService for Engine {
             ))
             .with_meta("taskId", task.id.clone())),
             None => {
+                let mut task = task;
+                inner.task_for(cx, &mut task);
                 let lead = StreamEvent {
                     seq: Some(last_seq),
                     response: Arc::new(pb::StreamResponse::new(
@@ -317,7 +281,10 @@ impl A2aService for Engine {
                     Arc::clone(live),
                     last_seq,
                     Some(lead),
-                    StreamEnd::Terminal,
+                    Follow {
+                        end: StreamEnd::Terminal,
+                        generations: inner.preview(cx),
+                    },
                 ))
             }
         }
@@ -474,5 +441,84 @@ impl A2aService for Engine {
             guard.live().lock().await.forget_push();
         }
         Ok(())
+    }
+}
+
+impl Engine {
+    /// CancelTask, answering with the task as stored (its generation kept for every caller).
+    async fn cancel(
+        &self,
+        cx: &CallContext,
+        req: pb::CancelTaskRequest,
+    ) -> Result<pb::Task, A2aError> {
+        let scope = self
+            .inner
+            .admit(cx, &req.tenant, Operation::CancelTask, None)?;
+        validate::id("id", &req.id, &self.inner.config.limits)?;
+        let guard = self.inner.live(&scope, &req.id).await?;
+        let live = guard.live();
+        let snapshot = live.lock_current(&self.inner).await?.task().clone();
+        let check = |task: &pb::Task| -> Result<bool, A2aError> {
+            match task.state() {
+                pb::TaskState::Canceled => Ok(true),
+                s if s.is_terminal() => Err(A2aError::new(
+                    ErrorKind::TaskNotCancelable,
+                    format!("task {} is {}", task.id, s.as_str_name()),
+                )
+                .with_meta("taskId", task.id.clone())),
+                _ => Ok(false),
+            }
+        };
+        if check(&snapshot)? {
+            return Ok(snapshot);
+        }
+        self.inner.executor.cancel(&snapshot).await?;
+        // Through `lock_current`: what this process's turn committed behind it is stored
+        // first (see `Live::commit_behind`), and the record is the store's.
+        let mut w = live.lock_current(&self.inner).await?;
+        if check(w.task())? {
+            return Ok(w.task().clone());
+        }
+        w.cancel_turn();
+        let event = w.set_status(
+            pb::TaskStatus::now(pb::TaskState::Canceled, None),
+            req.metadata.clone(),
+        );
+        match live.commit(&self.inner, &mut w, vec![event]).await {
+            Ok(_) => return Ok(w.task().clone()),
+            Err(StoreError::Conflict) => {}
+            Err(e) => return Err(store_error(e)),
+        }
+        // Another process wrote the task since it was read here (on a shared store: its turn
+        // runs there and commits on). Retrying at the sequence number read anew loses to a
+        // writer that commits back to back (one commit every millisecond or two), so the
+        // cancel is appended at the end of the task's log as the store has it, under the
+        // store's lock on the task: it cannot lose, and the other writer's next commit
+        // conflicts, which ends its turn there. A conflict here is a transaction the database
+        // aborted (a deadlock victim): tried again a few times.
+        let mut attempts = 0;
+        loop {
+            // Stamped now: it follows the events the other process committed meanwhile.
+            let mut status = pb::Task {
+                id: w.task().id.clone(),
+                context_id: w.task().context_id.clone(),
+                ..Default::default()
+            };
+            let event = set_status(
+                &mut status,
+                pb::TaskStatus::now(pb::TaskState::Canceled, None),
+                req.metadata.clone(),
+            );
+            match live.append_final(&self.inner, &mut w, event).await {
+                Ok(true) => return Ok(w.task().clone()),
+                // Ended meanwhile, by another process: canceled too, or not cancelable.
+                Ok(false) => {
+                    check(w.task())?;
+                    return Ok(w.task().clone());
+                }
+                Err(e) if e.kind() == ErrorKind::Unavailable && attempts < 3 => attempts += 1,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }

@@ -13,7 +13,7 @@
 mod follow;
 mod outbox;
 
-pub(crate) use follow::{StreamEnd, follow};
+pub(crate) use follow::{Follow, StreamEnd, follow};
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

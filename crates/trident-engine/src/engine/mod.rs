@@ -62,7 +62,7 @@ use trident_core::auth::Authorizer;
 use trident_core::{A2aError, AgentExecutor, ErrorKind};
 
 pub use builder::EngineBuilder;
-pub use config::{EngineConfig, Limits, PushConcurrency, PushLimits, RetryPolicy};
+pub use config::{EngineConfig, Limits, Preview, PushConcurrency, PushLimits, RetryPolicy};
 pub use policy::{
     AllowEntryError, Destination, PolicyError, WebhookPolicy, non_public, webhook_destination,
 };
@@ -210,6 +210,7 @@ pub(crate) fn set_status(
             context_id: task.context_id.clone(),
             status: Some(status),
             metadata,
+            generation: 0,
         },
     ));
     crate::store::apply(task, &event);

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use super::live::{Live, LiveGuard, News};
 use super::{Inner, store_error};
 use crate::store::{Scope, ShardExt, TaskRecord};
-use trident_core::A2aError;
+use trident_core::{A2aError, CallContext};
 
 impl Inner {
     /// The live task `id` if it is in memory.
@@ -178,6 +178,48 @@ impl Inner {
                 .map_err(store_error)?
                 .ok_or_else(|| A2aError::task_not_found(id)),
         }
+    }
+
+    /// The A2A 1.1 preview's long poll (GetTask with `currentGeneration`): the record of task
+    /// `id` once its generation (its last sequence number) is past `current` or it ended, or
+    /// as it is when [`Preview::long_poll_timeout`](super::Preview::long_poll_timeout) or the
+    /// caller's deadline passes first, the caller goes away, or the server shuts down.
+    ///
+    /// It waits on the live task's progress, as a stream does: a commit here publishes it once
+    /// stored, and one another process makes reaches the task through the event bus (news, then
+    /// the log; see [`Live::watch`]), so a poll held on one replica wakes on a commit made on
+    /// another. Holding the task live keeps it in memory for the wait, bounded by the server's
+    /// connection limit as any request is.
+    pub(crate) async fn long_poll(
+        self: &Arc<Self>,
+        cx: &CallContext,
+        scope: &Scope,
+        id: &str,
+        current: i64,
+    ) -> Result<TaskRecord, A2aError> {
+        let guard = self.live(scope, id).await?;
+        let mut progress = guard.live().progress();
+        let timeout = self.config.preview.unwrap_or_default().long_poll_timeout;
+        let mut until = tokio::time::Instant::now() + timeout;
+        if let Some(deadline) = cx.deadline {
+            until = until.min(tokio::time::Instant::from_std(deadline));
+        }
+        loop {
+            let p = *progress.borrow_and_update();
+            if i64::try_from(p.seq).unwrap_or(i64::MAX) > current || p.state.is_terminal() {
+                break;
+            }
+            tokio::select! {
+                changed = progress.changed() => if changed.is_err() { break },
+                () = cx.cancelled.cancelled() => break,
+                () = self.closing.cancelled() => break,
+                () = tokio::time::sleep_until(until) => break,
+            }
+        }
+        // Read as any GetTask reads it (a record this process may hold stale is read again).
+        let record = self.record(scope, id).await;
+        drop(guard);
+        record
     }
 }
 

@@ -431,6 +431,7 @@ impl Run {
                             timestamp: Some(Timestamp::now()),
                         }),
                         metadata: None,
+                        generation: 0,
                     },
                 ))
             }
@@ -453,6 +454,7 @@ impl Run {
                         append,
                         last_chunk,
                         metadata: None,
+                        generation: 0,
                     },
                 ))
             }
@@ -514,6 +516,8 @@ impl Run {
                 pb::stream_response::Payload::Task(task.clone()),
             )),
         };
+        // The task's first generation (the events logged carry none: see `store::apply`).
+        task.generation = 1;
         crate::store::apply(&mut task, &first);
         let has_push = push.is_some();
         if let Some((config, generation)) = push {

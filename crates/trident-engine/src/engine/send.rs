@@ -10,8 +10,8 @@ use trident_proto as pb;
 use super::live::{Hold, Live, LiveGuard, Progress, Writer};
 use super::run::{Creation, First, Run};
 use super::{Inner, store_error, validate};
-use crate::store::{Scope, StoreError};
-use trident_core::{A2aError, CallContext, Operation, RequestContext};
+use crate::store::{Scope, StoreError, TaskRecord};
+use trident_core::{A2aError, CallContext, ErrorKind, Operation, RequestContext};
 
 impl Inner {
     /// Starts a turn for `req` and returns what the caller waits for first.
@@ -185,6 +185,12 @@ impl Inner {
     ) -> Result<Started, A2aError> {
         let guard = self.live(&scope, &message.task_id).await?;
         let live = guard.live().clone();
+        // The A2A 1.1 preview's precondition (ignored for everyone else, as 1.0 has none).
+        let if_generation_match = ctx
+            .configuration
+            .as_ref()
+            .and_then(|c| c.if_generation_match)
+            .filter(|_| self.preview(cx));
         let wait_until = tokio::time::Instant::now() + self.config.turn_end_wait;
         // Another process may take the same turn at the same time: the store lets one commit
         // win; the others re-read the task and answer from its new state.
@@ -194,6 +200,12 @@ impl Inner {
                 // This request reads the task: a turn holding commits stores them first.
                 let mut w = live.lock_seen(self).await?;
                 live.sync(self, &mut w).await?;
+                // Checked under the writer, on the record as stored; the turn begins with a
+                // commit conditional on that record's position, so a change made meanwhile
+                // (by another process) fails it and this check runs again on the change.
+                if let Some(expected) = if_generation_match {
+                    check_generation(w.record(), expected)?;
+                }
                 let task = w.task();
                 let state = task.state();
                 if state.is_terminal() {
@@ -360,6 +372,25 @@ impl Inner {
 /// interrupted after `after`.
 fn settled(p: &Progress, after: u64) -> bool {
     p.state.is_terminal() || (p.seq > after && p.state.is_interrupted())
+}
+
+/// The A2A 1.1 preview's `ifGenerationMatch`: `TaskGenerationMismatch` unless `expected` is
+/// the generation of `record`'s task (its last sequence number; see [`crate::store::apply`]).
+fn check_generation(record: &TaskRecord, expected: i64) -> Result<(), A2aError> {
+    let generation = i64::try_from(record.last_seq).unwrap_or(i64::MAX);
+    if generation == expected {
+        return Ok(());
+    }
+    Err(A2aError::new(
+        ErrorKind::TaskGenerationMismatch,
+        format!(
+            "task {} is at generation {generation}, not {expected}: it changed since; read it \
+             again before sending",
+            record.task.id
+        ),
+    )
+    .with_meta("taskId", record.task.id.clone())
+    .with_meta("generation", generation.to_string()))
 }
 
 /// A new UUIDv7, hyphenated lowercase (what `to_string` writes, without the formatter).

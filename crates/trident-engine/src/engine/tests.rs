@@ -877,7 +877,16 @@ async fn get_task_never_answers_a_change_that_was_not_stored() {
         .await
         .expect("read the store")
         .expect("the task is stored");
-    assert_eq!(read, stored.task, "GetTask answers with the task as stored");
+    assert_eq!(
+        stored.task.generation as u64, stored.last_seq,
+        "a task's generation is its last sequence number"
+    );
+    // A 1.0 caller's answer carries no generation.
+    let stored_task = pb::Task {
+        generation: 0,
+        ..stored.task
+    };
+    assert_eq!(read, stored_task, "GetTask answers with the task as stored");
     assert!(read.artifacts.is_empty(), "the artifact was never stored");
     store.failing.store(false, Ordering::SeqCst);
 }

@@ -1,4 +1,5 @@
-//! The field table of digest §1.5 (`/work/shared/spec/A2A-V1-DIGEST.md`), one row per field:
+//! The field table of digest §1.5 (`/work/shared/spec/A2A-V1-DIGEST.md`), and the five fields of
+//! the A2A 1.1 preview (marked), one row per field:
 //! `(message, field, number, type, json name, label, oneof name, REQUIRED)`.
 //!
 //! `type` is a scalar name, an A2A message or enum name, `google.protobuf.X`, or
@@ -19,13 +20,15 @@ pub(super) type Fact = (
 
 /// Every field of every `lf.a2a.v1` message, in digest order.
 #[rustfmt::skip]
-pub(super) static FACTS: [Fact; 176] = [
+pub(super) static FACTS: [Fact; 181] = [
     ("Task", "id", 1, "string", "id", "singular", "", true),
     ("Task", "context_id", 2, "string", "contextId", "singular", "", false),
     ("Task", "status", 3, "TaskStatus", "status", "singular", "", true),
     ("Task", "artifacts", 4, "Artifact", "artifacts", "repeated", "", false),
     ("Task", "history", 5, "Message", "history", "repeated", "", false),
     ("Task", "metadata", 6, "google.protobuf.Struct", "metadata", "singular", "", false),
+    // A2A 1.1 preview (dev-1.1 branch, upstream #1810; not in the digest), here and below.
+    ("Task", "generation", 7, "int64", "generation", "singular", "", false),
     ("TaskStatus", "state", 1, "TaskState", "state", "singular", "", true),
     ("TaskStatus", "message", 2, "Message", "message", "singular", "", false),
     ("TaskStatus", "timestamp", 3, "google.protobuf.Timestamp", "timestamp", "singular", "", false),
@@ -54,12 +57,14 @@ pub(super) static FACTS: [Fact; 176] = [
     ("TaskStatusUpdateEvent", "context_id", 2, "string", "contextId", "singular", "", true),
     ("TaskStatusUpdateEvent", "status", 3, "TaskStatus", "status", "singular", "", true),
     ("TaskStatusUpdateEvent", "metadata", 4, "google.protobuf.Struct", "metadata", "singular", "", false),
+    ("TaskStatusUpdateEvent", "generation", 5, "int64", "generation", "singular", "", false),
     ("TaskArtifactUpdateEvent", "task_id", 1, "string", "taskId", "singular", "", true),
     ("TaskArtifactUpdateEvent", "context_id", 2, "string", "contextId", "singular", "", true),
     ("TaskArtifactUpdateEvent", "artifact", 3, "Artifact", "artifact", "singular", "", true),
     ("TaskArtifactUpdateEvent", "append", 4, "bool", "append", "singular", "", false),
     ("TaskArtifactUpdateEvent", "last_chunk", 5, "bool", "lastChunk", "singular", "", false),
     ("TaskArtifactUpdateEvent", "metadata", 6, "google.protobuf.Struct", "metadata", "singular", "", false),
+    ("TaskArtifactUpdateEvent", "generation", 7, "int64", "generation", "singular", "", false),
     ("TaskPushNotificationConfig", "tenant", 1, "string", "tenant", "singular", "", false),
     ("TaskPushNotificationConfig", "id", 2, "string", "id", "singular", "", false),
     ("TaskPushNotificationConfig", "task_id", 3, "string", "taskId", "singular", "", false),
@@ -157,6 +162,7 @@ pub(super) static FACTS: [Fact; 176] = [
     ("SendMessageConfiguration", "task_push_notification_config", 2, "TaskPushNotificationConfig", "taskPushNotificationConfig", "singular", "", false),
     ("SendMessageConfiguration", "history_length", 3, "int32", "historyLength", "optional", "", false),
     ("SendMessageConfiguration", "return_immediately", 4, "bool", "returnImmediately", "singular", "", false),
+    ("SendMessageConfiguration", "if_generation_match", 5, "int64", "ifGenerationMatch", "optional", "", false),
     ("SendMessageResponse", "task", 1, "Task", "task", "oneof", "payload", false),
     ("SendMessageResponse", "message", 2, "Message", "message", "oneof", "payload", false),
     ("StreamResponse", "task", 1, "Task", "task", "oneof", "payload", false),
@@ -166,6 +172,7 @@ pub(super) static FACTS: [Fact; 176] = [
     ("GetTaskRequest", "tenant", 1, "string", "tenant", "singular", "", false),
     ("GetTaskRequest", "id", 2, "string", "id", "singular", "", true),
     ("GetTaskRequest", "history_length", 3, "int32", "historyLength", "optional", "", false),
+    ("GetTaskRequest", "current_generation", 4, "int64", "currentGeneration", "optional", "", false),
     ("ListTasksRequest", "tenant", 1, "string", "tenant", "singular", "", false),
     ("ListTasksRequest", "context_id", 2, "string", "contextId", "singular", "", false),
     ("ListTasksRequest", "status", 3, "TaskState", "status", "singular", "", false),

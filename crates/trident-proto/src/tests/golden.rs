@@ -119,6 +119,7 @@ fn task_with_every_field() {
         metadata: Some(object(
             json!({"priority": 1, "tags": ["a", "b"], "nested": {"ok": true, "none": null}}),
         )),
+        generation: 0,
     };
     golden(
         &value,
@@ -213,6 +214,7 @@ fn stream_response_variants() {
                 context_id: "c1".into(),
                 status: status(TaskState::Working),
                 metadata: None,
+                generation: 0,
             }),
             r#"{"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}}"#,
         ),
@@ -259,6 +261,7 @@ fn stream_response_variants() {
                     timestamp: Some(ts(JAN5_10H05, 0)),
                 }),
                 metadata: None,
+                generation: 0,
             }),
             r#"{"statusUpdate": {"taskId": "t-9", "contextId": "c-3", "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-05T10:05:00Z"}}}"#,
         ),
@@ -621,6 +624,7 @@ fn send_message_request() {
             }),
             history_length: Some(5),
             return_immediately: false,
+            if_generation_match: None,
         }),
         metadata: Some(object(json!({"trace": "abc"}))),
     };

@@ -64,11 +64,36 @@ impl StreamEnd {
     }
 }
 
+/// How a stream follows its task: where it ends, and whether its events carry generations.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Follow {
+    pub(crate) end: StreamEnd,
+    /// The caller speaks the A2A 1.1 preview: each event carries the task's generation after
+    /// it ([`stamped`]). Otherwise the events go out as logged, shared, without one.
+    pub(crate) generations: bool,
+}
+
+/// `event` (logged as `seq`) as a caller of the A2A 1.1 preview gets it: a copy carrying the
+/// task's generation after it, which is its sequence number (see [`crate::store::apply`]).
+fn stamped(event: &pb::StreamResponse, seq: u64) -> Arc<pb::StreamResponse> {
+    use pb::stream_response::Payload;
+    let mut event = event.clone();
+    let generation = i64::try_from(seq).unwrap_or(i64::MAX);
+    match &mut event.payload {
+        Some(Payload::Task(t)) => t.generation = generation,
+        Some(Payload::StatusUpdate(u)) => u.generation = generation,
+        Some(Payload::ArtifactUpdate(u)) => u.generation = generation,
+        Some(Payload::Message(_)) | None => {}
+    }
+    Arc::new(event)
+}
+
 struct Reader {
     guard: LiveGuard,
     /// Keeps the task's log from eviction while this stream may still read it.
     _hold: Option<crate::store::LogHold>,
     end: StreamEnd,
+    generations: bool,
     cursor: u64,
     lead: Option<StreamEvent>,
     pending: VecDeque<LoggedEvent>,
@@ -92,9 +117,14 @@ impl Reader {
                     self.done = true;
                     self.pending.clear();
                 }
+                let response = if self.generations {
+                    stamped(&e.event, e.seq)
+                } else {
+                    e.event.shared()
+                };
                 return Some(Ok(StreamEvent {
                     seq: Some(e.seq),
-                    response: e.event.shared(),
+                    response,
                 }));
             }
             if self.done {
@@ -159,14 +189,15 @@ pub(crate) fn follow(
     live: Arc<Live>,
     cursor: u64,
     lead: Option<StreamEvent>,
-    end: StreamEnd,
+    how: Follow,
 ) -> EventStream {
     let progress = live.progress();
     let hold = inner.stores.events.hold(live.scope(), live.task_id());
     let reader = Reader {
         guard: LiveGuard::new(inner, live),
         _hold: hold,
-        end,
+        end: how.end,
+        generations: how.generations,
         cursor,
         lead,
         pending: VecDeque::new(),
