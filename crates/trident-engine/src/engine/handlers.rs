@@ -68,7 +68,7 @@ impl A2aService for Engine {
             } => {
                 let mut task = if return_immediately {
                     match snapshot {
-                        Some(t) => t,
+                        Some(t) => *t,
                         None => guard.live().lock_seen(&self.inner).await?.task().clone(),
                     }
                 } else {
@@ -105,7 +105,8 @@ impl A2aService for Engine {
                 snapshot,
             } => {
                 let (inner, live) = (guard.inner(), guard.live());
-                let lead = snapshot.map(|mut t| {
+                let lead = snapshot.map(|t| {
+                    let mut t = *t;
                     inner.task_for(cx, &mut t);
                     StreamEvent {
                         seq: Some(after),

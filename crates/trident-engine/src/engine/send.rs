@@ -274,7 +274,7 @@ impl Inner {
         ctx.message = message;
         let run = Run::existing(self, &live, &mut w, &ctx);
         // The task as the turn begins, for a caller that answers before the turn settles.
-        let snapshot = (!inline).then(|| w.task().clone());
+        let snapshot = (!inline).then(|| Box::new(w.task().clone()));
         drop(w);
         let finished = self.drive(run, ctx, inline).await;
         if inline {
@@ -408,6 +408,7 @@ pub(crate) enum Started {
     Task {
         guard: LiveGuard,
         after: u64,
-        snapshot: Option<pb::Task>,
+        /// Boxed: a task is large, and the other variant is not.
+        snapshot: Option<Box<pb::Task>>,
     },
 }
