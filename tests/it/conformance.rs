@@ -177,11 +177,26 @@ fn check_json(o: &Output, bindings: usize, scripted: bool) -> serde_json::Value 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_of_our_own_server_is_all_green_over_every_binding() {
-    let server = Trident::serve(&["--agent", "demo", "--store", "memory"]).await;
+    // With the A2A 1.1 preview on: its cases pass, and every 1.0 case still does.
+    let server = Trident::serve(&[
+        "--agent",
+        "demo",
+        "--store",
+        "memory",
+        "--protocols",
+        "1.0,0.3,1.1-preview",
+    ])
+    .await;
     let o = conformance(&[&server.origin]).await;
     assert_eq!(check_table(&o, 3, true), 0, "{}", stdout(&o));
     let table = stdout(&o);
     assert!(table.contains("bindings agree: yes"), "{table}");
+    for case in trident_conformance::CASES
+        .iter()
+        .filter(|c| c.name.starts_with("preview_"))
+    {
+        assert_eq!(row(&table, case.name)[..], ["pass"; 3], "{table}");
+    }
     // Without an authenticator every caller is the same: the scoping case says so, honestly.
     assert_eq!(
         row(&table, "other_principals_and_tenants_see_task_not_found")[..],
@@ -223,6 +238,7 @@ async fn conformance_of_the_echo_agent_passes_the_protocol_tier_and_skips_the_sc
     for line in table.lines().filter(|l| l.starts_with("  skip ")) {
         assert!(
             line.contains("needs a server built with")
+                || line.contains("does not offer the A2A 1.1 preview")
                 || line.contains("does not tell callers apart")
                 || line.contains("before it could be subscribed to"),
             "a protocol case skipped on the echo agent for an unexpected reason: {line}"

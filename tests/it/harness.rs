@@ -353,6 +353,9 @@ impl Fixture {
         }
         let config = EngineConfig {
             strict_version: variant.strict_version,
+            preview: config
+                .preview
+                .or(variant.preview.then(trident_engine::Preview::default)),
             ..config
         };
         // Every engine of the fixture (two in cluster mode) is built alike.
@@ -399,6 +402,15 @@ impl Fixture {
                     authenticator: Some(Arc::new(test_tokens())),
                     allow_anonymous: true,
                     protocols: trident_server::Protocols::V03_ONLY,
+                    ..Default::default()
+                };
+                spawn_server_with(engine, options).await
+            }
+            _ if variant.preview => {
+                let options = trident_server::ServerOptions {
+                    authenticator: Some(Arc::new(test_tokens())),
+                    allow_anonymous: true,
+                    protocols: trident_server::Protocols::ALL.with_v1_1_preview(),
                     ..Default::default()
                 };
                 spawn_server_with(engine, options).await

@@ -22,7 +22,9 @@ use trident_proto as pb;
 use crate::helpers::*;
 use crate::{Fixture, REQUIRED_EXT, Skip, Target, Variant, observe};
 
+pub(crate) mod preview;
 mod raw;
+pub use preview::*;
 pub use raw::*;
 
 // ---- §8.1 lifecycle ----
@@ -1996,7 +1998,8 @@ pub async fn unsupported_version_is_rejected(t: &dyn Target) -> Result<(), Skip>
 }
 
 /// Trident reads a missing A2A-Version as 1.0 by default and refuses it when configured
-/// strictly (the spec reads it as 0.3); `1.1` is refused by a 1.0 server.
+/// strictly (the spec reads it as 0.3); `1.1` is refused by a 1.0 server (one that does not
+/// offer the A2A 1.1 preview).
 pub async fn missing_version_is_configurable(t: &dyn Target) -> Result<(), Skip> {
     let f = Fixture::default(t).await?;
     let mut missing = cx();
@@ -2011,9 +2014,14 @@ pub async fn missing_version_is_configurable(t: &dyn Target) -> Result<(), Skip>
         .send_message(&patch, req(msg("hi")))
         .await
         .expect("a patch number is ignored");
-    for v in ["0.3", "1.1"] {
+    let refused: &[&str] = if preview::offers_preview(&*f.svc).await.is_ok() {
+        &["0.3"]
+    } else {
+        &["0.3", "1.1"]
+    };
+    for v in refused {
         let mut c = cx();
-        c.version = Some(v.into());
+        c.version = Some((*v).into());
         assert_kind(
             f.svc.send_message(&c, req(msg("hi"))).await,
             ErrorKind::VersionNotSupported,

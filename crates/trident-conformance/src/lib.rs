@@ -80,6 +80,9 @@ pub struct Variant {
     pub required_extension: Option<&'static str>,
     /// A missing `A2A-Version` is refused instead of read as 1.0.
     pub strict_version: bool,
+    /// The A2A 1.1 preview is offered to callers that send `A2A-Version: 1.1`
+    /// (`--protocols 1.0,0.3,1.1-preview`).
+    pub preview: bool,
 }
 
 impl Variant {
@@ -102,6 +105,9 @@ impl Variant {
         }
         if self.strict_version {
             parts.push("a strict A2A-Version policy (missing version refused)".to_owned());
+        }
+        if self.preview {
+            parts.push("the A2A 1.1 preview (--protocols 1.0,0.3,1.1-preview)".to_owned());
         }
         if parts.is_empty() {
             "the default settings".to_owned()
@@ -371,6 +377,12 @@ macro_rules! with_cases {
             unsupported_version_is_refused_on_the_wire: Protocol Must ["6.2", "A"],
             a2a_errors_carry_error_info: Protocol Must ["3.4", "4.4", "5.3"],
             non_json_content_type_is_refused: Protocol Should ["3.1", "4.1", "A"],
+            // ---- the A2A 1.1 preview (cases/preview.rs, here and at the end of the scripted
+            // tier): skipped unless the agent offers it. The preview is not in the 1.0 digest;
+            // each case cites the 1.0 rules it builds on (§6.2: a request is processed with
+            // the semantics of the version it names). ----
+            preview_stays_off_the_wire_for_1_0_callers: Protocol Must ["6.2", "2.4"],
+            preview_generation_starts_at_one_and_moves_by_one_per_event: Protocol Must ["6.2", "8.4"],
             // ---- scripted: agents following docs/conformance-script.md ----
             follow_up_to_interrupted_task_continues_it_in_order: Scripted Must ["8.12", "8.1"],
             follow_up_right_after_blocking_return_is_accepted: Scripted Must ["8.12", "8.3"],
@@ -395,6 +407,11 @@ macro_rules! with_cases {
             cancel_reaches_the_executor_and_ends_canceled: Scripted Must ["8.8"],
             cancel_interrupted_task: Scripted Should ["8.8", "8.1"],
             repeated_cancel_returns_the_canceled_task: Scripted May ["8.8"],
+            // ---- scripted, the A2A 1.1 preview (cases/preview.rs) ----
+            preview_long_poll_answers_at_once_when_behind_and_at_its_deadline: Scripted Should ["6.2", "8.6"],
+            preview_long_poll_wakes_when_the_task_moves_on: Scripted Should ["6.2", "8.6"],
+            preview_stale_precondition_is_refused_and_changes_nothing: Scripted Must ["6.2", "8.12", "A"],
+            preview_concurrent_follow_ups_with_one_precondition_one_wins: Scripted Must ["6.2", "8.12"],
         }
     };
 }

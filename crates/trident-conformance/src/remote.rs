@@ -66,6 +66,12 @@ impl Remote {
 #[async_trait::async_trait]
 impl Target for Remote {
     async fn fixture(&self, variant: Variant) -> Result<Fixture, Skip> {
+        // The preview is not a card capability: whether the agent offers it is asked below.
+        let preview = variant.preview;
+        let variant = Variant {
+            preview: false,
+            ..variant
+        };
         if variant != Variant::default() && variant != self.variant() {
             return Err(Skip::new(format!(
                 "needs a server built with {}",
@@ -81,6 +87,9 @@ impl Target for Remote {
                     self.interface.url
                 )
             });
+        if preview {
+            crate::cases::preview::offers_preview(&*svc).await?;
+        }
         Ok(Fixture::of(svc)
             .with_card(self.card.clone())
             .with_tokens(self.tokens.clone())

@@ -4,10 +4,14 @@ use std::collections::BTreeSet;
 
 use crate::{CASES, Tier};
 
-/// The names of the `pub async fn NAME(t: &dyn Target)` items of cases.rs and cases/raw.rs:
-/// every case as written.
+/// The names of the `pub async fn NAME(t: &dyn Target)` items of cases.rs, cases/raw.rs and
+/// cases/preview.rs: every case as written.
 fn written_cases() -> BTreeSet<String> {
-    let source = [include_str!("cases.rs"), include_str!("cases/raw.rs")];
+    let source = [
+        include_str!("cases.rs"),
+        include_str!("cases/raw.rs"),
+        include_str!("cases/preview.rs"),
+    ];
     source
         .iter()
         .flat_map(|s| s.lines())
@@ -27,7 +31,7 @@ fn every_case_is_registered() {
     let unregistered: Vec<_> = written.difference(&registered).collect();
     assert!(
         unregistered.is_empty(),
-        "cases written in cases.rs or cases/raw.rs but missing from with_cases! in lib.rs (so they never run): \
+        "cases written in cases.rs, cases/raw.rs or cases/preview.rs but missing from with_cases! in lib.rs (so they never run): \
          {unregistered:?}"
     );
     assert_eq!(registered.len(), CASES.len(), "a case is registered twice");

@@ -37,7 +37,7 @@ const fn row(
 }
 
 #[rustfmt::skip]
-const APPENDIX_A: [Row; 19] = [
+const APPENDIX_A: [Row; 20] = [
     // The nine A2A errors [SPEC].
     row(ErrorKind::TaskNotFound,                   -32001, 404, "NOT_FOUND",           "TASK_NOT_FOUND",                     "Task not found"),
     row(ErrorKind::TaskNotCancelable,              -32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE",                "Task cannot be canceled"),
@@ -48,6 +48,8 @@ const APPENDIX_A: [Row; 19] = [
     row(ErrorKind::ExtendedAgentCardNotConfigured, -32007, 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "Extended agent card is not configured"),
     row(ErrorKind::ExtensionSupportRequired,       -32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED",         "A required extension was not requested"),
     row(ErrorKind::VersionNotSupported,            -32009, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED",              "This A2A version is not supported"),
+    // The A2A 1.1 preview (dev-1.1 branch, upstream #1810).
+    row(ErrorKind::TaskGenerationMismatch,         -32010, 409, "ABORTED",             "TASK_GENERATION_MISMATCH",           "The task's generation does not match"),
     // The standard JSON-RPC errors [SPEC codes and messages; SDK reasons].
     row(ErrorKind::ParseError,                     -32700, 400, "INVALID_ARGUMENT",    "PARSE_ERROR",                        "Invalid JSON payload"),
     row(ErrorKind::InvalidRequest,                 -32600, 400, "INVALID_ARGUMENT",    "INVALID_REQUEST",                    "Request payload validation error"),

@@ -182,8 +182,9 @@ impl Inner {
 
     /// The A2A 1.1 preview's long poll (GetTask with `currentGeneration`): the record of task
     /// `id` once its generation (its last sequence number) is past `current` or it ended, or
-    /// as it is when [`Preview::long_poll_timeout`](super::Preview::long_poll_timeout) or the
-    /// caller's deadline passes first, the caller goes away, or the server shuts down.
+    /// as it is when [`Preview::long_poll_timeout`](super::Preview::long_poll_timeout) passes
+    /// or the caller's deadline nears (a tenth of the time it left, at least 50 ms, is kept
+    /// for the answer to reach it), the caller goes away, or the server shuts down.
     ///
     /// It waits on the live task's progress, as a stream does: a commit here publishes it once
     /// stored, and one another process makes reaches the task through the event bus (news, then
@@ -200,9 +201,14 @@ impl Inner {
         let guard = self.live(scope, id).await?;
         let mut progress = guard.live().progress();
         let timeout = self.config.preview.unwrap_or_default().long_poll_timeout;
-        let mut until = tokio::time::Instant::now() + timeout;
+        let now = tokio::time::Instant::now();
+        let mut until = now + timeout;
         if let Some(deadline) = cx.deadline {
-            until = until.min(tokio::time::Instant::from_std(deadline));
+            // Answered early enough to reach the caller before its deadline passes: with a
+            // tenth of the time it left to spare, at least 50 ms.
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let spare = (left / 10).max(std::time::Duration::from_millis(50));
+            until = until.min(now + left.saturating_sub(spare));
         }
         loop {
             let p = *progress.borrow_and_update();
