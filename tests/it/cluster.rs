@@ -139,6 +139,7 @@ in_both_modes!(
     racing_follow_ups_and_cancels_leave_one_state,
     push_notifications_are_sent_once_across_replicas,
     a_fenced_replicas_own_stream_ends_with_the_failure,
+    preview_long_poll_and_precondition_hold_across_replicas,
 );
 
 fn task_id_of(event: &StreamEvent) -> String {
@@ -933,6 +934,137 @@ async fn partitioned_follower_loses_no_event(schema: &Schema, dropped: bool) {
             connections,
             "B kept its connection through the partition:\n{}",
             bus.log()
+        );
+    }
+}
+
+/// The A2A 1.1 preview on two replicas: a long poll held on B wakes when A commits (through
+/// the store's NOTIFY, or the bus), and of follow-ups sent at once through both replicas with
+/// the same `ifGenerationMatch` exactly one wins, the others refused with
+/// TaskGenerationMismatch (the check is made good by the conditional commit that begins the
+/// turn).
+async fn preview_long_poll_and_precondition_hold_across_replicas(schema: Schema) {
+    let store = schema.store();
+    let mut nodes = Vec::new();
+    for i in 0..2 {
+        let events = schema.bus.as_ref().map(|bus| bus.url_for(i));
+        let mut args = vec![
+            "--agent",
+            "demo",
+            "--store",
+            &store,
+            "--protocols",
+            "1.0,0.3,1.1-preview",
+        ];
+        if let Some(events) = &events {
+            args.extend(["--events", events.as_str()]);
+        }
+        nodes.push(Trident::serve(&args).await);
+    }
+    let a = nodes[0].client(Binding::Rest).await;
+    let b = nodes[1].client(Binding::Grpc).await;
+    let preview = || {
+        let mut cx = cx();
+        cx.version = Some(trident_core::PREVIEW_VERSION.to_owned());
+        cx
+    };
+    let asked = task_of(
+        a.send_message(&preview(), req(msg("input")))
+            .await
+            .expect("send"),
+    );
+    assert_eq!(asked.state(), pb::TaskState::InputRequired);
+    let g = asked.generation;
+    assert!(g >= 1, "{asked:?}");
+    let poll = {
+        let (b, id) = (b.clone(), asked.id.clone());
+        tokio::spawn(async move {
+            b.get_task(
+                &preview(),
+                pb::GetTaskRequest {
+                    id,
+                    current_generation: Some(g),
+                    ..Default::default()
+                },
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut answer = msg("Ada");
+    answer.task_id = asked.id.clone();
+    let done = task_of(
+        a.send_message(
+            &preview(),
+            pb::SendMessageRequest {
+                message: Some(answer),
+                configuration: Some(pb::SendMessageConfiguration {
+                    if_generation_match: Some(g),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("the follow-up on A"),
+    );
+    assert_eq!(done.state(), pb::TaskState::Completed);
+    // B's wait is 30 s: an answer within 20 s is the commit on A waking it.
+    let woke = tokio::time::timeout(Duration::from_secs(20), poll)
+        .await
+        .expect("the long poll on B wakes on A's commit")
+        .expect("the poll's task")
+        .expect("GetTask on B");
+    assert!(woke.generation > g, "past {g}: {woke:?}");
+
+    for _ in 0..3 {
+        let asked = task_of(
+            a.send_message(&preview(), req(msg("input")))
+                .await
+                .expect("send"),
+        );
+        let g = asked.generation;
+        let calls = (0..6).map(|i| {
+            let svc = if i % 2 == 0 { a.clone() } else { b.clone() };
+            let mut m = msg(&format!("answer {i}"));
+            m.task_id = asked.id.clone();
+            async move {
+                svc.send_message(
+                    &preview(),
+                    pb::SendMessageRequest {
+                        message: Some(m),
+                        configuration: Some(pb::SendMessageConfiguration {
+                            if_generation_match: Some(g),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                )
+                .await
+            }
+        });
+        let results = futures::future::join_all(calls).await;
+        let won = results.iter().filter(|r| r.is_ok()).count();
+        let refused = results
+            .iter()
+            .filter(|r| matches!(r, Err(e) if e.kind() == ErrorKind::TaskGenerationMismatch))
+            .count();
+        assert_eq!(
+            (won, refused),
+            (1, 5),
+            "one wins, five are refused: {results:?}"
+        );
+        let log = replay(b.as_ref(), &asked.id).await;
+        let n = log.len() as u64;
+        assert_eq!(seqs(&log), (1..=n).collect::<Vec<_>>(), "a gapless log");
+        let task = wait_for(b.as_ref(), &preview(), &asked.id, |t| {
+            t.state().is_terminal()
+        })
+        .await;
+        assert_eq!(
+            u64::try_from(task.generation).ok(),
+            Some(n),
+            "the task's generation is its last event's number"
         );
     }
 }
