@@ -171,8 +171,11 @@ start_agent() {
 passed=0
 failed=0
 
-# The server every client calls first: 1.0 and v0.3 on one listener.
-start_trident server serve --agent demo --store memory --push-allow 127.0.0.1 || true
+# The server every client calls first: 1.0 and v0.3 on one listener, with the A2A 1.1 preview
+# on (issue 29): none of these clients asks for it, and each must see exactly what a server
+# without it answers.
+start_trident server serve --agent demo --store memory --push-allow 127.0.0.1 \
+  --protocols 1.0,0.3,1.1-preview || true
 base_url="$started_url"
 if [[ -z "$base_url" ]]; then
   echo "FAIL interop server-start"
