@@ -890,3 +890,72 @@ async fn get_task_never_answers_a_change_that_was_not_stored() {
     assert!(read.artifacts.is_empty(), "the artifact was never stored");
     store.failing.store(false, Ordering::SeqCst);
 }
+
+/// The A2A 1.1 preview, in process: `1.1` is refused until the engine offers it; then a
+/// preview caller's GetTask carries the generation (the last sequence number) while a 1.0
+/// caller's does not, and a long poll on a task that does not move answers with it as it is
+/// once the engine's own wait ends.
+#[tokio::test]
+async fn a_long_poll_answers_with_the_task_as_it_is_when_its_wait_ends() {
+    let cx11 = || {
+        let mut cx = CallContext::new();
+        cx.version = Some(trident_core::PREVIEW_VERSION.to_owned());
+        cx
+    };
+    let asked = |engine: Engine| async move {
+        engine
+            .send_message(
+                &CallContext::new(),
+                pb::SendMessageRequest {
+                    message: Some(pb::Message::user("m1", vec![pb::Part::text("hi")])),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("send")
+    };
+    let plain = Engine::builder(Arc::new(Asker::default())).build();
+    let Some(pb::send_message_response::Payload::Task(task)) = asked(plain.clone()).await.payload
+    else {
+        panic!("a task");
+    };
+    let refused = get(&plain, &cx11(), &task.id)
+        .await
+        .expect_err("1.1 is refused");
+    assert_eq!(refused.kind(), trident_core::ErrorKind::VersionNotSupported);
+
+    let engine = Engine::builder(Arc::new(Asker::default()))
+        .config(crate::EngineConfig {
+            preview: Some(crate::Preview {
+                long_poll_timeout: std::time::Duration::from_millis(200),
+            }),
+            ..Default::default()
+        })
+        .build();
+    let Some(pb::send_message_response::Payload::Task(task)) = asked(engine.clone()).await.payload
+    else {
+        panic!("a task");
+    };
+    assert_eq!(task.state(), pb::TaskState::InputRequired);
+    assert_eq!(task.generation, 0, "a 1.0 caller's answer has none");
+    let seen = get(&engine, &cx11(), &task.id).await.expect("get");
+    // Created (1), then INPUT_REQUIRED (2).
+    assert_eq!(seen.generation, 2, "{seen:?}");
+    let started = std::time::Instant::now();
+    let polled = engine
+        .get_task(
+            &cx11(),
+            pb::GetTaskRequest {
+                id: task.id.clone(),
+                current_generation: Some(seen.generation),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("the long poll answers at its timeout");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(200),
+        "it waited for the task to move"
+    );
+    assert_eq!(polled, seen, "nothing moved: the task as it is");
+}
