@@ -2508,6 +2508,15 @@ pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
                 long_poll = None;
                 continue;
             }
+            // A long poll bounded by --timeout (each call is) ends with the wait: reported as
+            // the wait's own timeout, naming the task.
+            Err(e)
+                if long_poll.is_some()
+                    && limit.is_some()
+                    && e.kind() == trident_core::ErrorKind::DeadlineExceeded =>
+            {
+                return Err(seen.stopped(&s, Stop::Timeout, limit));
+            }
             other => other.map_err(|e| s.failed(e))?,
         };
         if !args.wait || settled(task.state()) {

@@ -311,6 +311,11 @@ async fn get_task(a: &str, t: &str, id: &str) -> pb::Task {
     document(&run(&["task", "get", id, "-a", a, "--transport", t, "-o", "json"]).await)
 }
 
+/// A task of `a` that works until canceled (the demo agent completes it after 60 s).
+async fn working(a: &str, t: &str) -> String {
+    send_task(a, t, &["--async"], "slow").await.id
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_long_polls_and_sends_preconditions_to_an_agent_with_the_preview() {
     let server = Trident::serve(&[
@@ -366,6 +371,29 @@ async fn the_cli_long_polls_and_sends_preconditions_to_an_agent_with_the_preview
             stderr(&o).contains("currentGeneration"),
             "{t}: a long poll: {}",
             stderr(&o)
+        );
+
+        // --timeout ends a long poll as it ends a poll: exit 5, the hint names the task.
+        let o = run(&[
+            "task",
+            "get",
+            &working(a, t).await,
+            "-a",
+            a,
+            "--transport",
+            t,
+            "--wait",
+            "--timeout",
+            "1s",
+            "-o",
+            "json",
+        ])
+        .await;
+        let e = error_object(&o, 5);
+        assert_eq!(e["code"], "A2ACLI_ERR_TIMEOUT", "{t}: {e}");
+        assert!(
+            e["hint"].as_str().is_some_and(|h| h.contains("--wait")),
+            "{t}: {e}"
         );
 
         // The generation is shown, and a reply can be made conditional on it.
