@@ -129,6 +129,11 @@ pub(crate) struct Target {
     /// wire is tapped without --debug, credentials redacted as with it.
     #[arg(skip)]
     pub(crate) wire: Option<WireSink>,
+    /// Whether to ask for the A2A 1.1 preview (set by the commands that use it: `task get`,
+    /// `send --if-generation-match`): the card is fetched with `A2A-Version: 1.1`, and an
+    /// agent whose card then offers the preview for the binding chosen is spoken to in it.
+    #[arg(skip)]
+    pub(crate) preview: bool,
 }
 
 /// A receiver of wire lines (see [`Target::wire`]), each already redacted.
@@ -312,6 +317,12 @@ pub(crate) struct Send {
     /// Continue this task (for example one waiting for input).
     #[arg(long = "task-id", alias = "task", value_name = "ID")]
     task_id: Option<String>,
+    /// Send the reply only if the task is still at generation N (the A2A 1.1 preview's
+    /// `ifGenerationMatch`; `task get` shows a task's generation): if it changed since, the
+    /// agent refuses with TaskGenerationMismatchError and the task is left as it is. Needs
+    /// --task-id, and an agent that offers the preview.
+    #[arg(long = "if-generation-match", value_name = "N", requires = "task_id")]
+    if_generation_match: Option<i64>,
     /// Start the task in this context.
     #[arg(long = "context-id", alias = "context", value_name = "ID")]
     context_id: Option<String>,
@@ -656,6 +667,9 @@ struct Session {
     client_cert: bool,
     /// In `chat`, where the reply to a waiting task is the next line typed, not a `send`.
     chat: bool,
+    /// Whether the agent is spoken to in the A2A 1.1 preview ([`Target::preview`] asked for
+    /// it and the card offers it): calls send `A2A-Version: 1.1`, tasks carry a generation.
+    preview: bool,
 }
 
 impl Session {
@@ -1039,10 +1053,14 @@ pub(crate) async fn resolve_card_json(
         })?,
         (CardSource::Url(url), None) => {
             let http = http_client(target)?;
-            let mut request = http
-                .get(&url)
-                .header("accept", "application/json")
-                .header("a2a-version", trident_core::PROTOCOL_VERSION);
+            let mut request = http.get(&url).header("accept", "application/json").header(
+                "a2a-version",
+                if target.preview {
+                    trident_core::PREVIEW_VERSION
+                } else {
+                    trident_core::PROTOCOL_VERSION
+                },
+            );
             if let Some(t) = target.timeout {
                 request = request.timeout(t);
             }
@@ -1410,6 +1428,15 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         .map_err(|e| Failure::usage(e.message().to_owned()))?;
     let order = preference(target, &card);
     let (binding, mut interface) = select(target, &card, &order).map_err(|e| e(&reference))?;
+    // The A2A 1.1 preview, when asked for: the same binding's 1.1 twin, if the card has one.
+    let mut preview = false;
+    if target.preview
+        && !trident_client::speaks_v03(&interface)
+        && let Some(twin) = trident_client::preview_interface(&card, binding)
+    {
+        interface = twin;
+        preview = true;
+    }
     if binding == Binding::Grpc {
         interface.url = grpc_url(&card, &interface.url);
         if target.insecure && interface.url.starts_with("https://") {
@@ -1493,6 +1520,7 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
         credentials,
         client_cert: target.cert.is_some(),
         chat: false,
+        preview,
     })
 }
 
@@ -1919,7 +1947,19 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         message_parts(text, &args.parts)?
     };
     let metadata = metadata(&args.metadata)?;
+    target.preview = args.if_generation_match.is_some();
     let s = connect(&target).await?;
+    if args.if_generation_match.is_some() && !s.preview {
+        return Err(Failure::usage(format!(
+            "--if-generation-match needs the A2A 1.1 preview, and the agent {} does not offer \
+             it",
+            s.reference
+        ))
+        .with_hint(
+            "send without --if-generation-match; an agent offers the preview when it serves \
+             it (trident serve --protocols 1.0,0.3,1.1-preview)",
+        ));
+    }
     let mut resolver = in_task::Resolver::new(args.task_credential.clone());
     let mut message = pb::Message::user(uuid::Uuid::new_v4().to_string(), parts);
     message.task_id = args.task_id.clone().unwrap_or_default();
@@ -1948,6 +1988,7 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
         configuration: Some(pb::SendMessageConfiguration {
             return_immediately: args.r#async,
             history_length: args.history,
+            if_generation_match: args.if_generation_match,
             ..Default::default()
         }),
         metadata,
@@ -2006,7 +2047,11 @@ pub(crate) async fn send(args: &Send) -> Result<(), Failure> {
             _ => None,
         };
         match paused {
-            Some(message) => req.message = Some(message),
+            Some(message) => {
+                req.message = Some(message);
+                // The precondition was the first message's; the task has moved on since.
+                without_precondition(&mut req);
+            }
             None => break resp,
         }
     };
@@ -2182,11 +2227,25 @@ async fn receive_pushes(
     print_text(&out)
 }
 
+/// `request` without the A2A 1.1 preview's `ifGenerationMatch` (a follow-up of the message
+/// that carried it: the task's generation has moved on by its own reply).
+fn without_precondition(request: &mut pb::SendMessageRequest) {
+    if let Some(c) = request.configuration.as_mut() {
+        c.if_generation_match = None;
+    }
+}
+
 /// A send's failure; when it named a task (`--task-id`), the hint says that no task was
-/// started in its place and where to see the exchange (SPEC §8.1).
+/// started in its place and where to see the exchange (SPEC §8.1), or, for a task that moved
+/// past `--if-generation-match`, how to read it again.
 fn refused(s: &Session, e: A2aError, args: &Send) -> Failure {
+    let mismatch = e.kind() == trident_core::ErrorKind::TaskGenerationMismatch;
     let failure = s.failed(e);
     match &args.task_id {
+        Some(id) if mismatch => failure.with_hint(format!(
+            "the task changed since; read it again: trident task get -a {} {id}",
+            shell_word(&s.reference)
+        )),
         Some(id) if matches!(failure, Failure::Agent(..)) => failure.with_hint(format!(
             "the agent refused --task-id {id} and no new task was started; check it with \
              `trident task get -a {} {id}`, or rerun with --debug to see the exchange",
@@ -2388,8 +2447,14 @@ async fn wait_streaming(
 }
 
 /// `task get`
+///
+/// Asks for the A2A 1.1 preview: from an agent that offers it, the task comes with its
+/// generation, and `--wait` long-polls (GetTask with `currentGeneration`: the agent answers
+/// when the task changes) instead of polling every `--poll-interval`.
 pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
-    let s = connect(&args.target).await?;
+    let mut target = args.target.clone();
+    target.preview = true;
+    let s = connect(&target).await?;
     if args.wait && args.poll_interval < Duration::from_millis(10) {
         return Err(Failure::usage("--poll-interval must be at least 10ms"));
     }
@@ -2405,21 +2470,71 @@ pub(crate) async fn task_get(args: &TaskGet) -> Result<(), Failure> {
         ..Default::default()
     };
     let mut interval = args.poll_interval;
+    // With the preview, each GetTask after the first waits at the agent for a change.
+    let mut long_poll = s
+        .preview
+        .then(|| trident_client::Preview::new(Arc::clone(&s.svc)));
+    let mut generation: Option<i64> = None;
     let task = loop {
         let task = if args.wait {
-            match unless_stopped(s.get_task(request.clone()), deadline).await {
+            let call = async {
+                match (&long_poll, generation) {
+                    (Some(preview), Some(g)) => {
+                        let mut request = request.clone();
+                        request.current_generation = Some(g);
+                        let call = preview.long_poll(&s.cx, request.clone(), g);
+                        s.logged("GetTask", &request, call).await
+                    }
+                    _ => s.get_task(request.clone()).await,
+                }
+            };
+            match unless_stopped(call, deadline).await {
                 Ok(task) => task,
                 Err(why) => return Err(seen.stopped(&s, why, limit)),
             }
         } else {
             s.get_task(request.clone()).await
         };
-        let task = task.map_err(|e| s.failed(e))?;
+        let task = match task {
+            // A task without a generation: the agent does not speak the preview after all;
+            // polled as any other.
+            Err(e)
+                if long_poll.is_some()
+                    && e.kind() == trident_core::ErrorKind::VersionNotSupported =>
+            {
+                if s.debug {
+                    debug(&format!("long poll: {}; polling instead", e.message()));
+                }
+                long_poll = None;
+                continue;
+            }
+            // A long poll bounded by --timeout (each call is) ends with the wait: reported as
+            // the wait's own timeout, naming the task.
+            Err(e)
+                if long_poll.is_some()
+                    && limit.is_some()
+                    && e.kind() == trident_core::ErrorKind::DeadlineExceeded =>
+            {
+                return Err(seen.stopped(&s, Stop::Timeout, limit));
+            }
+            other => other.map_err(|e| s.failed(e))?,
+        };
         if !args.wait || settled(task.state()) {
             break task;
         }
         seen.context_id.clone_from(&task.context_id);
         seen.state = task.state();
+        if long_poll.is_some() && task.generation > 0 {
+            let moved = generation.is_none_or(|g| task.generation > g);
+            generation = Some(task.generation);
+            if moved {
+                // Ask again at once, from where it is: the agent holds the call until the
+                // task changes. An unchanged answer (the agent's wait ended) is followed by
+                // the usual pause, so an agent that never waits is not asked in a loop.
+                interval = args.poll_interval;
+                continue;
+            }
+        }
         if let Err(why) = unless_stopped(tokio::time::sleep(interval), deadline).await {
             return Err(seen.stopped(&s, why, limit));
         }
@@ -2904,6 +3019,7 @@ async fn follow_resolving(
         };
         let mut request = r.request.clone();
         request.message = Some(message);
+        without_precondition(&mut request);
         s.sending("SendStreamingMessage", &request);
         stream = s
             .svc

@@ -197,6 +197,9 @@ impl Failure {
                 ErrorKind::UnsupportedOperation => {
                     Some("see what the agent supports: trident card get -a <agent>")
                 }
+                ErrorKind::TaskGenerationMismatch => {
+                    Some("the task changed since; read it again: trident task get -a <agent> <id>")
+                }
                 _ => None,
             },
             Failure::Interrupted(_) => None,

@@ -97,8 +97,15 @@ fn part_lines(out: &mut String, part: &pb::Part) {
     }
 }
 
-/// A task's identifiers, its state and its status message (of a task, or of a status update).
-fn status(out: &mut String, task_id: &str, context_id: &str, status: Option<&pb::TaskStatus>) {
+/// A task's identifiers, its state, its generation (the A2A 1.1 preview's; 0, not shown,
+/// when the agent sent none) and its status message (of a task, or of a status update).
+fn status(
+    out: &mut String,
+    task_id: &str,
+    context_id: &str,
+    status: Option<&pb::TaskStatus>,
+    generation: i64,
+) {
     field(out, "Task ID", task_id);
     field(out, "Context ID", context_id);
     field(
@@ -106,6 +113,7 @@ fn status(out: &mut String, task_id: &str, context_id: &str, status: Option<&pb:
         "State",
         state_name(state_of(status.map_or(0, |s| s.state))),
     );
+    generation_field(out, generation);
     if let Some(m) = status.and_then(|s| s.message.as_ref()) {
         block(out, "Status Message", role(m), &m.parts);
     }
@@ -113,7 +121,13 @@ fn status(out: &mut String, task_id: &str, context_id: &str, status: Option<&pb:
 
 /// A task: its identifiers and state, its status message, artifacts and (when asked) history.
 pub(crate) fn task(out: &mut String, task: &pb::Task, history: bool) {
-    status(out, &task.id, &task.context_id, task.status.as_ref());
+    status(
+        out,
+        &task.id,
+        &task.context_id,
+        task.status.as_ref(),
+        task.generation,
+    );
     for a in &task.artifacts {
         artifact(out, a);
     }
@@ -153,6 +167,13 @@ pub(crate) fn message(out: &mut String, m: &pb::Message) {
     block(out, "Message", role(m), &m.parts);
 }
 
+/// `Generation: N` when the agent sent one (the A2A 1.1 preview; 1.0 answers have none).
+fn generation_field(out: &mut String, generation: i64) {
+    if generation > 0 {
+        field(out, "Generation", &generation.to_string());
+    }
+}
+
 /// One stream event.
 pub(crate) fn event(out: &mut String, response: &pb::StreamResponse) {
     use pb::stream_response::Payload;
@@ -160,11 +181,18 @@ pub(crate) fn event(out: &mut String, response: &pb::StreamResponse) {
         Some(Payload::Task(t)) => task(out, t, false),
         Some(Payload::Message(m)) => message(out, m),
         Some(Payload::StatusUpdate(u)) => {
-            status(out, &u.task_id, &u.context_id, u.status.as_ref());
+            status(
+                out,
+                &u.task_id,
+                &u.context_id,
+                u.status.as_ref(),
+                u.generation,
+            );
         }
         Some(Payload::ArtifactUpdate(a)) => {
             field(out, "Task ID", &a.task_id);
             field(out, "Context ID", &a.context_id);
+            generation_field(out, a.generation);
             if a.append {
                 field(out, "Append", "true");
             }

@@ -33,6 +33,7 @@ mod nats_server;
 mod openapi;
 #[cfg(feature = "otlp")]
 mod otlp;
+mod preview_cli;
 mod process;
 mod proxied;
 mod push;

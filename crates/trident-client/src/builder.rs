@@ -5,14 +5,19 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use trident_core::{
-    A2aError, A2aService, CallContext, ErrorKind, PROTOCOL_VERSION, deadline::bounded,
+    A2aError, A2aService, CallContext, ErrorKind, PREVIEW_VERSION, PROTOCOL_VERSION,
+    deadline::bounded,
 };
 use trident_http::DEFAULT_MAX_RESPONSE_BYTES;
 use trident_proto as pb;
 
 use crate::cache::{CardCache, Freshness};
+use crate::preview::SpeakPreview;
 use crate::timed::Timed;
-use crate::{Agent, Binding, Protocol, card_url, choose_for, no_match_for, speaks_v03};
+use crate::{
+    Agent, Binding, Protocol, card_url, choose_for, no_match_for, preview_interface,
+    speaks_preview, speaks_v03,
+};
 
 /// Options of a [`Client`]. Every option has a default; `build` checks them all.
 ///
@@ -44,6 +49,7 @@ pub struct ClientBuilder {
     protocol: Protocol,
     max_response: usize,
     cache_cards: bool,
+    preview: bool,
     tap: Option<trident_http::WireTap>,
 }
 
@@ -71,6 +77,7 @@ impl ClientBuilder {
             protocol: Protocol::Auto,
             max_response: DEFAULT_MAX_RESPONSE_BYTES,
             cache_cards: true,
+            preview: false,
             tap: None,
         }
     }
@@ -204,6 +211,30 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether to ask agents for the A2A 1.1 preview (default `false`): task generations,
+    /// long-polling GetTask and `ifGenerationMatch`, from the specification's dev-1.1 branch.
+    ///
+    /// On, cards are fetched with `A2A-Version: 1.1`, and [`Client::connect`] speaks the
+    /// preview to an agent whose card then offers it for the binding chosen (an interface
+    /// with `protocolVersion: "1.1"`): its [`Agent::service`](crate::Agent::service) sends
+    /// `A2A-Version: 1.1` on every call and [`Agent::preview`](crate::Agent::preview) is
+    /// `Some`. An agent that does not offer it (a 1.0 agent, or one that does not enable the
+    /// preview) is spoken to in 1.0 as without this switch; only its card request says 1.1.
+    /// Off, nothing changes: not one request differs from a client without it.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), trident_core::A2aError> {
+    /// use trident_client::ClientBuilder;
+    /// let client = ClientBuilder::new().preview(true).build()?;
+    /// let agent = client.connect("http://127.0.0.1:8080").await?;
+    /// println!("A2A 1.1 preview: {}", agent.preview().is_some());
+    /// # Ok(()) }
+    /// ```
+    pub fn preview(mut self, on: bool) -> Self {
+        self.preview = on;
+        self
+    }
+
     /// Checks the options and makes the client.
     pub fn build(self) -> Result<Client, A2aError> {
         let bad = |field: &str, why: String| A2aError::invalid_field(field, why);
@@ -256,6 +287,7 @@ impl ClientBuilder {
                 protocol: self.protocol,
                 max_response: self.max_response,
                 cards: self.cache_cards.then(CardCache::default),
+                preview: self.preview,
                 tap: self.tap,
             }),
         })
@@ -274,6 +306,7 @@ struct Shared {
     protocol: Protocol,
     max_response: usize,
     cards: Option<CardCache>,
+    preview: bool,
     tap: Option<trident_http::WireTap>,
 }
 
@@ -321,7 +354,8 @@ impl Client {
     }
 
     /// Reads the card of `origin` (its origin, or the URL of its card: see [`card_url`]),
-    /// sending `A2A-Version`, the default headers and authentication, within the timeout.
+    /// sending `A2A-Version` (`1.0`, or `1.1` with [`ClientBuilder::preview`]), the default
+    /// headers and authentication, within the timeout.
     ///
     /// With the cache on, a card whose `Cache-Control: max-age` has not passed is returned
     /// without a request; an older one with an `ETag` is revalidated (`If-None-Match`, and a
@@ -373,7 +407,14 @@ impl Client {
             .get(url)
             .headers(self.shared.headers.clone())
             .header("accept", "application/json")
-            .header("a2a-version", PROTOCOL_VERSION);
+            .header(
+                "a2a-version",
+                if self.shared.preview {
+                    PREVIEW_VERSION
+                } else {
+                    PROTOCOL_VERSION
+                },
+            );
         if let Some(etag) = etag {
             request = request.header("if-none-match", etag);
         }
@@ -404,7 +445,9 @@ impl Client {
 
     /// Reads the card of `origin` once, picks the first binding of the builder's preference
     /// that it offers under the builder's [`Protocol`] (see [`choose_for`](crate::choose_for)),
-    /// and connects. When it offers none, the error lists what it does offer.
+    /// and connects. When it offers none, the error lists what it does offer. With
+    /// [`ClientBuilder::preview`], the card's A2A 1.1 preview interface for that binding is
+    /// used when it has one ([`preview_interface`](crate::preview_interface)).
     pub async fn connect(&self, origin: &str) -> Result<Agent, A2aError> {
         self.connect_with(origin, &self.shared.preference).await
     }
@@ -436,8 +479,15 @@ impl Client {
         preference: &[Binding],
     ) -> Result<Agent, A2aError> {
         let protocol = self.shared.protocol;
-        let (binding, interface) = choose_for(&card, preference, protocol)
+        let (binding, mut interface) = choose_for(&card, preference, protocol)
             .ok_or_else(|| no_match_for(origin, &card, preference, protocol))?;
+        // The preview is 1.0's twin: the same binding, in 1.1, when the card offers it.
+        if self.shared.preview
+            && !speaks_v03(&interface)
+            && let Some(twin) = preview_interface(&card, binding)
+        {
+            interface = twin;
+        }
         let service = self.client(binding, &interface).await?;
         Ok(Agent {
             card,
@@ -449,7 +499,9 @@ impl Client {
 
     /// A client of `interface` over `binding` with this client's options, sending the
     /// interface's tenant. An interface whose `protocolVersion` is 0.3 gets the binding's
-    /// v0.3 client (`A2A-Version: 0.3`, v0.3's wire forms); any other the 1.0 one.
+    /// v0.3 client (`A2A-Version: 0.3`, v0.3's wire forms); one that says 1.1 (the A2A 1.1
+    /// preview, [`speaks_preview`](crate::speaks_preview)) the 1.0 one sending
+    /// `A2A-Version: 1.1` on every call; any other the 1.0 one.
     pub async fn client(
         &self,
         binding: Binding,
@@ -521,6 +573,11 @@ impl Client {
                         .with_wire_tap(s.tap.clone()),
                 )
             }
+        };
+        let inner: Arc<dyn A2aService> = if speaks_preview(interface) {
+            Arc::new(SpeakPreview::new(inner))
+        } else {
+            inner
         };
         Ok(match s.timeout {
             Some(timeout) => Arc::new(Timed::new(inner, timeout)),

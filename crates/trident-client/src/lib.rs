@@ -42,11 +42,13 @@ mod builder;
 mod cache;
 mod gateway;
 mod helpers;
+mod preview;
 mod timed;
 
 pub use builder::{Client, ClientBuilder, read_card};
 pub use gateway::Upstream;
 pub use helpers::{TaskId, Texts};
+pub use preview::{Preview, if_generation_match, preview_interface, speaks_preview};
 /// The diagnostic hook of [`ClientBuilder::wire_tap`].
 pub use trident_http::WireTap;
 use trident_proto as pb;
@@ -64,6 +66,18 @@ pub struct Agent {
     pub interface: pb::AgentInterface,
     /// The agent.
     pub service: Arc<dyn A2aService>,
+}
+
+impl Agent {
+    /// The agent in the A2A 1.1 preview (long-polling GetTask, `ifGenerationMatch`, gap-free
+    /// streams; see [`Preview`]): `Some` when the client asked for it
+    /// ([`ClientBuilder::preview`]) and the agent's card offers it on the binding chosen (the
+    /// [`interface`](Self::interface) says `protocolVersion: "1.1"`, and
+    /// [`service`](Self::service) sends `A2A-Version: 1.1`). `None` otherwise: the agent is
+    /// spoken to in 1.0, exactly as by a client without the preview.
+    pub fn preview(&self) -> Option<Preview> {
+        speaks_preview(&self.interface).then(|| Preview::speaking(Arc::clone(&self.service)))
+    }
 }
 
 impl std::fmt::Debug for Agent {
@@ -184,7 +198,8 @@ pub fn choose(
 /// card offers under `protocol`, then its interface: with [`Protocol::Auto`], the card's
 /// first 1.x interface for that binding, else its first 0.3 one (1.0 is preferred when both
 /// are offered). The interface's `protocolVersion` says which the client will speak
-/// ([`Client::client`] follows it).
+/// ([`Client::client`] follows it). An A2A 1.1 preview interface is never chosen here (see
+/// [`preview_interface`], which [`Client::connect`] uses with [`ClientBuilder::preview`]).
 pub fn choose_for(
     card: &pb::AgentCard,
     preference: &[Binding],
@@ -200,7 +215,7 @@ pub fn choose_for(
             .supported_interfaces
             .iter()
             .filter(|i| i.protocol_binding.eq_ignore_ascii_case(b.card_name()))
-            .filter(|i| protocol.accepts(i))
+            .filter(|i| protocol.accepts(i) && !speaks_preview(i))
             .collect();
         let chosen = offered
             .iter()
