@@ -2014,7 +2014,7 @@ pub async fn missing_version_is_configurable(t: &dyn Target) -> Result<(), Skip>
         .send_message(&patch, req(msg("hi")))
         .await
         .expect("a patch number is ignored");
-    let refused: &[&str] = if preview::offers_preview(&*f.svc).await.is_ok() {
+    let refused: &[&str] = if preview::admits_v1_1(&*f.svc).await.is_ok() {
         &["0.3"]
     } else {
         &["0.3", "1.1"]

@@ -63,6 +63,38 @@ impl Remote {
     }
 }
 
+impl Remote {
+    /// `Ok` when the agent offers the A2A 1.1 preview on this binding: its card, asked for
+    /// with `A2A-Version: 1.1`, lists an interface of this binding with `protocolVersion`
+    /// 1.1 (an agent that merely admits `A2A-Version: 1.1`, as a2a-sdk's does any 1.x, does
+    /// not offer the preview's semantics).
+    async fn offers_preview(&self) -> Result<(), Skip> {
+        let answer = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(15))
+            .build()
+            .map_err(|e| Skip::new(format!("an HTTP client: {e}")))?
+            .get(&self.card_url)
+            .header("a2a-version", trident_core::PREVIEW_VERSION)
+            .send()
+            .await;
+        let body = match answer {
+            Ok(r) if r.status().is_success() => r.bytes().await.ok(),
+            _ => None,
+        };
+        let card = body.and_then(|b| trident_client::read_card(&b).ok());
+        match card {
+            Some(card) if trident_client::preview_interface(&card, self.binding).is_some() => {
+                Ok(())
+            }
+            _ => Err(Skip::new(format!(
+                "the agent does not offer the A2A 1.1 preview: its card, asked for with \
+                 A2A-Version 1.1, lists no {} interface of protocolVersion 1.1",
+                self.binding.card_name()
+            ))),
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl Target for Remote {
     async fn fixture(&self, variant: Variant) -> Result<Fixture, Skip> {
@@ -88,7 +120,8 @@ impl Target for Remote {
                 )
             });
         if preview {
-            crate::cases::preview::offers_preview(&*svc).await?;
+            self.offers_preview().await?;
+            crate::cases::preview::admits_v1_1(&*svc).await?;
         }
         Ok(Fixture::of(svc)
             .with_card(self.card.clone())

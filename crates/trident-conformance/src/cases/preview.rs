@@ -23,8 +23,9 @@ fn cx11() -> CallContext {
 }
 
 /// `Ok` when `svc`'s agent admits `A2A-Version: 1.1` (it answers a GetTask of an unknown task
-/// with TaskNotFound, not VersionNotSupported); a [`Skip`] saying so otherwise.
-pub(crate) async fn offers_preview(svc: &dyn A2aService) -> Result<(), Skip> {
+/// with TaskNotFound, not VersionNotSupported); a [`Skip`] saying so otherwise. Admitting it
+/// is not offering the preview (a2a-sdk admits any 1.x): a remote agent's card says that.
+pub(crate) async fn admits_v1_1(svc: &dyn A2aService) -> Result<(), Skip> {
     let probe = svc
         .get_task(
             &cx11(),
