@@ -73,12 +73,12 @@ impl Drop for Schema {
 }
 
 async fn replicas(schema: &Schema, n: usize) -> Vec<Trident> {
-    skewed_replicas(schema, &vec![0; n]).await
+    skewed_replicas(schema, &vec![0; n], &[]).await
 }
 
 /// One replica per entry of `skews_ms`, each running as if its clock were that many
-/// milliseconds off (`TRIDENT_TEST_CLOCK_SKEW_MS`).
-async fn skewed_replicas(schema: &Schema, skews_ms: &[i64]) -> Vec<Trident> {
+/// milliseconds off (`TRIDENT_TEST_CLOCK_SKEW_MS`), with `extra` flags.
+async fn skewed_replicas(schema: &Schema, skews_ms: &[i64], extra: &[&str]) -> Vec<Trident> {
     let store = schema.store();
     let ttl = LEASE_TTL_SECS.to_string();
     let mut out = Vec::new();
@@ -98,6 +98,7 @@ async fn skewed_replicas(schema: &Schema, skews_ms: &[i64]) -> Vec<Trident> {
         if let Some(events) = &events {
             args.extend(["--events", events.as_str()]);
         }
+        args.extend_from_slice(extra);
         out.push(Trident::serve_with_env(&args, &[("TRIDENT_TEST_CLOCK_SKEW_MS", &skew)]).await);
     }
     out
@@ -386,7 +387,7 @@ async fn a_fast_clocked_dead_replicas_task_fails_within_the_lease_bound(schema: 
 const SKEW_MS: i64 = 30_000;
 
 async fn dead_replica_task_fails_within_the_lease_bound_with(schema: &Schema, skew_ms: i64) {
-    let mut nodes = skewed_replicas(schema, &[skew_ms, 0]).await;
+    let mut nodes = skewed_replicas(schema, &[skew_ms, 0], &[]).await;
     let a = nodes[0].client(Binding::JsonRpc).await;
     let b = nodes[1].client(Binding::Rest).await;
 
@@ -431,7 +432,7 @@ async fn dead_replica_task_fails_within_the_lease_bound_with(schema: &Schema, sk
 /// task from each other: leases are written and judged by the database's clock, so neither
 /// reads the other's as lapsed, over many sweeps (every half TTL).
 async fn replicas_with_skewed_clocks_take_no_healthy_task(schema: Schema) {
-    let nodes = skewed_replicas(&schema, &[SKEW_MS, -SKEW_MS]).await;
+    let nodes = skewed_replicas(&schema, &[SKEW_MS, -SKEW_MS], &[]).await;
     let a = nodes[0].client(Binding::Rest).await;
     let b = nodes[1].client(Binding::Grpc).await;
     let mut ids = Vec::new();
@@ -944,23 +945,7 @@ async fn partitioned_follower_loses_no_event(schema: &Schema, dropped: bool) {
 /// TaskGenerationMismatch (the check is made good by the conditional commit that begins the
 /// turn).
 async fn preview_long_poll_and_precondition_hold_across_replicas(schema: Schema) {
-    let store = schema.store();
-    let mut nodes = Vec::new();
-    for i in 0..2 {
-        let events = schema.bus.as_ref().map(|bus| bus.url_for(i));
-        let mut args = vec![
-            "--agent",
-            "demo",
-            "--store",
-            &store,
-            "--protocols",
-            "1.0,0.3,1.1-preview",
-        ];
-        if let Some(events) = &events {
-            args.extend(["--events", events.as_str()]);
-        }
-        nodes.push(Trident::serve(&args).await);
-    }
+    let nodes = skewed_replicas(&schema, &[0, 0], &["--protocols", "1.0,0.3,1.1-preview"]).await;
     let a = nodes[0].client(Binding::Rest).await;
     let b = nodes[1].client(Binding::Grpc).await;
     let preview = || {

@@ -67,6 +67,19 @@ async fn preview_scripted(t: &dyn Target) -> Result<Fixture, Skip> {
     preview(t).await
 }
 
+/// A server offering the preview and, made there by a preview caller, a task waiting for
+/// input (the conformance script's `input`), which carries its generation.
+async fn waiting_for_input(t: &dyn Target) -> Result<(Fixture, pb::Task), Skip> {
+    let f = preview_scripted(t).await?;
+    let asked = send_task(&*f.svc, &cx11(), "input").await;
+    assert_eq!(asked.state(), pb::TaskState::InputRequired);
+    assert!(
+        asked.generation >= 1,
+        "a preview caller's task has a generation: {asked:?}"
+    );
+    Ok((f, asked))
+}
+
 /// The generation an event carries (0: none), `None` for a direct message.
 fn generation_of(e: &StreamEvent) -> Option<i64> {
     match payload(e) {
@@ -328,12 +341,8 @@ pub async fn preview_generation_starts_at_one_and_moves_by_one_per_event(
 pub async fn preview_long_poll_answers_at_once_when_behind_and_at_its_deadline(
     t: &dyn Target,
 ) -> Result<(), Skip> {
-    let f = preview_scripted(t).await?;
-    let cx = cx11();
-    let asked = send_task(&*f.svc, &cx, "input").await;
-    assert_eq!(asked.state(), pb::TaskState::InputRequired);
-    let g = asked.generation;
-    assert!(g >= 1, "{asked:?}");
+    let (f, asked) = waiting_for_input(t).await?;
+    let (cx, g) = (cx11(), asked.generation);
     let behind = tokio::time::timeout(
         Duration::from_secs(10),
         long_poll(&*f.svc, &cx, &asked.id, g - 1),
@@ -359,11 +368,8 @@ pub async fn preview_long_poll_answers_at_once_when_behind_and_at_its_deadline(
 /// A long poll held on the task's current generation wakes when the task moves on (another
 /// caller answers its question), well before the server's own timeout.
 pub async fn preview_long_poll_wakes_when_the_task_moves_on(t: &dyn Target) -> Result<(), Skip> {
-    let f = preview_scripted(t).await?;
-    let cx = cx11();
-    let asked = send_task(&*f.svc, &cx, "input").await;
-    assert_eq!(asked.state(), pb::TaskState::InputRequired);
-    let g = asked.generation;
+    let (f, asked) = waiting_for_input(t).await?;
+    let (cx, g) = (cx11(), asked.generation);
     let svc = f.svc.clone();
     let id = asked.id.clone();
     let poll = tokio::spawn(async move { long_poll(&*svc, &cx11(), &id, g).await });
@@ -388,11 +394,8 @@ pub async fn preview_long_poll_wakes_when_the_task_moves_on(t: &dyn Target) -> R
 pub async fn preview_stale_precondition_is_refused_and_changes_nothing(
     t: &dyn Target,
 ) -> Result<(), Skip> {
-    let f = preview_scripted(t).await?;
-    let cx = cx11();
-    let asked = send_task(&*f.svc, &cx, "input").await;
-    assert_eq!(asked.state(), pb::TaskState::InputRequired);
-    let g = asked.generation;
+    let (f, asked) = waiting_for_input(t).await?;
+    let (cx, g) = (cx11(), asked.generation);
     for stale in [g - 1, g + 1] {
         let e = assert_kind(
             follow_up_if(&*f.svc, &cx, &asked, "Ada", stale).await,
@@ -422,10 +425,7 @@ pub async fn preview_stale_precondition_is_refused_and_changes_nothing(
 pub async fn preview_concurrent_follow_ups_with_one_precondition_one_wins(
     t: &dyn Target,
 ) -> Result<(), Skip> {
-    let f = preview_scripted(t).await?;
-    let cx = cx11();
-    let asked = send_task(&*f.svc, &cx, "input").await;
-    assert_eq!(asked.state(), pb::TaskState::InputRequired);
+    let (f, asked) = waiting_for_input(t).await?;
     let g = asked.generation;
     // Which one wins, and the order they end in, varies: what the bindings are compared on
     // is the count, observed below.
