@@ -91,13 +91,14 @@ fn parameters_follow_how_the_server_reads_requests() {
             .collect()
     };
     assert_eq!(names("/tasks/{id}", "get", "path"), ["id"]);
+    // `currentGeneration`: the A2A 1.1 preview's long poll.
     assert_eq!(
         names("/tasks/{id}", "get", "query"),
-        ["tenant", "historyLength"]
+        ["tenant", "historyLength", "currentGeneration"]
     );
     assert_eq!(
         names("/{tenant}/tasks/{id}", "get", "query"),
-        ["historyLength"]
+        ["historyLength", "currentGeneration"]
     );
     assert_eq!(
         names("/tasks", "get", "query"),
