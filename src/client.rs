@@ -1431,8 +1431,7 @@ async fn connect_with(target: &Target, card: pb::AgentCard) -> Result<Session, F
     // The A2A 1.1 preview, when asked for: the same binding's 1.1 twin, if the card has one.
     let mut preview = false;
     if target.preview
-        && !trident_client::speaks_v03(&interface)
-        && let Some(twin) = trident_client::preview_interface(&card, binding)
+        && let Some(twin) = trident_client::preview_twin(&card, binding, &interface)
     {
         interface = twin;
         preview = true;

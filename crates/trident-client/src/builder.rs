@@ -15,8 +15,8 @@ use crate::cache::{CardCache, Freshness};
 use crate::preview::SpeakPreview;
 use crate::timed::Timed;
 use crate::{
-    Agent, Binding, Protocol, card_url, choose_for, no_match_for, preview_interface,
-    speaks_preview, speaks_v03,
+    Agent, Binding, Protocol, card_url, choose_for, no_match_for, preview_twin, speaks_preview,
+    speaks_v03,
 };
 
 /// Options of a [`Client`]. Every option has a default; `build` checks them all.
@@ -447,7 +447,7 @@ impl Client {
     /// that it offers under the builder's [`Protocol`] (see [`choose_for`](crate::choose_for)),
     /// and connects. When it offers none, the error lists what it does offer. With
     /// [`ClientBuilder::preview`], the card's A2A 1.1 preview interface for that binding is
-    /// used when it has one ([`preview_interface`](crate::preview_interface)).
+    /// used when it has one ([`preview_twin`](crate::preview_twin)).
     pub async fn connect(&self, origin: &str) -> Result<Agent, A2aError> {
         self.connect_with(origin, &self.shared.preference).await
     }
@@ -483,8 +483,7 @@ impl Client {
             .ok_or_else(|| no_match_for(origin, &card, preference, protocol))?;
         // The preview is 1.0's twin: the same binding, in 1.1, when the card offers it.
         if self.shared.preview
-            && !speaks_v03(&interface)
-            && let Some(twin) = preview_interface(&card, binding)
+            && let Some(twin) = preview_twin(&card, binding, &interface)
         {
             interface = twin;
         }

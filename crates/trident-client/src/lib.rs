@@ -48,7 +48,7 @@ mod timed;
 pub use builder::{Client, ClientBuilder, read_card};
 pub use gateway::Upstream;
 pub use helpers::{TaskId, Texts};
-pub use preview::{Preview, if_generation_match, preview_interface, speaks_preview};
+pub use preview::{Preview, if_generation_match, preview_interface, preview_twin, speaks_preview};
 /// The diagnostic hook of [`ClientBuilder::wire_tap`].
 pub use trident_http::WireTap;
 use trident_proto as pb;

@@ -25,8 +25,7 @@ use trident_proto::stream_response::Payload as Event;
 /// a server lists first in the card it serves to a card request that says
 /// `A2A-Version: 1.1`).
 pub fn speaks_preview(interface: &pb::AgentInterface) -> bool {
-    let v = interface.protocol_version.trim();
-    v == PREVIEW_VERSION || v.starts_with("1.1.")
+    trident_core::is_preview_version(&interface.protocol_version)
 }
 
 /// The card's first A2A 1.1 preview interface for `binding` (see [`speaks_preview`]), if it
@@ -39,6 +38,20 @@ pub fn preview_interface(
         .iter()
         .find(|i| i.protocol_binding.eq_ignore_ascii_case(binding.card_name()) && speaks_preview(i))
         .cloned()
+}
+
+/// The interface to speak the A2A 1.1 preview on instead of `chosen`, the 1.x interface of
+/// `card` picked for `binding`: the card's preview twin for that binding, if it has one. A
+/// v0.3 interface has none (the preview extends 1.0).
+pub fn preview_twin(
+    card: &pb::AgentCard,
+    binding: crate::Binding,
+    chosen: &pb::AgentInterface,
+) -> Option<pb::AgentInterface> {
+    if crate::speaks_v03(chosen) {
+        return None;
+    }
+    preview_interface(card, binding)
 }
 
 /// Sends `A2A-Version: 1.1` (gRPC: `a2a-version` metadata) on every call of `inner`, whatever

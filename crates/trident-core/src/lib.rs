@@ -52,6 +52,22 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 /// server that enables it.
 pub const PREVIEW_VERSION: &str = "1.1";
 
+/// Whether a protocol version (an `A2A-Version` value, or an interface's `protocolVersion`)
+/// names the A2A 1.1 preview: `1.1`, or `1.1.x` (patch numbers do not change the version).
+///
+/// ```
+/// assert!(trident_core::is_preview_version("1.1"));
+/// assert!(trident_core::is_preview_version(" 1.1.0 "));
+/// assert!(!trident_core::is_preview_version("1.10"));
+/// assert!(!trident_core::is_preview_version("1.0"));
+/// ```
+pub fn is_preview_version(version: &str) -> bool {
+    let v = version.trim();
+    v == PREVIEW_VERSION
+        || v.strip_prefix(PREVIEW_VERSION)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
 /// A minimal valid agent card: streaming and push notifications on, text in and out, one skill.
 /// Bindings fill `supportedInterfaces` with their URLs.
 pub fn default_card(name: &str, description: &str) -> pb::AgentCard {

@@ -384,7 +384,7 @@ impl CardState {
     fn form(&self, headers: &HeaderMap, query: Option<&str>) -> &CardBody {
         let version = requested_version(headers, query);
         match (&self.legacy, &self.preview) {
-            (_, Some(preview)) if is_v1_1(version) => preview,
+            (_, Some(preview)) if trident_core::is_preview_version(version) => preview,
             (Some(legacy), _) if !is_v1(version) => legacy,
             _ => &self.v1,
         }
@@ -456,11 +456,6 @@ fn requested_version<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> &'a 
 /// Whether a requested version says A2A 1.x (or later): present, not empty, not 0.x.
 fn is_v1(version: &str) -> bool {
     !version.is_empty() && version != "0" && !version.starts_with("0.")
-}
-
-/// Whether a requested version says 1.1 (`1.1`, `1.1.x`).
-fn is_v1_1(version: &str) -> bool {
-    version == trident_core::PREVIEW_VERSION || version.starts_with("1.1.")
 }
 
 async fn serve_card(

@@ -34,7 +34,7 @@ impl Inner {
             }
             None => {}
             Some(v) if validate::is_v1(v) => {}
-            Some(v) if self.config.preview.is_some() && validate::is_v1_1(v) => {}
+            Some(v) if self.config.preview.is_some() && trident_core::is_preview_version(v) => {}
             Some(v) => {
                 let (speaks, supported) = if self.config.preview.is_some() {
                     ("1.0 and the 1.1 preview", "1.0,1.1")
@@ -92,7 +92,7 @@ impl Inner {
             && cx
                 .version
                 .as_deref()
-                .is_some_and(|v| validate::is_v1_1(v.trim()))
+                .is_some_and(trident_core::is_preview_version)
     }
 
     /// `task` as `cx` gets it: with its generation for a caller of the 1.1 preview

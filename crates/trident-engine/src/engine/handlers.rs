@@ -29,13 +29,6 @@ fn redact_push_secrets(
     config
 }
 
-/// Whether `record`'s task is past generation `current` (a long-polling GetTask answers at
-/// once), or ended (its generation will not move again).
-fn passed(record: &crate::store::TaskRecord, current: i64) -> bool {
-    i64::try_from(record.last_seq).unwrap_or(i64::MAX) > current
-        || record.task.state().is_terminal()
-}
-
 /// Applies `historyLength`: unset keeps all, 0 drops all, n keeps the n most recent.
 fn trim_history(task: &mut pb::Task, history_length: Option<i32>) {
     if let Some(n) = history_length {
@@ -142,7 +135,7 @@ impl A2aService for Engine {
         let mut record = self.inner.record(&scope, &req.id).await?;
         if let Some(current) = req.current_generation
             && self.inner.preview(cx)
-            && !passed(&record, current)
+            && !super::registry::moved_past(record.last_seq, record.task.state(), current)
         {
             // Boxed: a cold branch (the preview's long poll) whose future every GetTask
             // would otherwise carry.

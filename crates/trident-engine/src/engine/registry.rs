@@ -212,7 +212,7 @@ impl Inner {
         }
         loop {
             let p = *progress.borrow_and_update();
-            if i64::try_from(p.seq).unwrap_or(i64::MAX) > current || p.state.is_terminal() {
+            if moved_past(p.seq, p.state, current) {
                 break;
             }
             tokio::select! {
@@ -227,6 +227,13 @@ impl Inner {
         drop(guard);
         record
     }
+}
+
+/// Whether a task at `seq` in `state` is past generation `current`, so that a long-polling
+/// GetTask ([`Inner::long_poll`]) answers: its generation (its last sequence number) is
+/// greater, or it ended (its generation will not move again).
+pub(super) fn moved_past(seq: u64, state: trident_proto::TaskState, current: i64) -> bool {
+    i64::try_from(seq).unwrap_or(i64::MAX) > current || state.is_terminal()
 }
 
 /// Removes `live` from the registry's `shard` (locked) when the caller's reference and the

@@ -14,12 +14,6 @@ pub(super) fn is_v1(v: &str) -> bool {
     parts.next() == Some("1") && parts.next().is_none_or(|minor| minor == "0")
 }
 
-/// Whether an `A2A-Version` value means the 1.1 preview (`1.1`, or `1.1.x`).
-pub(super) fn is_v1_1(v: &str) -> bool {
-    let mut parts = v.split('.');
-    parts.next() == Some("1") && parts.next() == Some("1")
-}
-
 /// A client-supplied identifier: present, bounded, printable.
 pub(super) fn id(field: &str, value: &str, limits: &Limits) -> Result<(), A2aError> {
     if value.is_empty() {
